@@ -1,0 +1,113 @@
+"""The Payment entity, its applications, and the making of a new payment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from uuid_utils.compat import uuid7
+
+from domain import validation
+from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    """Money of one completed payment applied to one installment."""
+
+    payment_id: str
+    installment_id: str
+    amount_cents: int
+    payment_date: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    user_id: str
+    loan_id: str
+    payment_id: str
+    amount_cents: int
+    status: PaymentStatus
+    method: PaymentMethod
+    process: PaymentProcess
+    attempts: int
+    update_reason: str
+    created_at: datetime
+    updated_at: datetime
+    # Rises by one on every write; conditional writes check it, so a lost race is detected
+    # even when the status did not change (RETRY -> RETRY).
+    version: int = 1
+    confirmation_id: str | None = None
+    account_last_four: str | None = None
+    intended_installment_id: str | None = None
+    applications: tuple[Application, ...] = ()
+    return_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentRef:
+    """What names one payment: the table's primary key, in domain terms."""
+
+    user_id: str
+    loan_id: str
+    payment_id: str
+
+    @classmethod
+    def checked(cls, user_id: str, loan_id: str, payment_id: str) -> PaymentRef:
+        return cls(
+            validation.identifier("userId", user_id),
+            validation.identifier("loanId", loan_id),
+            validation.payment_id("paymentId", payment_id),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LoanRef:
+    """A loan of a user; the table holds no loan item, only the loan's payments."""
+
+    user_id: str
+    loan_id: str
+
+    @classmethod
+    def checked(cls, user_id: str, loan_id: str) -> LoanRef:
+        return cls(
+            validation.identifier("userId", user_id), validation.identifier("loanId", loan_id)
+        )
+
+
+def new_payment(
+    *,
+    user_id: str,
+    loan_id: str,
+    amount_cents: int,
+    method: PaymentMethod,
+    process: PaymentProcess,
+    reason: str,
+    now: datetime,
+    account_last_four: str | None = None,
+    intended_installment_id: str | None = None,
+) -> Payment:
+    """A PENDING payment with a fresh version-7 UUID, so ids sort by creation time."""
+    return Payment(
+        user_id=validation.identifier("userId", user_id),
+        loan_id=validation.identifier("loanId", loan_id),
+        payment_id=str(uuid7()),
+        amount_cents=validation.amount_cents("amountCents", amount_cents),
+        status=PaymentStatus.PENDING,
+        method=PaymentMethod(method),
+        process=PaymentProcess(process),
+        attempts=0,
+        update_reason=validation.reason("reason", reason),
+        created_at=now,
+        updated_at=now,
+        account_last_four=(
+            None
+            if account_last_four is None
+            else validation.account_last_four("accountLastFour", account_last_four)
+        ),
+        intended_installment_id=(
+            None
+            if intended_installment_id is None
+            else validation.identifier("intendedInstallmentId", intended_installment_id)
+        ),
+    )

@@ -1,0 +1,225 @@
+"""The status transition table (SPEC §5) as data, and the one engine that applies it.
+
+The source document's diagram is mandatory: PENDING -> ACHSENT -> {COMPLETED, RETRY, RETURNED},
+RETRY -> FAILED. The other rows place the statuses the diagram leaves out (our decision):
+
+    from          to            methods  presentment  requires
+    PENDING       ACHSENT       ach      yes          confirmation id
+    RETRY         ACHSENT       ach      yes          confirmation id
+    ACHSENT       COMPLETED     ach                   applications
+    ACHSENT       RETRY         ach                   return code
+    ACHSENT       RETURNED      ach                   return code
+    COMPLETED     RETURNED      ach                   return code (late ACH return)
+    PENDING       COMPLETED     pinless  yes          confirmation id, applications
+    RETRY         COMPLETED     pinless  yes          confirmation id, applications
+    PENDING       RETRY         pinless  yes          decline reason (the move's reason)
+    RETRY         RETRY         pinless  yes          declined again
+    COMPLETED     CHARGED_BACK  pinless
+    RETRY         FAILED        any
+    PENDING       FAILED        pinless  yes
+    PENDING|RETRY SKIPPED       any
+
+A presentment (a try at the payments service) adds one to the attempts, and is allowed only while
+the attempts are below the maximum (a setting, default 3). SKIPPED, FAILED, RETURNED and
+CHARGED_BACK are terminal. Any other move is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+from domain import validation
+from domain.enums import PaymentMethod, PaymentStatus
+from domain.errors import InvalidInput, InvalidTransition
+from domain.payment import Application, Payment
+
+S = PaymentStatus
+ACH = frozenset({PaymentMethod.ACH})
+PINLESS = frozenset({PaymentMethod.PINLESS})
+ANY = frozenset(PaymentMethod)
+
+
+class Requirement(Enum):
+    CONFIRMATION_ID = "confirmationId"
+    APPLICATIONS = "applications"
+    RETURN_CODE = "returnCode"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    source: PaymentStatus
+    target: PaymentStatus
+    methods: frozenset[PaymentMethod]
+    presentment: bool = False
+    requires: frozenset[Requirement] = frozenset()
+
+
+_CONF = Requirement.CONFIRMATION_ID
+_APPS = Requirement.APPLICATIONS
+_CODE = Requirement.RETURN_CODE
+
+RULES: tuple[Rule, ...] = (
+    Rule(S.PENDING, S.ACHSENT, ACH, presentment=True, requires=frozenset({_CONF})),
+    Rule(S.RETRY, S.ACHSENT, ACH, presentment=True, requires=frozenset({_CONF})),
+    Rule(S.ACHSENT, S.COMPLETED, ACH, requires=frozenset({_APPS})),
+    Rule(S.ACHSENT, S.RETRY, ACH, requires=frozenset({_CODE})),
+    Rule(S.ACHSENT, S.RETURNED, ACH, requires=frozenset({_CODE})),
+    Rule(S.COMPLETED, S.RETURNED, ACH, requires=frozenset({_CODE})),
+    Rule(S.PENDING, S.COMPLETED, PINLESS, presentment=True, requires=frozenset({_CONF, _APPS})),
+    Rule(S.RETRY, S.COMPLETED, PINLESS, presentment=True, requires=frozenset({_CONF, _APPS})),
+    Rule(S.PENDING, S.RETRY, PINLESS, presentment=True),
+    Rule(S.RETRY, S.RETRY, PINLESS, presentment=True),
+    Rule(S.COMPLETED, S.CHARGED_BACK, PINLESS),
+    Rule(S.RETRY, S.FAILED, ANY),
+    Rule(S.PENDING, S.FAILED, PINLESS, presentment=True),
+    Rule(S.PENDING, S.SKIPPED, ANY),
+    Rule(S.RETRY, S.SKIPPED, ANY),
+)
+
+TERMINAL: frozenset[PaymentStatus] = frozenset({S.SKIPPED, S.FAILED, S.RETURNED, S.CHARGED_BACK})
+
+_BY_MOVE: dict[tuple[PaymentStatus, PaymentStatus], Rule] = {
+    (rule.source, rule.target): rule for rule in RULES
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ApplicationRequest:
+    installment_id: str
+    amount_cents: int
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionRequest:
+    """What a caller asks for: a target status, why, and what that move may need."""
+
+    target: PaymentStatus
+    reason: str
+    confirmation_id: str | None = None
+    applications: Sequence[ApplicationRequest] | None = None
+    return_code: str | None = None
+
+
+def rule_for(payment: Payment, target: PaymentStatus) -> Rule | None:
+    rule = _BY_MOVE.get((payment.status, target))
+    if rule is None or payment.method not in rule.methods:
+        return None
+    return rule
+
+
+def allowed_targets(payment: Payment, *, max_attempts: int) -> list[PaymentStatus]:
+    """The statuses this payment may move to now, in the enum's order."""
+    return [
+        rule.target
+        for rule in RULES
+        if rule.source is payment.status
+        and payment.method in rule.methods
+        and (not rule.presentment or payment.attempts < max_attempts)
+    ]
+
+
+def apply_transition(
+    payment: Payment, request: TransitionRequest, *, max_attempts: int, now: datetime
+) -> Payment:
+    """The payment as it is after the move, or an error; nothing here touches storage."""
+    _check_formats(request)
+    rule = _check_move(payment, request.target, max_attempts=max_attempts)
+    confirmation_id = _confirmation_id(payment, rule, request)
+    applications = _applications(payment, rule, request, now=now)
+    return_code = _return_code(rule, request, current=payment.return_code)
+    return dataclasses.replace(
+        payment,
+        status=rule.target,
+        attempts=payment.attempts + 1 if rule.presentment else payment.attempts,
+        confirmation_id=confirmation_id,
+        applications=applications,
+        return_code=return_code,
+        update_reason=request.reason,
+        updated_at=now,
+        version=payment.version + 1,
+    )
+
+
+def _check_formats(request: TransitionRequest) -> None:
+    validation.reason("reason", request.reason)
+    if request.confirmation_id is not None:
+        validation.identifier("confirmationId", request.confirmation_id)
+    if request.return_code is not None:
+        validation.return_code("returnCode", request.return_code)
+    for index, application in enumerate(request.applications or ()):
+        validation.identifier(f"applications[{index}].installmentId", application.installment_id)
+        validation.amount_cents(f"applications[{index}].amountCents", application.amount_cents)
+
+
+def _check_move(payment: Payment, target: PaymentStatus, *, max_attempts: int) -> Rule:
+    current = payment.status
+    if current in TERMINAL:
+        raise InvalidTransition(current, target, f"{current.value} is a final status")
+    rule = _BY_MOVE.get((current, target))
+    if rule is None:
+        raise InvalidTransition(current, target, "the transition table has no such move")
+    if payment.method not in rule.methods:
+        methods = " or ".join(sorted(method.value for method in rule.methods))
+        raise InvalidTransition(current, target, f"this move is for {methods} payments only")
+    if rule.presentment and payment.attempts >= max_attempts:
+        raise InvalidTransition(
+            current,
+            target,
+            f"the payment was already presented {payment.attempts} times, the maximum",
+        )
+    return rule
+
+
+def _confirmation_id(payment: Payment, rule: Rule, request: TransitionRequest) -> str | None:
+    given = request.confirmation_id
+    if _CONF in rule.requires:
+        if given is None:
+            raise InvalidInput("confirmationId", "is required for this move")
+        return given
+    if given is not None and given != payment.confirmation_id:
+        raise InvalidInput("confirmationId", "does not match the payment's confirmation id")
+    return payment.confirmation_id
+
+
+def _applications(
+    payment: Payment, rule: Rule, request: TransitionRequest, *, now: datetime
+) -> tuple[Application, ...]:
+    if _APPS not in rule.requires:
+        if request.applications is not None:
+            raise InvalidInput("applications", "only a completion applies a payment")
+        return payment.applications
+    if request.applications is None:
+        if payment.intended_installment_id is None:
+            raise InvalidInput(
+                "applications",
+                "are required: the payment has no intended installment to apply it to",
+            )
+        requested = [ApplicationRequest(payment.intended_installment_id, payment.amount_cents)]
+    else:
+        requested = list(request.applications)
+    if not requested:
+        raise InvalidInput("applications", "must not be empty")
+    total = sum(application.amount_cents for application in requested)
+    if total != payment.amount_cents:
+        raise InvalidInput(
+            "applications",
+            f"add up to {total} cents, but the payment is {payment.amount_cents} cents",
+        )
+    return tuple(
+        Application(payment.payment_id, application.installment_id, application.amount_cents, now)
+        for application in requested
+    )
+
+
+def _return_code(rule: Rule, request: TransitionRequest, *, current: str | None) -> str | None:
+    if _CODE in rule.requires:
+        if request.return_code is None:
+            raise InvalidInput("returnCode", "is required for this move")
+        return request.return_code
+    if request.return_code is not None:
+        raise InvalidInput("returnCode", "is taken only by moves that record an ACH return")
+    return current

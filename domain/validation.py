@@ -1,0 +1,105 @@
+"""Validation of every value a caller can hand the service.
+
+Each check returns the clean value or raises ``InvalidInput`` naming the field, so that bad input
+is refused before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+
+from domain.errors import InvalidInput
+
+MAX_ID_LENGTH = 128
+MAX_REASON_LENGTH = 500
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+# GraphQL's Int is a signed 32-bit integer; amounts travel as Int, so this is their ceiling.
+MAX_AMOUNT_CENTS = 2_147_483_647
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LAST_FOUR = re.compile(r"[0-9]{4}")
+_RETURN_CODE = re.compile(r"R[0-9]{2}")
+
+
+def _text(field: str, value: str, *, max_length: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a string")
+    if not value or not value.strip():
+        raise InvalidInput(field, "must not be empty")
+    if len(value) > max_length:
+        raise InvalidInput(field, f"must be at most {max_length} characters")
+    if _CONTROL.search(value):
+        raise InvalidInput(field, "must not contain control characters")
+    return value
+
+
+def identifier(field: str, value: str) -> str:
+    """An id that becomes part of a key: non-empty, bounded, no `#` (the key delimiter)."""
+    _text(field, value, max_length=MAX_ID_LENGTH)
+    if "#" in value:
+        raise InvalidInput(field, "must not contain '#'")
+    if value != value.strip():
+        raise InvalidInput(field, "must not start or end with whitespace")
+    return value
+
+
+def payment_id(field: str, value: str) -> str:
+    """Payment ids are UUIDs the service made; anything else cannot name a payment."""
+    identifier(field, value)
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        raise InvalidInput(field, "must be a payment id (a UUID)") from None
+    if str(parsed) != value:
+        raise InvalidInput(field, "must be a UUID in its canonical lower-case form")
+    return value
+
+
+def amount_cents(field: str, value: int) -> int:
+    # bool is an int subclass in Python; True must not pass as one cent.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(field, "must be a whole number of cents")
+    if not 1 <= value <= MAX_AMOUNT_CENTS:
+        raise InvalidInput(field, f"must be between 1 and {MAX_AMOUNT_CENTS} cents")
+    return value
+
+
+def account_last_four(field: str, value: str) -> str:
+    if not isinstance(value, str) or not _LAST_FOUR.fullmatch(value):
+        # Never echo the value: it may be a full account number.
+        raise InvalidInput(field, "must be exactly the last four digits of the account")
+    return value
+
+
+def reason(field: str, value: str) -> str:
+    return _text(field, value, max_length=MAX_REASON_LENGTH)
+
+
+def return_code(field: str, value: str) -> str:
+    if not isinstance(value, str) or not _RETURN_CODE.fullmatch(value):
+        raise InvalidInput(field, "must be an ACH return code: R and two digits (R01)")
+    return value
+
+
+def idempotency_key(field: str, value: str) -> str:
+    return _text(field, value, max_length=MAX_IDEMPOTENCY_KEY_LENGTH)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """RFC 3339 in UTC with a `Z` suffix and millisecond precision, so strings sort by time."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(field: str, value: str) -> datetime:
+    if not isinstance(value, str) or not value.endswith("Z"):
+        raise InvalidInput(field, "must be an RFC 3339 timestamp in UTC ending in Z")
+    try:
+        parsed = datetime.fromisoformat(value[:-1] + "+00:00")
+    except ValueError:
+        raise InvalidInput(field, "must be an RFC 3339 timestamp in UTC ending in Z") from None
+    return parsed.astimezone(UTC)

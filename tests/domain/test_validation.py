@@ -1,0 +1,109 @@
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from domain import validation
+from domain.errors import InvalidInput
+
+
+@pytest.mark.parametrize("value", ["alice", "loan-1", "a" * 128, "ünïcode", "user 1"])
+def test_identifier_accepts(value: str) -> None:
+    assert validation.identifier("userId", value) == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "   ",
+        "a#b",
+        "#",
+        "a" * 129,
+        "tab\there",
+        "new\nline",
+        "nul\x00",
+        "del\x7f",
+        " lead",
+        "trail ",
+        42,
+        None,
+    ],
+)
+def test_identifier_refuses(value: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        validation.identifier("loanId", value)
+    assert refused.value.field == "loanId"
+    assert refused.value.code == "INVALID_INPUT"
+
+
+def test_payment_id_is_a_canonical_uuid() -> None:
+    good = "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+    assert validation.payment_id("paymentId", good) == good
+    for bad in ["not-a-uuid", good.upper(), good.replace("-", ""), f"{{{good}}}", ""]:
+        with pytest.raises(InvalidInput):
+            validation.payment_id("paymentId", bad)
+
+
+@pytest.mark.parametrize("value", [1, 12_345, 2_147_483_647])
+def test_amount_accepts(value: int) -> None:
+    assert validation.amount_cents("amountCents", value) == value
+
+
+@pytest.mark.parametrize("value", [0, -1, 2_147_483_648, True, 1.5, "100", None])
+def test_amount_refuses(value: int) -> None:
+    with pytest.raises(InvalidInput):
+        validation.amount_cents("amountCents", value)
+
+
+def test_last_four_is_exactly_four_digits_and_never_echoed() -> None:
+    assert validation.account_last_four("accountLastFour", "0123") == "0123"
+    for bad in ["123", "12345", "12a4", "", "\uff11\uff12\uff13\uff14", "4111111111111111", None]:
+        with pytest.raises(InvalidInput) as refused:
+            validation.account_last_four("accountLastFour", bad)  # type: ignore[arg-type]
+        if bad:
+            assert bad not in str(refused.value)
+
+
+def test_reason_is_required_and_bounded() -> None:
+    assert validation.reason("reason", "customer asked") == "customer asked"
+    assert validation.reason("reason", "x" * 500) == "x" * 500
+    for bad in ["", "  ", "x" * 501, "bell\x07"]:
+        with pytest.raises(InvalidInput):
+            validation.reason("reason", bad)
+
+
+def test_return_code_is_an_ach_code() -> None:
+    assert validation.return_code("returnCode", "R01") == "R01"
+    for bad in ["R1", "r01", "R001", "X01", ""]:
+        with pytest.raises(InvalidInput):
+            validation.return_code("returnCode", bad)
+
+
+def test_idempotency_key_is_bounded_text() -> None:
+    assert validation.idempotency_key("idempotencyKey", "k#1") == "k#1"
+    for bad in ["", "k" * 256]:
+        with pytest.raises(InvalidInput):
+            validation.idempotency_key("idempotencyKey", bad)
+
+
+def test_timestamps_are_rfc3339_utc_with_z_and_milliseconds() -> None:
+    moment = datetime(2026, 3, 2, 15, 30, 0, 123456, tzinfo=UTC)
+    assert validation.format_timestamp(moment) == "2026-03-02T15:30:00.123Z"
+    eastern = moment.astimezone(timezone(timedelta(hours=-5)))
+    assert validation.format_timestamp(eastern) == "2026-03-02T15:30:00.123Z"
+    parsed = validation.parse_timestamp("createdAt", "2026-03-02T15:30:00.123Z")
+    assert parsed == moment.replace(microsecond=123000)
+    assert parsed.tzinfo is UTC
+
+
+def test_naive_timestamps_are_refused() -> None:
+    with pytest.raises(ValueError):
+        validation.format_timestamp(datetime(2026, 3, 2))
+
+
+@pytest.mark.parametrize(
+    "value", ["2026-03-02T15:30:00+00:00", "2026-03-02 15:30", "yesterday", "2026-13-02T00:00:00Z"]
+)
+def test_parse_timestamp_refuses(value: str) -> None:
+    with pytest.raises(InvalidInput):
+        validation.parse_timestamp("createdAt", value)
