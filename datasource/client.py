@@ -1,0 +1,39 @@
+"""The one low-level DynamoDB client, built from `DynamoConfig` with explicit pool, timeouts
+and retries (the SDK defaults: 10 connections, 60 s timeouts, legacy retries)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aioboto3
+from aiobotocore.config import AioConfig
+
+from datasource.config import DynamoConfig
+
+
+@asynccontextmanager
+async def open_client(config: DynamoConfig) -> AsyncIterator[Any]:
+    client_config = AioConfig(
+        max_pool_connections=config.max_pool_connections,
+        connect_timeout=config.connect_timeout,
+        read_timeout=config.read_timeout,
+        # botocore's `max_attempts` counts retries after the first try.
+        retries={"mode": config.retry_mode, "max_attempts": config.max_attempts},
+    )
+    credentials: dict[str, str | None] = {}
+    if config.aws_access_key_id is not None:
+        credentials = {
+            "aws_access_key_id": config.aws_access_key_id,
+            "aws_secret_access_key": config.aws_secret_access_key,
+        }
+    session = aioboto3.Session()
+    async with session.client(
+        "dynamodb",
+        region_name=config.region,
+        endpoint_url=config.endpoint_url,
+        config=client_config,
+        **credentials,
+    ) as client:
+        yield client

@@ -1,0 +1,23 @@
+"""How to reach the table: endpoint, credentials, connection pool, timeouts and retries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DynamoConfig:
+    table_name: str
+    region: str
+    # None means AWS itself; set for DynamoDB Local, moto, or any other emulator.
+    endpoint_url: str | None = None
+    # One shared client serves every request, so its pool bounds concurrent DynamoDB calls.
+    max_pool_connections: int = 64
+    connect_timeout: float = 2.0
+    read_timeout: float = 5.0
+    # botocore's own retries (throttling, 5xx, timeouts); after the last one we give up.
+    max_attempts: int = 5
+    retry_mode: str = "standard"  # or "adaptive"
+    # When set (local and tests), used with the secret below; otherwise the default AWS chain.
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: str | None = None

@@ -1,0 +1,57 @@
+"""botocore's errors become domain errors here, so nothing above the datasource sees them.
+
+    throttling, 5xx, timeouts, lost connections  -> StorageUnavailable (after botocore's retries)
+    the table does not exist (yet)               -> StorageUnavailable
+    anything else DynamoDB refuses               -> PaymentsError (code INTERNAL): a bug of ours
+
+A failed condition is not handled here: each conditional write reads its own answer from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    HTTPClientError,
+)
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from domain.errors import PaymentsError, StorageUnavailable
+
+# Error codes that mean "try again later", not "this request is wrong".
+RETRYABLE_CODES = frozenset(
+    {
+        "InternalServerError",
+        "LimitExceededException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "ServiceUnavailable",
+        "ThrottlingException",
+        "TransactionInProgressException",
+    }
+)
+
+
+def error_code(error: ClientError) -> str:
+    code: str = error.response.get("Error", {}).get("Code", "")
+    return code
+
+
+@contextmanager
+def storage_errors() -> Iterator[None]:
+    try:
+        yield
+    except ClientError as error:
+        code = error_code(error)
+        if code in RETRYABLE_CODES:
+            raise StorageUnavailable() from error
+        if code == "ResourceNotFoundException":
+            raise StorageUnavailable("the payments table does not exist") from error
+        raise PaymentsError(f"DynamoDB refused the request ({code})") from error
+    except (BotoConnectionError, HTTPClientError) as error:
+        raise StorageUnavailable() from error
+    except BotoCoreError as error:
+        raise PaymentsError(f"the DynamoDB client failed ({type(error).__name__})") from error

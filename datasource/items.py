@@ -1,0 +1,147 @@
+"""Payment <-> DynamoDB item, in the low-level attribute-value format, with SPEC §3's names.
+
+Written by hand rather than through boto3's TypeSerializer: every attribute and its type is
+visible here, numbers come back as ``int`` (never ``Decimal``), and nothing is inferred.
+
+Beyond SPEC §3 the item carries ``loc_version`` (N, +1 per write; conditional writes check it)
+and ``loc_return_code`` (S, the ACH return code, absent until one is recorded).
+Optional attributes are absent, never null: GSI3 is sparse because ``GSI3PK``/``GSI3SK`` only
+exist once a confirmation id does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import keys
+from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from domain.payment import Application, Payment, PaymentRef
+from domain.validation import format_timestamp, parse_timestamp
+
+# A DynamoDB item or key: attribute name -> {"S": ...} / {"N": ...} / {"L": ...} / {"M": ...}.
+Item = dict[str, Any]
+
+
+def primary_key(ref: PaymentRef | Payment) -> Item:
+    return {
+        "PK": {"S": keys.user_partition(ref.user_id)},
+        "SK": {"S": keys.payment_sort_key(ref.loan_id, ref.payment_id)},
+    }
+
+
+def status_keys(payment: Payment) -> Item:
+    """The GSI1/GSI2 sort keys, which a status change rewrites."""
+    return {
+        "GSI1SK": {
+            "S": keys.loan_status_sort_key(payment.loan_id, payment.status, payment.payment_id)
+        },
+        "GSI2SK": {"S": keys.status_sort_key(payment.status, payment.payment_id)},
+    }
+
+
+def confirmation_keys(payment: Payment) -> Item:
+    """The GSI3 keys, or nothing while the payment has no confirmation id (sparse index)."""
+    if payment.confirmation_id is None:
+        return {}
+    return {
+        "GSI3PK": {"S": keys.user_partition(payment.user_id)},
+        "GSI3SK": {"S": keys.confirmation_sort_key(payment.confirmation_id)},
+    }
+
+
+def to_item(payment: Payment) -> Item:
+    item: Item = {
+        **primary_key(payment),
+        "GSI1PK": {"S": keys.user_partition(payment.user_id)},
+        "GSI2PK": {"S": keys.GSI2_PARTITION},
+        **status_keys(payment),
+        **confirmation_keys(payment),
+        "loc_user_id": {"S": payment.user_id},
+        "loc_loan_id": {"S": payment.loan_id},
+        "loc_payment_id": {"S": payment.payment_id},
+        "loc_amount": _number(payment.amount_cents),
+        "loc_status": {"S": payment.status.value},
+        "loc_payment_method": {"S": payment.method.value},
+        "loc_process": {"S": payment.process.value},
+        "loc_payment_attempts": _number(payment.attempts),
+        "loc_applications": applications_value(payment.applications),
+        "loc_update_reason": {"S": payment.update_reason},
+        "loc_created_date": {"S": format_timestamp(payment.created_at)},
+        "loc_last_updated": {"S": format_timestamp(payment.updated_at)},
+        "loc_version": _number(payment.version),
+    }
+    optional = {
+        "loc_confirmation_id": payment.confirmation_id,
+        "loc_account_last_four": payment.account_last_four,
+        "loc_intended_installment_id": payment.intended_installment_id,
+        "loc_return_code": payment.return_code,
+    }
+    item.update({name: {"S": value} for name, value in optional.items() if value is not None})
+    return item
+
+
+def applications_value(applications: tuple[Application, ...]) -> Item:
+    return {
+        "L": [
+            {
+                "M": {
+                    "payment_id": {"S": application.payment_id},
+                    "installment_id": {"S": application.installment_id},
+                    "amount": _number(application.amount_cents),
+                    "payment_date": {"S": format_timestamp(application.payment_date)},
+                }
+            }
+            for application in applications
+        ]
+    }
+
+
+def from_item(item: Item) -> Payment:
+    return Payment(
+        user_id=_text(item, "loc_user_id"),
+        loan_id=_text(item, "loc_loan_id"),
+        payment_id=_text(item, "loc_payment_id"),
+        amount_cents=_int(item, "loc_amount"),
+        status=PaymentStatus(_text(item, "loc_status")),
+        method=PaymentMethod(_text(item, "loc_payment_method")),
+        process=PaymentProcess(_text(item, "loc_process")),
+        attempts=_int(item, "loc_payment_attempts"),
+        update_reason=_text(item, "loc_update_reason"),
+        created_at=parse_timestamp("loc_created_date", _text(item, "loc_created_date")),
+        updated_at=parse_timestamp("loc_last_updated", _text(item, "loc_last_updated")),
+        version=_int(item, "loc_version"),
+        confirmation_id=_optional_text(item, "loc_confirmation_id"),
+        account_last_four=_optional_text(item, "loc_account_last_four"),
+        intended_installment_id=_optional_text(item, "loc_intended_installment_id"),
+        applications=tuple(
+            _application(value["M"]) for value in item.get("loc_applications", {}).get("L", [])
+        ),
+        return_code=_optional_text(item, "loc_return_code"),
+    )
+
+
+def _application(value: Item) -> Application:
+    return Application(
+        payment_id=_text(value, "payment_id"),
+        installment_id=_text(value, "installment_id"),
+        amount_cents=_int(value, "amount"),
+        payment_date=parse_timestamp("payment_date", _text(value, "payment_date")),
+    )
+
+
+def _number(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _text(item: Item, name: str) -> str:
+    value: str = item[name]["S"]
+    return value
+
+
+def _optional_text(item: Item, name: str) -> str | None:
+    return _text(item, name) if name in item else None
+
+
+def _int(item: Item, name: str) -> int:
+    # Our numbers are whole cents and counters, written by `_number`; int() refuses anything else.
+    return int(item[name]["N"])

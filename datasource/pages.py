@@ -1,0 +1,103 @@
+"""Newest-first pages of a Query, filled exactly, with a signed cursor on every edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from datasource.cursors import CursorCodec, ListScope
+from datasource.errors import storage_errors
+from datasource.items import Item, from_item
+from datasource.table import page_key_attributes
+from domain.errors import InvalidInput
+from domain.payment import Payment
+
+MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    payment: Payment
+    cursor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    edges: list[Edge]
+    has_next_page: bool
+    end_cursor: str | None
+
+
+def page_size(first: int) -> int:
+    if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= MAX_PAGE_SIZE:
+        raise InvalidInput("first", f"must be between 1 and {MAX_PAGE_SIZE}")
+    return first
+
+
+@dataclass(frozen=True, slots=True)
+class PageQuery:
+    """One list: where it lives (`scope`) and its key condition, as Query parameters."""
+
+    scope: ListScope
+    partition_attribute: str
+    partition: str
+    sort_attribute: str
+    sort_prefix: str
+
+    def parameters(self, table_name: str) -> dict[str, Any]:
+        parameters: dict[str, Any] = {
+            "TableName": table_name,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "ExpressionAttributeNames": {
+                "#pk": self.partition_attribute,
+                "#sk": self.sort_attribute,
+            },
+            "ExpressionAttributeValues": {
+                ":pk": {"S": self.partition},
+                ":prefix": {"S": self.sort_prefix},
+            },
+            # Payment ids are UUIDv7 and end every sort key, so descending is newest first.
+            "ScanIndexForward": False,
+        }
+        if self.scope.index is not None:
+            parameters["IndexName"] = self.scope.index
+        return parameters
+
+
+async def query_page(
+    client: Any,
+    *,
+    table_name: str,
+    query: PageQuery,
+    cursors: CursorCodec,
+    first: int,
+    after: str | None,
+) -> Page:
+    """`first` payments after the cursor `after`, and whether more follow.
+
+    Asks for one item more than the page to learn whether a next page exists, and keeps asking
+    while DynamoDB stops early (its 1 MB limit) before the page is full.
+    """
+    start_key = cursors.decode(query.scope, after) if after is not None else None
+    wanted = first + 1
+    items: list[Item] = []
+    while len(items) < wanted:
+        parameters = query.parameters(table_name) | {"Limit": wanted - len(items)}
+        if start_key is not None:
+            parameters["ExclusiveStartKey"] = start_key
+        with storage_errors():
+            response = await client.query(**parameters)
+        items.extend(response.get("Items", []))
+        start_key = response.get("LastEvaluatedKey")
+        if start_key is None:
+            break
+    names = page_key_attributes(query.scope.index)
+    edges = [
+        Edge(from_item(item), cursors.encode(query.scope, {name: item[name] for name in names}))
+        for item in items[:first]
+    ]
+    return Page(
+        edges=edges,
+        has_next_page=len(items) > first,
+        end_cursor=edges[-1].cursor if edges else None,
+    )

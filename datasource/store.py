@@ -1,0 +1,201 @@
+"""The payment store: every read and write of the one table, behind domain-named methods.
+
+Ids are validated before anything is sent and keys are built by `domain.keys` only. One aioboto3
+client, with explicit timeouts and retries, serves the whole process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from datasource import writes
+from datasource.accounting import ACCOUNTING_HOOK_ID, BEFORE_CALL_EVENT, record_call
+from datasource.batch import Backoff, batch_get_items
+from datasource.client import open_client
+from datasource.config import DynamoConfig
+from datasource.cursors import CursorCodec, ListScope
+from datasource.errors import storage_errors
+from datasource.items import from_item, primary_key
+from datasource.pages import Page, PageQuery, page_size, query_page
+from datasource.table import GSI1, GSI2, GSI3
+from domain import keys, validation
+from domain.enums import PaymentStatus
+from domain.errors import InvalidInput, PaymentsError, StorageUnavailable
+from domain.payment import Payment, PaymentRef
+
+
+@asynccontextmanager
+async def open_store(config: DynamoConfig, *, cursor_secret: bytes) -> AsyncIterator[PaymentStore]:
+    """A store on one shared client, open for the life of the block (the life of the service)."""
+    async with open_client(config) as client:
+        yield PaymentStore(client, table_name=config.table_name, cursor_secret=cursor_secret)
+
+
+class PaymentStore:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        table_name: str,
+        cursor_secret: bytes,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._client = client
+        self._table = table_name
+        self._cursors = CursorCodec(cursor_secret)
+        self._backoff = backoff or Backoff()
+        # A unique id: stores sharing one client (tests) must not count each call twice.
+        client.meta.events.register(BEFORE_CALL_EVENT, record_call, unique_id=ACCOUNTING_HOOK_ID)
+
+    @property
+    def client(self) -> Any:
+        """The low-level client, for tests and tools that read raw items."""
+        return self._client
+
+    @property
+    def table_name(self) -> str:
+        return self._table
+
+    async def create(self, payment: Payment) -> Payment:
+        """Store a new payment; Conflict if one with its key exists already.
+
+        Returns the payment as stored (timestamps at the stored millisecond precision), equal
+        to what a later read returns.
+        """
+        return await writes.put_new(self._client, table_name=self._table, payment=payment)
+
+    async def get(self, ref: PaymentRef) -> Payment | None:
+        ref = _checked(ref)
+        with storage_errors():
+            response = await self._client.get_item(
+                TableName=self._table, Key=primary_key(ref), ConsistentRead=True
+            )
+        item = response.get("Item")
+        return from_item(item) if item is not None else None
+
+    async def batch_get(self, refs: Sequence[PaymentRef]) -> list[Payment | None]:
+        """The payments in `refs` order, None where there is none; duplicates are read once."""
+        checked = [_checked(ref) for ref in refs]
+        distinct = list(dict.fromkeys(checked))
+        items = await batch_get_items(
+            self._client,
+            table_name=self._table,
+            keys=[primary_key(ref) for ref in distinct],
+            backoff=self._backoff,
+        )
+        found = {(item["PK"]["S"], item["SK"]["S"]): from_item(item) for item in items}
+        return [found.get(_key_strings(ref)) for ref in checked]
+
+    async def loan_payments(
+        self,
+        *,
+        user_id: str,
+        loan_id: str,
+        status: PaymentStatus | None,
+        first: int,
+        after: str | None,
+    ) -> Page:
+        """A loan's payments, newest first; only those in `status` when given (GSI1)."""
+        user_id = validation.identifier("userId", user_id)
+        loan_id = validation.identifier("loanId", loan_id)
+        first = page_size(first)
+        if status is None:
+            query = PageQuery(
+                scope=ListScope(None, user_id, loan_id),
+                partition_attribute="PK",
+                partition=keys.user_partition(user_id),
+                sort_attribute="SK",
+                sort_prefix=keys.loan_payments_prefix(loan_id),
+            )
+        else:
+            status = _checked_status(status)
+            query = PageQuery(
+                scope=ListScope(GSI1, user_id, loan_id, status),
+                partition_attribute="GSI1PK",
+                partition=keys.user_partition(user_id),
+                sort_attribute="GSI1SK",
+                sort_prefix=keys.loan_status_prefix(loan_id, status),
+            )
+        return await self._page(query, first=first, after=after)
+
+    async def payments_by_status(
+        self, *, status: PaymentStatus, first: int, after: str | None
+    ) -> Page:
+        """Every user's payments in one status, newest first (GSI2), for the jobs."""
+        status = _checked_status(status)
+        first = page_size(first)
+        query = PageQuery(
+            scope=ListScope(GSI2, status=status),
+            partition_attribute="GSI2PK",
+            partition=keys.GSI2_PARTITION,
+            sort_attribute="GSI2SK",
+            sort_prefix=keys.status_prefix(status),
+        )
+        return await self._page(query, first=first, after=after)
+
+    async def payment_by_confirmation(
+        self, *, user_id: str, confirmation_id: str
+    ) -> Payment | None:
+        user_id = validation.identifier("userId", user_id)
+        confirmation_id = validation.identifier("confirmationId", confirmation_id)
+        with storage_errors():
+            response = await self._client.query(
+                TableName=self._table,
+                IndexName=GSI3,
+                KeyConditionExpression="GSI3PK = :pk AND GSI3SK = :sk",
+                ExpressionAttributeValues={
+                    ":pk": {"S": keys.user_partition(user_id)},
+                    ":sk": {"S": keys.confirmation_sort_key(confirmation_id)},
+                },
+                Limit=1,
+            )
+        items = response.get("Items", [])
+        return from_item(items[0]) if items else None
+
+    async def transition(self, current: Payment, updated: Payment) -> Payment:
+        """Write `updated` over `current` in one conditional UpdateItem.
+
+        NotFound if the payment is gone; Conflict (with the status found) if another writer
+        changed it since `current` was read.
+        """
+        return await writes.update_status(
+            self._client, table_name=self._table, current=current, updated=updated
+        )
+
+    async def ping(self) -> None:
+        """Raise StorageUnavailable unless the table answers (readiness)."""
+        try:
+            with storage_errors():
+                await self._client.describe_table(TableName=self._table)
+        except PaymentsError as error:
+            # Denied access or a wrong region is as unready as a timeout, whatever the cause.
+            if isinstance(error, StorageUnavailable):
+                raise
+            raise StorageUnavailable(f"the payments table does not answer: {error}") from error
+
+    async def _page(self, query: PageQuery, *, first: int, after: str | None) -> Page:
+        return await query_page(
+            self._client,
+            table_name=self._table,
+            query=query,
+            cursors=self._cursors,
+            first=first,
+            after=after,
+        )
+
+
+def _checked(ref: PaymentRef) -> PaymentRef:
+    return PaymentRef.checked(ref.user_id, ref.loan_id, ref.payment_id)
+
+
+def _checked_status(status: PaymentStatus) -> PaymentStatus:
+    try:
+        return PaymentStatus(status)
+    except ValueError:
+        raise InvalidInput("status", "is not a payment status") from None
+
+
+def _key_strings(ref: PaymentRef) -> tuple[str, str]:
+    return keys.user_partition(ref.user_id), keys.payment_sort_key(ref.loan_id, ref.payment_id)

@@ -1,0 +1,163 @@
+"""The two conditional writes: putting a new payment, and moving a payment to a new status.
+
+Both read the outcome of a failed condition from the failure itself
+(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so a refused write costs no second read.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from datasource.errors import error_code, storage_errors
+from datasource.items import (
+    Item,
+    applications_value,
+    confirmation_keys,
+    from_item,
+    primary_key,
+    status_keys,
+    to_item,
+)
+from domain import validation
+from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from domain.errors import Conflict, InvalidInput, NotFound
+from domain.payment import Payment
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+async def put_new(client: Any, *, table_name: str, payment: Payment) -> Payment:
+    """Store `payment` unless an item with its key exists; Conflict (status found) if one does."""
+    item = to_item(checked_payment(payment))
+    try:
+        await _conditional_write(
+            client.put_item,
+            TableName=table_name,
+            Item=item,
+            ConditionExpression="attribute_not_exists(PK)",
+        )
+    except ConditionFailed as failure:
+        raise Conflict(failure.found_status, "a payment with this id exists already") from None
+    return from_item(item)
+
+
+async def update_status(
+    client: Any, *, table_name: str, current: Payment, updated: Payment
+) -> Payment:
+    """Write `updated` (from `apply_transition`) in one UpdateItem guarded by `current`'s
+    status and version; NotFound if the item is gone, Conflict(found status) if it moved on."""
+    _check_same_payment(current, updated)
+    checked_payment(updated)
+    set_values: Item = {
+        "loc_status": {"S": updated.status.value},
+        **status_keys(updated),
+        "loc_payment_attempts": {"N": str(updated.attempts)},
+        "loc_applications": applications_value(updated.applications),
+        "loc_update_reason": {"S": updated.update_reason},
+        "loc_last_updated": {"S": validation.format_timestamp(updated.updated_at)},
+        "loc_version": {"N": str(updated.version)},
+    }
+    if updated.confirmation_id is not None:
+        set_values["loc_confirmation_id"] = {"S": updated.confirmation_id}
+        set_values.update(confirmation_keys(updated))
+    if updated.return_code is not None:
+        set_values["loc_return_code"] = {"S": updated.return_code}
+    # Placeholders for every name too, so no attribute can ever collide with a reserved word.
+    names = {f"#a{index}": name for index, name in enumerate(set_values)}
+    values = {f":a{index}": value for index, value in enumerate(set_values.values())}
+    assignments = ", ".join(f"#a{index} = :a{index}" for index in range(len(set_values)))
+    try:
+        response = await _conditional_write(
+            client.update_item,
+            TableName=table_name,
+            Key=primary_key(current),
+            UpdateExpression=f"SET {assignments}",
+            ConditionExpression="#status = :current_status AND #version = :current_version",
+            ExpressionAttributeNames=names | {"#status": "loc_status", "#version": "loc_version"},
+            ExpressionAttributeValues=values
+            | {
+                ":current_status": {"S": current.status.value},
+                ":current_version": {"N": str(current.version)},
+            },
+            ReturnValues="ALL_NEW",
+        )
+    except ConditionFailed as failure:
+        if failure.found_status is None:
+            raise NotFound() from None
+        raise Conflict(failure.found_status) from None
+    return from_item(response["Attributes"])
+
+
+async def _conditional_write(operation: Any, **parameters: Any) -> Item:
+    """Run a conditional write; on refusal raise ConditionFailed with the stored item."""
+    with storage_errors():
+        try:
+            response: Item = await operation(
+                **parameters, ReturnValuesOnConditionCheckFailure="ALL_OLD"
+            )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            raise ConditionFailed(error.response.get("Item")) from None
+    return response
+
+
+class ConditionFailed(Exception):
+    """A conditional write was refused; `found_status` is the stored item's, None if absent."""
+
+    def __init__(self, old_item: Item | None) -> None:
+        super().__init__("condition failed")
+        self.found_status = (
+            PaymentStatus(old_item["loc_status"]["S"]) if old_item is not None else None
+        )
+
+
+def checked_payment(payment: Payment) -> Payment:
+    """Refuse a payment that must not be stored, before anything is sent."""
+    validation.identifier("userId", payment.user_id)
+    validation.identifier("loanId", payment.loan_id)
+    validation.payment_id("paymentId", payment.payment_id)
+    validation.amount_cents("amountCents", payment.amount_cents)
+    validation.reason("reason", payment.update_reason)
+    _enum_member("status", PaymentStatus, payment.status)
+    _enum_member("method", PaymentMethod, payment.method)
+    _enum_member("process", PaymentProcess, payment.process)
+    for field, count in (("attempts", payment.attempts), ("version", payment.version)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidInput(field, "must be a whole number, not negative")
+    optional_ids = {
+        "confirmationId": payment.confirmation_id,
+        "intendedInstallmentId": payment.intended_installment_id,
+    }
+    for field, value in optional_ids.items():
+        if value is not None:
+            validation.identifier(field, value)
+    if payment.account_last_four is not None:
+        validation.account_last_four("accountLastFour", payment.account_last_four)
+    if payment.return_code is not None:
+        validation.return_code("returnCode", payment.return_code)
+    for index, application in enumerate(payment.applications):
+        validation.identifier(f"applications[{index}].installmentId", application.installment_id)
+        validation.amount_cents(f"applications[{index}].amountCents", application.amount_cents)
+    return payment
+
+
+def _enum_member(field: str, enum: type[StrEnum], value: object) -> None:
+    if not isinstance(value, enum):
+        raise InvalidInput(field, f"must be one of {', '.join(member.value for member in enum)}")
+
+
+def _check_same_payment(current: Payment, updated: Payment) -> None:
+    same_key = (current.user_id, current.loan_id, current.payment_id) == (
+        updated.user_id,
+        updated.loan_id,
+        updated.payment_id,
+    )
+    # Programming errors, not user input: a transition never renames a payment or skips a version.
+    if not same_key:
+        raise ValueError("a transition must keep the payment's user, loan and payment id")
+    if updated.version != current.version + 1:
+        raise ValueError("a transition must raise the version by exactly one")

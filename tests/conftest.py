@@ -1,0 +1,104 @@
+"""Test backends: moto's server mode (the main one) and Amazon DynamoDB Local (`ddblocal`).
+
+Each backend is one process-wide server with one shared client (the event loop lives for the
+session); every test gets a fresh table of its own, deleted afterwards. moto's in-process
+`mock_aws` cannot intercept aiobotocore's HTTP, hence the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from moto.server import ThreadedMotoServer
+
+from datasource import DynamoConfig, PaymentStore
+from datasource.client import open_client
+from datasource.table import create_table_if_missing
+from tests.backends import CURSOR_SECRET, REGION, TEST_KEY, Backend, backend_config
+
+
+@pytest.fixture(scope="session", autouse=True)
+def aws_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fake credentials for anything that builds its own client, and no real AWS profile."""
+    empty = tmp_path_factory.mktemp("aws") / "none"
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            patch.setenv(name, TEST_KEY)
+        patch.setenv("AWS_DEFAULT_REGION", REGION)
+        patch.setenv("AWS_CONFIG_FILE", str(empty))
+        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty))
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+            patch.delenv(name, raising=False)
+        yield
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    # werkzeug logs every request at INFO; the test output needs none of it.
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def ddblocal_endpoint() -> Iterator[str]:
+    from server.embedded_dynamodb import EmbeddedDynamoDB
+
+    database = EmbeddedDynamoDB(data_dir=None)
+    endpoint_url = database.start()
+    yield endpoint_url
+    database.stop()
+
+
+@pytest.fixture(scope="session")
+async def moto_backend(moto_endpoint: str) -> AsyncIterator[Backend]:
+    async with open_client(backend_config(moto_endpoint, "")) as client:
+        yield Backend("moto", moto_endpoint, client)
+
+
+@pytest.fixture(scope="session")
+async def ddblocal_backend(ddblocal_endpoint: str) -> AsyncIterator[Backend]:
+    async with open_client(backend_config(ddblocal_endpoint, "")) as client:
+        yield Backend("ddblocal", ddblocal_endpoint, client)
+
+
+async def _fresh_table(backend: Backend) -> str:
+    table_name = f"test-{uuid.uuid4().hex}"
+    await create_table_if_missing(backend.client, table_name)
+    return table_name
+
+
+@pytest.fixture
+async def moto_config(moto_backend: Backend) -> AsyncIterator[DynamoConfig]:
+    """A DynamoConfig on moto whose table was made for this test alone."""
+    table_name = await _fresh_table(moto_backend)
+    yield moto_backend.config(table_name)
+    await moto_backend.client.delete_table(TableName=table_name)
+
+
+@pytest.fixture
+def moto_store(moto_backend: Backend, moto_config: DynamoConfig) -> PaymentStore:
+    return PaymentStore(
+        moto_backend.client, table_name=moto_config.table_name, cursor_secret=CURSOR_SECRET
+    )
+
+
+@pytest.fixture(params=["moto", pytest.param("ddblocal", marks=pytest.mark.ddblocal)])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend in turn: moto, then DynamoDB Local (which refuses what moto lets pass)."""
+    found: Backend = request.getfixturevalue(f"{request.param}_backend")
+    return found
+
+
+@pytest.fixture
+async def store(backend: Backend) -> AsyncIterator[PaymentStore]:
+    """A store on a fresh table, on each backend."""
+    table_name = await _fresh_table(backend)
+    yield PaymentStore(backend.client, table_name=table_name, cursor_secret=CURSOR_SECRET)
+    await backend.client.delete_table(TableName=table_name)

@@ -1,0 +1,202 @@
+"""The three list patterns: newest first, pages filled exactly, cursors that continue."""
+
+from typing import Any
+
+import pytest
+
+from datasource import Page, PaymentStore, count_calls
+from domain.enums import PaymentMethod, PaymentStatus
+from domain.errors import InvalidCursor
+from domain.payment import Payment
+from tests.datasource.stored_items import put_all
+from tests.payment_samples import sample_payment
+
+S = PaymentStatus
+
+
+async def _seed(store: PaymentStore, payments: list[Payment]) -> list[Payment]:
+    await put_all(store, payments)
+    return payments
+
+
+def _ids(page: Page) -> list[str]:
+    return [edge.payment.payment_id for edge in page.edges]
+
+
+def _newest_first(payments: list[Payment]) -> list[str]:
+    return [payment.payment_id for payment in reversed(payments)]
+
+
+async def _every_page(fetch: Any, first: int) -> list[Page]:
+    pages = [await fetch(first=first, after=None)]
+    while pages[-1].has_next_page:
+        pages.append(await fetch(first=first, after=pages[-1].end_cursor))
+    return pages
+
+
+async def test_a_loans_payments_come_newest_first_over_several_pages(store: PaymentStore) -> None:
+    mine = await _seed(store, [sample_payment() for _ in range(7)])
+    # Same user, a loan whose id extends ours; another user's loan of the same id.
+    await _seed(store, [sample_payment(loan_id="loan-12"), sample_payment(user_id="bob")])
+
+    async def fetch(*, first: int, after: str | None) -> Page:
+        return await store.loan_payments(
+            user_id="alice", loan_id="loan-1", status=None, first=first, after=after
+        )
+
+    pages = await _every_page(fetch, first=3)
+    assert [len(page.edges) for page in pages] == [3, 3, 1]
+    assert [page.has_next_page for page in pages] == [True, True, False]
+    assert [id for page in pages for id in _ids(page)] == _newest_first(mine)
+    assert all(page.end_cursor == page.edges[-1].cursor for page in pages)
+
+
+async def test_has_next_page_is_exact_at_the_boundary(store: PaymentStore) -> None:
+    mine = await _seed(store, [sample_payment() for _ in range(6)])
+    list_all = store.loan_payments
+    whole = await list_all(user_id="alice", loan_id="loan-1", status=None, first=6, after=None)
+    assert (_ids(whole), whole.has_next_page) == (_newest_first(mine), False)
+    short = await list_all(user_id="alice", loan_id="loan-1", status=None, first=5, after=None)
+    assert short.has_next_page
+    last = await list_all(
+        user_id="alice", loan_id="loan-1", status=None, first=1, after=short.end_cursor
+    )
+    assert (_ids(last), last.has_next_page) == ([mine[0].payment_id], False)
+
+
+async def test_any_edge_cursor_continues_right_after_its_edge(store: PaymentStore) -> None:
+    mine = await _seed(store, [sample_payment() for _ in range(5)])
+    page = await store.loan_payments(
+        user_id="alice", loan_id="loan-1", status=None, first=5, after=None
+    )
+    for position, edge in enumerate(page.edges):
+        rest = await store.loan_payments(
+            user_id="alice", loan_id="loan-1", status=None, first=5, after=edge.cursor
+        )
+        assert _ids(rest) == _newest_first(mine)[position + 1 :]
+
+
+async def test_an_empty_list_is_one_empty_page(store: PaymentStore) -> None:
+    page = await store.loan_payments(
+        user_id="alice", loan_id="loan-1", status=None, first=10, after=None
+    )
+    assert page == Page(edges=[], has_next_page=False, end_cursor=None)
+
+
+async def test_a_loans_payments_in_one_status_use_gsi1(store: PaymentStore) -> None:
+    pending = [sample_payment() for _ in range(5)]
+    others = [sample_payment(status=S.RETRY), sample_payment(loan_id="loan-2")]
+    await _seed(store, pending[:2] + others + pending[2:])
+
+    async def fetch(*, first: int, after: str | None) -> Page:
+        return await store.loan_payments(
+            user_id="alice", loan_id="loan-1", status=S.PENDING, first=first, after=after
+        )
+
+    pages = await _every_page(fetch, first=2)
+    assert [len(page.edges) for page in pages] == [2, 2, 1]
+    assert [id for page in pages for id in _ids(page)] == _newest_first(pending)
+    retry = await store.loan_payments(
+        user_id="alice", loan_id="loan-1", status=S.RETRY, first=10, after=None
+    )
+    assert _ids(retry) == [others[0].payment_id]
+
+
+async def test_all_payments_in_one_status_use_gsi2_across_users(store: PaymentStore) -> None:
+    completed = [
+        sample_payment(user_id=user, status=S.COMPLETED, method=PaymentMethod.PINLESS)
+        for user in ("alice", "bob", "carol", "alice", "dave")
+    ]
+    await _seed(store, [sample_payment(), *completed, sample_payment(status=S.CHARGED_BACK)])
+
+    async def fetch(*, first: int, after: str | None) -> Page:
+        return await store.payments_by_status(status=S.COMPLETED, first=first, after=after)
+
+    pages = await _every_page(fetch, first=2)
+    assert [len(page.edges) for page in pages] == [2, 2, 1]
+    assert [id for page in pages for id in _ids(page)] == _newest_first(completed)
+
+
+async def test_a_page_is_filled_even_when_dynamodb_stops_early(
+    store: PaymentStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine = await _seed(store, [sample_payment() for _ in range(7)])
+    real_query = store.client.query
+
+    async def short_query(**parameters: Any) -> Any:
+        # As DynamoDB does at its 1 MB limit: fewer items than asked, with a LastEvaluatedKey.
+        return await real_query(**(parameters | {"Limit": min(parameters["Limit"], 2)}))
+
+    monkeypatch.setattr(store.client, "query", short_query)
+    with count_calls() as count:
+        page = await store.loan_payments(
+            user_id="alice", loan_id="loan-1", status=None, first=5, after=None
+        )
+    assert _ids(page) == _newest_first(mine)[:5]
+    assert page.has_next_page
+    assert count.operations == {"Query": 3}  # 2 + 2 + 2 items: the page and one more
+
+
+async def test_cursors_are_refused_on_every_other_list(store: PaymentStore) -> None:
+    await _seed(
+        store,
+        [
+            *(sample_payment() for _ in range(2)),
+            *(sample_payment(status=S.COMPLETED) for _ in range(2)),
+            *(sample_payment(loan_id="loan-2") for _ in range(2)),
+            *(sample_payment(user_id="bob") for _ in range(2)),
+        ],
+    )
+    lists: dict[str, Any] = {
+        "alice/loan-1": lambda **page: store.loan_payments(
+            user_id="alice", loan_id="loan-1", status=None, **page
+        ),
+        "alice/loan-2": lambda **page: store.loan_payments(
+            user_id="alice", loan_id="loan-2", status=None, **page
+        ),
+        "bob/loan-1": lambda **page: store.loan_payments(
+            user_id="bob", loan_id="loan-1", status=None, **page
+        ),
+        "alice/loan-1/PENDING": lambda **page: store.loan_payments(
+            user_id="alice", loan_id="loan-1", status=S.PENDING, **page
+        ),
+        "alice/loan-1/COMPLETED": lambda **page: store.loan_payments(
+            user_id="alice", loan_id="loan-1", status=S.COMPLETED, **page
+        ),
+        "bob/loan-1/PENDING": lambda **page: store.loan_payments(
+            user_id="bob", loan_id="loan-1", status=S.PENDING, **page
+        ),
+        "PENDING": lambda **page: store.payments_by_status(status=S.PENDING, **page),
+        "COMPLETED": lambda **page: store.payments_by_status(status=S.COMPLETED, **page),
+    }
+    cursors = {}
+    for name, fetch in lists.items():
+        page = await fetch(first=1, after=None)
+        assert page.has_next_page, name
+        cursors[name] = page.end_cursor
+        assert (await fetch(first=1, after=page.end_cursor)).edges, name
+    with count_calls() as count:
+        for name, fetch in lists.items():
+            for other, cursor in cursors.items():
+                if other != name:
+                    with pytest.raises(InvalidCursor):
+                        await fetch(first=1, after=cursor)
+    assert count.requests == 0
+
+
+async def test_a_tampered_cursor_is_refused(store: PaymentStore) -> None:
+    await _seed(store, [sample_payment() for _ in range(2)])
+    page = await store.payments_by_status(status=S.PENDING, first=1, after=None)
+    assert page.end_cursor is not None
+    cursor = page.end_cursor
+    for altered in (
+        cursor[:-1],
+        cursor + "A",
+        cursor[::-1],
+        cursor.replace(cursor[5], "x" if cursor[5] != "x" else "y", 1),
+    ):
+        with pytest.raises(InvalidCursor):
+            await store.payments_by_status(status=S.PENDING, first=1, after=altered)
+    other_secret = type(store)(store.client, table_name=store.table_name, cursor_secret=b"other")
+    with pytest.raises(InvalidCursor):
+        await other_secret.payments_by_status(status=S.PENDING, first=1, after=cursor)
