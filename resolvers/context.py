@@ -1,0 +1,48 @@
+"""The per-request context every resolver receives (`strawberry.Info[Context, None]`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from datasource import PaymentStore
+from domain import validation
+from domain.errors import InvalidInput
+from resolvers.callers import Caller, CallerError, Forbidden
+from resolvers.loaders import Loaders
+
+
+@dataclass
+class Context:
+    store: PaymentStore
+    max_attempts: int
+    clock: Callable[[], datetime]
+    # The caller, or why there is none; raised only when a field needs a caller, so
+    # introspection and GraphiQL work without a token.
+    authenticated: Caller | CallerError
+    debug_dynamodb: bool = False
+    loaders: Loaders = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.loaders = Loaders(self.store)
+
+    def caller(self) -> Caller:
+        if isinstance(self.authenticated, CallerError):
+            raise self.authenticated
+        return self.authenticated
+
+    def service(self) -> Caller:
+        caller = self.caller()
+        if not caller.is_service:
+            raise Forbidden("this field is for services only")
+        return caller
+
+    def owner(self, user_id: str | None) -> str:
+        """The user a request is about: a customer's own by default; a service must say."""
+        caller = self.caller()
+        if user_id is None:
+            if caller.is_service:
+                raise InvalidInput("userId", "is required when a service calls")
+            return caller.user_id
+        return validation.identifier("userId", user_id)

@@ -1,0 +1,95 @@
+"""Per-request DataLoaders: every read of a request goes through one of these.
+
+    payments       (user, loan, payment)              -> one BatchGetItem per 100 distinct keys
+    loan_pages     (user, loan, status, first, after) -> one Query per distinct list
+    confirmations  (user, confirmation id)            -> one GSI3 Query per distinct id
+
+List pages prime `payments`, so a later lookup of a listed payment costs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from strawberry.dataloader import DataLoader
+
+from datasource import Page, PaymentStore
+from domain.enums import PaymentStatus
+from domain.payment import Payment, PaymentRef
+
+
+@dataclass(frozen=True, slots=True)
+class LoanPageKey:
+    user_id: str
+    loan_id: str
+    status: PaymentStatus | None
+    first: int
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationKey:
+    user_id: str
+    confirmation_id: str
+
+
+def ref_of(payment: Payment) -> PaymentRef:
+    return PaymentRef(payment.user_id, payment.loan_id, payment.payment_id)
+
+
+class Loaders:
+    def __init__(self, store: PaymentStore) -> None:
+        self._store = store
+        self.payments: DataLoader[PaymentRef, Payment | None] = DataLoader(self._load_payments)
+        self.loan_pages: DataLoader[LoanPageKey, Page] = DataLoader(self._load_loan_pages)
+        self.confirmations: DataLoader[ConfirmationKey, Payment | None] = DataLoader(
+            self._load_confirmations
+        )
+
+    def remember(self, payments: list[Payment]) -> None:
+        self.payments.prime_many({ref_of(payment): payment for payment in payments}, force=True)
+
+    def forget_lists(self) -> None:
+        """After a write: lists and lookups may now be stale; single payments are re-primed."""
+        self.loan_pages.clear_all()
+        self.confirmations.clear_all()
+
+    async def _load_payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
+        return await self._store.batch_get(refs)
+
+    # Each key is its own Query; a failure (a refused cursor) belongs to its key alone, so
+    # exceptions are handed back per key and the loader raises them where they were asked for.
+    async def _load_loan_pages(self, keys: list[LoanPageKey]) -> list[Page | BaseException]:
+        pages = await asyncio.gather(
+            *(
+                self._store.loan_payments(
+                    user_id=key.user_id,
+                    loan_id=key.loan_id,
+                    status=key.status,
+                    first=key.first,
+                    after=key.after,
+                )
+                for key in keys
+            ),
+            return_exceptions=True,
+        )
+        for page in pages:
+            if isinstance(page, Page):
+                self.remember([edge.payment for edge in page.edges])
+        return list(pages)
+
+    async def _load_confirmations(
+        self, keys: list[ConfirmationKey]
+    ) -> list[Payment | BaseException | None]:
+        found = await asyncio.gather(
+            *(
+                self._store.payment_by_confirmation(
+                    user_id=key.user_id, confirmation_id=key.confirmation_id
+                )
+                for key in keys
+            ),
+            return_exceptions=True,
+        )
+        self.remember([payment for payment in found if isinstance(payment, Payment)])
+        return list(found)

@@ -1,0 +1,75 @@
+"""What each query field does: check the caller, then read through the request's loaders."""
+
+from __future__ import annotations
+
+from datasource import Page
+from domain import validation
+from domain.enums import PaymentStatus
+from domain.payment import LoanRef, Payment, PaymentRef
+from resolvers.context import Context
+from resolvers.loaders import ConfirmationKey, LoanPageKey
+from resolvers.node_ids import decode_node_id
+
+DEFAULT_PAGE_SIZE = 20
+# Another user's list reads as an empty one: the same answer as a loan with no payments.
+EMPTY_PAGE = Page(edges=[], has_next_page=False, end_cursor=None)
+
+
+async def payment(
+    context: Context, *, user_id: str | None, loan_id: str, payment_id: str
+) -> Payment | None:
+    ref = PaymentRef.checked(context.owner(user_id), loan_id, payment_id)
+    if not context.caller().sees(ref.user_id):
+        return None
+    return await context.loaders.payments.load(ref)
+
+
+def loan(context: Context, *, user_id: str | None, loan_id: str) -> LoanRef:
+    return LoanRef.checked(context.owner(user_id), loan_id)
+
+
+async def loan_payments(
+    context: Context,
+    loan: LoanRef,
+    *,
+    status: PaymentStatus | None,
+    first: int | None,
+    after: str | None,
+) -> Page:
+    if not context.caller().sees(loan.user_id):
+        return EMPTY_PAGE
+    key = LoanPageKey(
+        loan.user_id, loan.loan_id, status, DEFAULT_PAGE_SIZE if first is None else first, after
+    )
+    return await context.loaders.loan_pages.load(key)
+
+
+async def payment_by_confirmation(
+    context: Context, *, user_id: str | None, confirmation_id: str
+) -> Payment | None:
+    owner = context.owner(user_id)
+    key = ConfirmationKey(owner, validation.identifier("confirmationId", confirmation_id))
+    if not context.caller().sees(owner):
+        return None
+    return await context.loaders.confirmations.load(key)
+
+
+async def payments_by_status(
+    context: Context, *, status: PaymentStatus, first: int | None, after: str | None
+) -> Page:
+    context.service()
+    page = await context.store.payments_by_status(
+        status=status, first=DEFAULT_PAGE_SIZE if first is None else first, after=after
+    )
+    context.loaders.remember([edge.payment for edge in page.edges])
+    return page
+
+
+async def node(context: Context, *, node_id: str) -> Payment | LoanRef | None:
+    caller = context.caller()
+    ref = decode_node_id(node_id)
+    if not caller.sees(ref.user_id):
+        return None
+    if isinstance(ref, LoanRef):
+        return ref
+    return await context.loaders.payments.load(ref)

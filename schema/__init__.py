@@ -1,0 +1,41 @@
+"""The GraphQL schema: Strawberry types over the resolvers."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.schema.config import StrawberryConfig
+from strawberry.types import ExecutionContext
+
+from schema.extensions import DynamoDBAccounting, PublicErrors, is_unexpected
+from schema.mutation import Mutation
+from schema.query import Query
+from schema.scalars import DATETIME
+from schema.types import LoanType, PaymentType
+
+logger = logging.getLogger("loc_payments.graphql")
+
+
+class PaymentsSchema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        # Expected failures are answers, not incidents: log only what gets masked.
+        for error in errors:
+            if is_unexpected(error):
+                logger.error("unexpected error in %s", error.path, exc_info=error.original_error)
+
+
+def build_schema(**options: Any) -> PaymentsSchema:
+    return PaymentsSchema(
+        query=Query,
+        mutation=Mutation,
+        types=[PaymentType, LoanType],
+        extensions=[PublicErrors, DynamoDBAccounting],
+        config=StrawberryConfig(scalar_map={datetime: DATETIME}),
+        **options,
+    )

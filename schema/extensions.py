@@ -1,0 +1,88 @@
+"""How errors and request accounting reach the response.
+
+`errors[]` carries three kinds of failure, each with `extensions.code`:
+- caller refusals (`UNAUTHENTICATED`, `FORBIDDEN`);
+- domain errors raised by a query field (`INVALID_INPUT` with the `field`, `NOT_FOUND`, ...);
+- anything else, masked as "Unexpected error." and logged with its traceback.
+GraphQL's own syntax and validation errors pass through as graphql-core words them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
+
+from datasource.accounting import CallCount, count_calls
+from domain.errors import InvalidInput, PaymentsError
+from resolvers.callers import CallerError
+
+logger = logging.getLogger("loc_payments.graphql")
+
+UNEXPECTED = "Unexpected error."
+
+
+def is_unexpected(error: GraphQLError) -> bool:
+    original = error.original_error
+    return original is not None and not isinstance(
+        original, (CallerError, PaymentsError, GraphQLError)
+    )
+
+
+def public_error(error: GraphQLError) -> GraphQLError:
+    original = error.original_error
+    if original is None or isinstance(original, GraphQLError):
+        return error
+    extensions: dict[str, Any]
+    if isinstance(original, CallerError | PaymentsError):
+        message = str(original)
+        extensions = {"code": original.code}
+        if isinstance(original, InvalidInput):
+            extensions["field"] = original.field
+    else:
+        message = UNEXPECTED
+        extensions = {"code": "INTERNAL"}
+    return GraphQLError(
+        message,
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        extensions=extensions,
+    )
+
+
+class PublicErrors(SchemaExtension):
+    def on_operation(self) -> Iterator[None]:
+        yield
+        result = self.execution_context.result
+        if result is not None and result.errors:
+            result.errors = [public_error(error) for error in result.errors]
+
+
+class DynamoDBAccounting(SchemaExtension):
+    """`extensions.dynamodb` when the request asked for it (SPEC §8)."""
+
+    def __init__(self) -> None:
+        self._count: CallCount | None = None
+
+    def on_operation(self) -> Iterator[None]:
+        if not getattr(self.execution_context.context, "debug_dynamodb", False):
+            yield
+            return
+        with count_calls() as count:
+            self._count = count
+            yield
+
+    def get_results(self) -> dict[str, Any]:
+        if self._count is None:
+            return {}
+        return {
+            "dynamodb": {
+                "requests": self._count.requests,
+                "operations": dict(self._count.operations),
+            }
+        }

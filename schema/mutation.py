@@ -1,0 +1,118 @@
+"""The root mutation: creation and the seven transitions, each answering a `PaymentResult`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+import strawberry
+
+from domain.errors import PaymentsError
+from domain.payment import Payment
+from domain.transitions import TransitionRequest
+from resolvers import mutations
+from resolvers.context import Context
+from schema import inputs
+from schema.enums import PaymentStatus
+from schema.errors import PaymentPayload, PaymentResult, user_error
+from schema.types import PaymentType
+
+Info = strawberry.Info[Context, None]
+
+
+async def _result(work: Awaitable[Payment]) -> PaymentResult:
+    try:
+        return PaymentPayload(payment=PaymentType.from_domain(await work))
+    except PaymentsError as error:
+        return user_error(error)
+
+
+def _move(
+    info: Info,
+    named: inputs.TransitionInput,
+    target: PaymentStatus,
+    *,
+    confirmation_id: str | None = None,
+    applications: list[inputs.ApplicationInput] | None = None,
+    return_code: str | None = None,
+) -> Awaitable[Payment]:
+    request = TransitionRequest(
+        target=target,
+        reason=named.reason,
+        confirmation_id=confirmation_id,
+        applications=(
+            None if applications is None else [item.to_request() for item in applications]
+        ),
+        return_code=return_code,
+    )
+    return mutations.transition_payment(
+        info.context,
+        user_id=named.user_id,
+        loan_id=named.loan_id,
+        payment_id=named.payment_id,
+        request=request,
+    )
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="A new PENDING payment.")
+    async def create_payment(self, info: Info, input: inputs.CreatePaymentInput) -> PaymentResult:
+        return await _result(
+            mutations.create_payment(
+                info.context,
+                user_id=input.user_id,
+                loan_id=input.loan_id,
+                amount_cents=input.amount_cents,
+                method=input.method,
+                process=input.process,
+                account_last_four=input.account_last_four,
+                intended_installment_id=input.intended_installment_id,
+                reason=input.reason,
+            )
+        )
+
+    @strawberry.mutation(description="Presented to the payments service: -> ACHSENT.")
+    async def submit_payment(self, info: Info, input: inputs.SubmitPaymentInput) -> PaymentResult:
+        return await _result(
+            _move(info, input, PaymentStatus.ACHSENT, confirmation_id=input.confirmation_id)
+        )
+
+    @strawberry.mutation(description="Settled and applied to installments: -> COMPLETED.")
+    async def complete_payment(
+        self, info: Info, input: inputs.CompletePaymentInput
+    ) -> PaymentResult:
+        return await _result(
+            _move(
+                info,
+                input,
+                PaymentStatus.COMPLETED,
+                confirmation_id=input.confirmation_id,
+                applications=input.applications,
+            )
+        )
+
+    @strawberry.mutation(description="Returned or declined, to be tried again: -> RETRY.")
+    async def schedule_payment_retry(
+        self, info: Info, input: inputs.SchedulePaymentRetryInput
+    ) -> PaymentResult:
+        return await _result(_move(info, input, PaymentStatus.RETRY, return_code=input.return_code))
+
+    @strawberry.mutation(description="Given up on: -> FAILED.")
+    async def fail_payment(self, info: Info, input: inputs.FailPaymentInput) -> PaymentResult:
+        return await _result(_move(info, input, PaymentStatus.FAILED))
+
+    @strawberry.mutation(description="An ACH return, on time or late: -> RETURNED.")
+    async def return_payment(self, info: Info, input: inputs.ReturnPaymentInput) -> PaymentResult:
+        return await _result(
+            _move(info, input, PaymentStatus.RETURNED, return_code=input.return_code)
+        )
+
+    @strawberry.mutation(description="A card chargeback: -> CHARGED_BACK.")
+    async def charge_back_payment(
+        self, info: Info, input: inputs.ChargeBackPaymentInput
+    ) -> PaymentResult:
+        return await _result(_move(info, input, PaymentStatus.CHARGED_BACK))
+
+    @strawberry.mutation(description="Not needed any more: -> SKIPPED.")
+    async def skip_payment(self, info: Info, input: inputs.SkipPaymentInput) -> PaymentResult:
+        return await _result(_move(info, input, PaymentStatus.SKIPPED))

@@ -1,0 +1,61 @@
+"""The root query: the five access patterns, and `node`."""
+
+from __future__ import annotations
+
+import strawberry
+
+from resolvers import queries
+from resolvers.context import Context
+from schema.enums import PaymentStatus
+from schema.types import LoanType, Node, PaymentConnection, PaymentType, node_from_domain
+
+Info = strawberry.Info[Context, None]
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="A payment or loan by its global id.")
+    async def node(self, info: Info, id: strawberry.ID) -> Node | None:
+        return node_from_domain(await queries.node(info.context, node_id=id))
+
+    @strawberry.field(description="A payment by its loan and payment id.")
+    async def payment(
+        self,
+        info: Info,
+        user_id: strawberry.ID | None = None,
+        *,
+        loan_id: strawberry.ID,
+        payment_id: strawberry.ID,
+    ) -> PaymentType | None:
+        found = await queries.payment(
+            info.context, user_id=user_id, loan_id=loan_id, payment_id=payment_id
+        )
+        return None if found is None else PaymentType.from_domain(found)
+
+    @strawberry.field(description="A loan; its payments are listed newest first.")
+    def loan(
+        self, info: Info, user_id: strawberry.ID | None = None, *, loan_id: strawberry.ID
+    ) -> LoanType:
+        return LoanType.from_domain(queries.loan(info.context, user_id=user_id, loan_id=loan_id))
+
+    @strawberry.field(description="The payment the payments service confirmed with this id.")
+    async def payment_by_confirmation(
+        self, info: Info, user_id: strawberry.ID | None = None, *, confirmation_id: str
+    ) -> PaymentType | None:
+        found = await queries.payment_by_confirmation(
+            info.context, user_id=user_id, confirmation_id=confirmation_id
+        )
+        return None if found is None else PaymentType.from_domain(found)
+
+    @strawberry.field(description="Every user's payments in one status, newest first (services).")
+    async def payments_by_status(
+        self,
+        info: Info,
+        status: PaymentStatus,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> PaymentConnection:
+        page = await queries.payments_by_status(
+            info.context, status=status, first=first, after=after
+        )
+        return PaymentConnection.from_page(page)

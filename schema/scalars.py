@@ -1,0 +1,25 @@
+"""`DateTime`: RFC 3339 in UTC with a `Z` suffix, the same text the table stores."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.types.scalar import ScalarDefinition
+
+from domain import validation
+
+
+def _parse(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("DateTime must be an RFC 3339 string")
+    return validation.parse_timestamp("DateTime", value)
+
+
+DATETIME: ScalarDefinition = strawberry.scalar(
+    name="DateTime",
+    description="An instant in RFC 3339, in UTC with a Z suffix (2024-01-15T12:00:00.000Z).",
+    specified_by_url="https://datatracker.ietf.org/doc/html/rfc3339",
+    serialize=validation.format_timestamp,
+    parse_value=_parse,
+)
