@@ -1,0 +1,166 @@
+"""`loc-payments`: run the service (`serve`) or mint a development token (`token`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+import jwt
+import pydantic
+
+from server.embedded_dynamodb import (
+    DynamoDBLocalFailed,
+    DynamoDBLocalMissing,
+    EmbeddedDynamoDB,
+    JavaMissing,
+)
+from server.settings import Settings
+
+SERVICE_SCOPE = "payments:service"
+DEFAULT_TOKEN_TTL_SECONDS = 12 * 60 * 60
+STARTUP_TOKEN_USER = "local-developer"
+
+
+class TokenRefused(RuntimeError):
+    pass
+
+
+def mint_development_token(
+    settings: Settings,
+    *,
+    user_id: str,
+    service: bool = False,
+    ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS,
+    now: float | None = None,
+) -> str:
+    """An HS256 token signed with the development secret, accepted by a local server.
+
+    Refused for any other secret: a tool that mints tokens for a real key is a way to forge them.
+    """
+    if not settings.uses_development_jwt_secret or settings.auth_jwt_secret is None:
+        raise TokenRefused(
+            "tokens are minted only with the development secret (LOC_ENV=local and no "
+            "LOC_AUTH_JWT_SECRET / LOC_AUTH_JWT_PUBLIC_KEY_FILE); get real tokens from the issuer"
+        )
+    if ttl_seconds <= 0:
+        raise TokenRefused("--ttl must be a positive number of seconds")
+    issued_at = int(time.time() if now is None else now)
+    claims: dict[str, object] = {
+        "sub": user_id,
+        "iat": issued_at,
+        "exp": issued_at + ttl_seconds,
+    }
+    if service:
+        claims["scope"] = SERVICE_SCOPE
+    # The server checks these when configured, so a token without them would be refused.
+    if settings.auth_jwt_issuer is not None:
+        claims["iss"] = settings.auth_jwt_issuer
+    if settings.auth_jwt_audience is not None:
+        claims["aud"] = settings.auth_jwt_audience
+    return jwt.encode(claims, settings.auth_jwt_secret.get_secret_value(), algorithm="HS256")
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # SystemExit unwinds the `with` blocks, so DynamoDB Local is stopped instead of orphaned.
+    raise SystemExit(0)
+
+
+def _print_development_access(settings: Settings) -> None:
+    token = mint_development_token(settings, user_id=STARTUP_TOKEN_USER, service=True)
+    print(
+        f"GraphiQL: http://{settings.host}:{settings.port}/graphql\n"
+        f"Service token (Authorization: Bearer ...), valid 12 hours:\n  {token}\n"
+        "A customer's token: loc-payments token --user <user id>",
+        flush=True,
+    )
+
+
+def serve(settings: Settings) -> int:
+    # Imported here so that `token` works without loading the web stack.
+    import uvicorn
+
+    from server.app import create_app
+
+    previous_sigterm = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        with contextlib.ExitStack() as stack:
+            endpoint = settings.dynamodb_endpoint
+            if settings.uses_embedded_dynamodb:
+                database = stack.enter_context(EmbeddedDynamoDB(data_dir=settings.data_dir))
+                endpoint = database.endpoint_url
+                print(f"DynamoDB Local: {endpoint} (data in {settings.data_dir})", flush=True)
+            # A local table this start creates gets demonstration payments to explore.
+            app = create_app(
+                settings, dynamodb_endpoint=endpoint, seed_demo_data=settings.env == "local"
+            )
+            if settings.uses_development_jwt_secret:
+                _print_development_access(settings)
+            # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
+            uvicorn.run(app, host=settings.host, port=settings.port)
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
+    return 0
+
+
+def _token(settings: Settings, arguments: argparse.Namespace) -> int:
+    print(
+        mint_development_token(
+            settings, user_id=arguments.user, service=arguments.service, ttl_seconds=arguments.ttl
+        )
+    )
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loc-payments",
+        description="Payments GraphQL service. Settings come from LOC_* environment variables.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser(
+        "serve", help="run the API (in LOC_ENV=local with an embedded DynamoDB Local)"
+    )
+    token = commands.add_parser("token", help="print a development JWT (local secret only)")
+    token.add_argument("--user", required=True, help="the user id (the `sub` claim)")
+    token.add_argument(
+        "--service", action="store_true", help=f"a service caller (scope {SERVICE_SCOPE})"
+    )
+    token.add_argument(
+        "--ttl",
+        type=int,
+        default=DEFAULT_TOKEN_TTL_SECONDS,
+        metavar="SECONDS",
+        help="lifetime (default: %(default)s)",
+    )
+    return parser
+
+
+def _settings_problem(error: pydantic.ValidationError) -> str:
+    problems = []
+    for detail in error.errors():
+        field = ".".join(str(part) for part in detail["loc"])
+        message = detail["msg"].removeprefix("Value error, ")
+        problems.append(f"LOC_{field.upper()}: {message}" if field else message)
+    return "invalid settings: " + "; ".join(problems)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    try:
+        settings = Settings()
+        if arguments.command == "token":
+            return _token(settings, arguments)
+        return serve(settings)
+    except pydantic.ValidationError as error:
+        message = _settings_problem(error)
+    except (JavaMissing, DynamoDBLocalMissing, DynamoDBLocalFailed, TokenRefused) as error:
+        message = str(error)
+    except KeyboardInterrupt:
+        return 130
+    print(f"loc-payments: {message}", file=sys.stderr)
+    return 1

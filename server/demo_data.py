@@ -1,0 +1,104 @@
+"""Demonstration payments for a first local start, so GraphiQL has something to show.
+
+Two customers with a loan each, and payments in every status: some with confirmation ids and
+applications, one ACH payment that was returned and retried. Written through the domain's
+transition engine, like any other payment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from datasource import PaymentStore
+from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from domain.payment import Payment, new_payment
+from domain.transitions import ApplicationRequest, TransitionRequest, apply_transition
+
+S = PaymentStatus
+ACH = PaymentMethod.ACH
+PINLESS = PaymentMethod.PINLESS
+
+
+def _move(
+    target: PaymentStatus,
+    *,
+    confirmation_id: str | None = None,
+    applications: list[ApplicationRequest] | None = None,
+    return_code: str | None = None,
+) -> TransitionRequest:
+    return TransitionRequest(
+        target=target,
+        reason=f"demonstration: {target.value.lower()}",
+        confirmation_id=confirmation_id,
+        applications=applications,
+        return_code=return_code,
+    )
+
+
+_SPLIT = [ApplicationRequest("inst-2-1", 5_000), ApplicationRequest("inst-2-2", 3_000)]
+
+# (user, loan, method, cents, moves from PENDING)
+_PLAN: list[tuple[str, str, PaymentMethod, int, list[TransitionRequest]]] = [
+    ("user-1", "loan-1", ACH, 15_000, []),
+    ("user-1", "loan-1", ACH, 15_000, [_move(S.ACHSENT, confirmation_id="ach-1001")]),
+    (
+        "user-1",
+        "loan-1",
+        ACH,
+        15_000,
+        [_move(S.ACHSENT, confirmation_id="ach-1002"), _move(S.COMPLETED)],
+    ),
+    (
+        "user-1",
+        "loan-1",
+        ACH,
+        15_000,
+        [_move(S.ACHSENT, confirmation_id="ach-1003"), _move(S.RETRY, return_code="R01")],
+    ),
+    (
+        "user-1",
+        "loan-1",
+        ACH,
+        15_000,
+        [_move(S.ACHSENT, confirmation_id="ach-1004"), _move(S.RETURNED, return_code="R02")],
+    ),
+    ("user-1", "loan-1", ACH, 15_000, [_move(S.SKIPPED)]),
+    ("user-2", "loan-2", PINLESS, 8_000, []),
+    (
+        "user-2",
+        "loan-2",
+        PINLESS,
+        8_000,
+        [
+            _move(S.COMPLETED, confirmation_id="card-2001", applications=_SPLIT),
+            _move(S.CHARGED_BACK),
+        ],
+    ),
+    ("user-2", "loan-2", PINLESS, 8_000, [_move(S.RETRY), _move(S.FAILED)]),
+]
+
+
+async def seed_demo_payments(
+    store: PaymentStore, *, clock: Callable[[], datetime], max_attempts: int
+) -> list[Payment]:
+    seeded = []
+    for number, (user, loan, method, cents, moves) in enumerate(_PLAN, start=1):
+        payment = await store.create(
+            new_payment(
+                user_id=user,
+                loan_id=loan,
+                amount_cents=cents,
+                method=method,
+                process=PaymentProcess.AUTO if number % 2 else PaymentProcess.MANUAL,
+                reason="demonstration data",
+                now=clock(),
+                account_last_four="4242",
+                intended_installment_id=f"inst-{loan.removeprefix('loan-')}-{number}",
+            )
+        )
+        for request in moves:
+            updated = apply_transition(payment, request, max_attempts=max_attempts, now=clock())
+            payment = await store.transition(payment, updated)
+        seeded.append(payment)
+    return seeded

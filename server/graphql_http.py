@@ -1,0 +1,56 @@
+"""`/graphql` over HTTP: Strawberry's ASGI view, with a fresh context for every request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+
+from datasource import PaymentStore
+from resolvers.callers import AuthConfig, Caller, CallerError, authenticate
+from resolvers.context import Context
+from schema import PaymentsSchema
+
+DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
+
+
+class PaymentsGraphQL(GraphQL[Context, None]):
+    def __init__(
+        self,
+        schema: PaymentsSchema,
+        *,
+        store: Callable[[], PaymentStore],
+        auth: AuthConfig,
+        max_attempts: int,
+        clock: Callable[[], datetime],
+        accounting_allowed: bool,
+        graphiql: bool,
+    ) -> None:
+        super().__init__(schema, graphql_ide="graphiql" if graphiql else None)
+        self._store = store
+        self._auth = auth
+        self._max_attempts = max_attempts
+        self._clock = clock
+        self._accounting_allowed = accounting_allowed
+
+    async def get_context(
+        self, request: Request | WebSocket, response: Response | WebSocket
+    ) -> Context:
+        authenticated: Caller | CallerError
+        try:
+            authenticated = authenticate(request.headers.get("authorization"), self._auth)
+        except CallerError as refusal:
+            authenticated = refusal
+        return Context(
+            store=self._store(),
+            max_attempts=self._max_attempts,
+            clock=self._clock,
+            authenticated=authenticated,
+            debug_dynamodb=(
+                self._accounting_allowed and request.headers.get(DEBUG_DYNAMODB_HEADER) == "1"
+            ),
+        )

@@ -1,0 +1,178 @@
+"""The service's settings: one `Settings`, read from `LOC_*` environment variables, built once.
+
+| env (`LOC_ENV`)   | table               | region      | DynamoDB                          |
+|-------------------|---------------------|-------------|-----------------------------------|
+| `local` (default) | `local-loc-service` | `us-west-2` | embedded DynamoDB Local           |
+| `test`            | `test-loc-service`  | `us-west-2` | AWS                               |
+| `prod`            | `prod-loc-service`  | `us-east-2` | AWS                               |
+
+`LOC_TABLE_NAME`, `LOC_REGION` and `LOC_DYNAMODB_ENDPOINT` override the row. Outside `local` a JWT
+key is required; `prod` refuses the development secrets below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from datasource.config import DynamoConfig
+
+Env = Literal["local", "test", "prod"]
+
+# Documented in the README so anyone can mint a local token (`loc-payments token`); worthless
+# elsewhere because `prod` refuses it. At least 32 bytes, or PyJWT warns about the HMAC key.
+DEV_JWT_SECRET = "loc-payments-local-development-secret-0123456789"
+DEV_CURSOR_SECRET = "loc-payments-local-cursor-secret-0123456789"
+
+# The credentials of `local`. DynamoDB Local refuses keys containing `_` or `-`, and with
+# -sharedDb any value reaches the same database.
+LOCAL_AWS_CREDENTIALS = {"aws_access_key_id": "testkey", "aws_secret_access_key": "testkey"}
+
+MIN_SECRET_BYTES = 32
+
+_TABLE_AND_REGION: dict[str, tuple[str, str]] = {
+    "local": ("local-loc-service", "us-west-2"),
+    "test": ("test-loc-service", "us-west-2"),
+    "prod": ("prod-loc-service", "us-east-2"),
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="LOC_",
+        env_ignore_empty=True,  # `LOC_DYNAMODB_ENDPOINT=` means "no endpoint", not ""
+        frozen=True,
+        extra="forbid",
+        hide_input_in_errors=True,  # a refused value may be a secret, and errors reach logs
+    )
+
+    env: Env = "local"
+    # The declared defaults are `local`'s; `_defaults_for_env` swaps in the row of another env.
+    table_name: Annotated[str, Field(min_length=3, max_length=255)] = "local-loc-service"
+    region: str = "us-west-2"
+    dynamodb_endpoint: str | None = None
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000
+    data_dir: Path = Path(".data/dynamodb")
+
+    auth_jwt_secret: SecretStr | None = None
+    auth_jwt_public_key_file: Path | None = None
+    auth_jwt_issuer: str | None = None
+    auth_jwt_audience: str | None = None
+
+    cursor_secret: SecretStr = SecretStr(DEV_CURSOR_SECRET)
+
+    max_attempts: Annotated[int, Field(ge=1)] = 3
+
+    dynamodb_max_pool_connections: Annotated[int, Field(ge=1)] = 64
+    dynamodb_connect_timeout: Annotated[float, Field(gt=0)] = 2.0
+    dynamodb_read_timeout: Annotated[float, Field(gt=0)] = 5.0
+    dynamodb_max_attempts: Annotated[int, Field(ge=1)] = 5
+    dynamodb_retry_mode: Literal["standard", "adaptive"] = "standard"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_for_env(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        env = data.get("env", "local")
+        if env in _TABLE_AND_REGION:
+            table_name, region = _TABLE_AND_REGION[env]
+            data = {"table_name": table_name, "region": region, **data}
+        no_key = (
+            data.get("auth_jwt_secret") is None and data.get("auth_jwt_public_key_file") is None
+        )
+        if env == "local" and no_key:
+            data = {**data, "auth_jwt_secret": DEV_JWT_SECRET}
+        return data
+
+    @model_validator(mode="after")
+    def _refuse_unsafe_values(self) -> Settings:
+        if self.auth_jwt_secret is not None and self.auth_jwt_public_key_file is not None:
+            raise ValueError(
+                "set one of LOC_AUTH_JWT_SECRET (HS256) or LOC_AUTH_JWT_PUBLIC_KEY_FILE (RS256)"
+            )
+        if self.auth_jwt_secret is None and self.auth_jwt_public_key_file is None:
+            raise ValueError(
+                f"LOC_ENV={self.env} needs LOC_AUTH_JWT_SECRET (HS256) "
+                "or LOC_AUTH_JWT_PUBLIC_KEY_FILE (RS256)"
+            )
+        if (
+            self.auth_jwt_public_key_file is not None
+            and not self.auth_jwt_public_key_file.is_file()
+        ):
+            raise ValueError(
+                f"LOC_AUTH_JWT_PUBLIC_KEY_FILE: no file at {self.auth_jwt_public_key_file}"
+            )
+        for name, secret in (
+            ("AUTH_JWT_SECRET", self.auth_jwt_secret),
+            ("CURSOR_SECRET", self.cursor_secret),
+        ):
+            if secret is not None and len(secret.get_secret_value().encode()) < MIN_SECRET_BYTES:
+                raise ValueError(f"LOC_{name} must be at least {MIN_SECRET_BYTES} bytes")
+        if self.env == "prod":
+            if self.uses_development_jwt_secret:
+                raise ValueError(
+                    "LOC_AUTH_JWT_SECRET is the published development secret; "
+                    "prod needs its own secret or a public key"
+                )
+            if self.cursor_secret.get_secret_value() == DEV_CURSOR_SECRET:
+                raise ValueError(
+                    "LOC_CURSOR_SECRET is the published development value; set a secret for prod"
+                )
+        return self
+
+    @property
+    def uses_embedded_dynamodb(self) -> bool:
+        """True when the service starts DynamoDB Local itself: `local` without an endpoint."""
+        return self.env == "local" and self.dynamodb_endpoint is None
+
+    @property
+    def creates_missing_table(self) -> bool:
+        # Elsewhere the table belongs to the infrastructure, and a typo must fail, not create.
+        return self.env == "local"
+
+    @property
+    def debug_dynamodb_header_allowed(self) -> bool:
+        return self.env != "prod"
+
+    @property
+    def uses_development_jwt_secret(self) -> bool:
+        secret = self.auth_jwt_secret
+        return secret is not None and secret.get_secret_value() == DEV_JWT_SECRET
+
+    @property
+    def auth_jwt_algorithm(self) -> Literal["HS256", "RS256"]:
+        return "HS256" if self.auth_jwt_secret is not None else "RS256"
+
+    def auth_jwt_verification_key(self) -> str:
+        """The HS256 secret, or the RS256 public key read from its file."""
+        if self.auth_jwt_secret is not None:
+            return self.auth_jwt_secret.get_secret_value()
+        assert self.auth_jwt_public_key_file is not None  # the validator ensures one of the two
+        return self.auth_jwt_public_key_file.read_text()
+
+    def dynamo_config(self, endpoint_url: str | None = None) -> DynamoConfig:
+        """How the datasource reaches the table.
+
+        `endpoint_url` (the embedded DynamoDB's, known only once it runs) wins over
+        `dynamodb_endpoint`. In `local` the credentials are the fixed `testkey` pair: botocore
+        signs every request and so needs some, local never talks to AWS, and DynamoDB Local
+        refuses keys with `_` or `-`. Elsewhere the standard AWS credential chain applies.
+        """
+        credentials = LOCAL_AWS_CREDENTIALS if self.env == "local" else {}
+        return DynamoConfig(
+            table_name=self.table_name,
+            region=self.region,
+            endpoint_url=endpoint_url or self.dynamodb_endpoint,
+            max_pool_connections=self.dynamodb_max_pool_connections,
+            connect_timeout=self.dynamodb_connect_timeout,
+            read_timeout=self.dynamodb_read_timeout,
+            max_attempts=self.dynamodb_max_attempts,
+            retry_mode=self.dynamodb_retry_mode,
+            **credentials,
+        )

