@@ -1,0 +1,193 @@
+"""An HTTP client on the real ASGI app, backed by moto, with tokens for every kind of caller."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import httpx
+import jwt
+import pytest
+from starlette.applications import Starlette
+
+from datasource import DynamoConfig
+from server.app import create_app
+from server.settings import DEV_JWT_SECRET, Settings
+
+PAYMENT_FIELDS = """
+    id paymentId userId loanId amountCents status method process confirmationId
+    accountLastFour intendedInstallmentId attempts updateReason returnCode version
+    createdAt updatedAt allowedTransitions
+    applications { paymentId installmentId amountCents paymentDate }
+    loan { id loanId userId }
+"""
+
+RESULT_FIELDS = f"""
+    __typename
+    ... on PaymentPayload {{ payment {{ {PAYMENT_FIELDS} }} }}
+    ... on UserError {{ code message }}
+    ... on InvalidInputError {{ field }}
+    ... on InvalidTransitionError {{ currentStatus targetStatus }}
+    ... on ConflictError {{ foundStatus }}
+"""
+
+
+def token(user_id: str, *, service: bool = False, ttl: int = 3600, **claims: Any) -> str:
+    payload: dict[str, Any] = {"sub": user_id, "exp": int(time.time()) + ttl, **claims}
+    if service:
+        payload["scope"] = "payments:read payments:service"
+    return jwt.encode(payload, DEV_JWT_SECRET, algorithm="HS256")
+
+
+SERVICE = token("collections-job", service=True)
+ALICE = token("alice")
+BOB = token("bob")
+
+
+class Clock:
+    """The service's clock, moved by tests."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        # Every read moves a millisecond on, so successive writes get distinct times.
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+
+@dataclass
+class Api:
+    http: httpx.AsyncClient
+    app: Starlette
+
+    async def post(
+        self,
+        query: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        as_: str | None = SERVICE,
+        debug: bool = False,
+    ) -> dict[str, Any]:
+        headers = {}
+        if as_ is not None:
+            headers["Authorization"] = f"Bearer {as_}"
+        if debug:
+            headers["X-Debug-DynamoDB"] = "1"
+        response = await self.http.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def data(
+        self, query: str, variables: dict[str, Any] | None = None, *, as_: str | None = SERVICE
+    ) -> dict[str, Any]:
+        body = await self.post(query, variables, as_=as_)
+        assert "errors" not in body, body["errors"]
+        data: dict[str, Any] = body["data"]
+        return data
+
+    async def mutate(
+        self, mutation: str, input: dict[str, Any], *, as_: str | None = SERVICE
+    ) -> dict[str, Any]:
+        type_name = mutation[0].upper() + mutation[1:] + "Input"
+        data = await self.data(
+            f"mutation($input: {type_name}!) {{ {mutation}(input: $input) {{ {RESULT_FIELDS} }} }}",
+            {"input": input},
+            as_=as_,
+        )
+        result: dict[str, Any] = data[mutation]
+        return result
+
+    async def create(
+        self,
+        *,
+        user: str = "alice",
+        loan: str = "loan-1",
+        amount: int = 5000,
+        method: str = "ACH",
+        as_: str | None = SERVICE,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        fields = {
+            "userId": user,
+            "loanId": loan,
+            "amountCents": amount,
+            "method": method,
+            "intendedInstallmentId": "inst-1",
+            "accountLastFour": "6789",
+            **extra,
+        }
+        result = await self.mutate("createPayment", fields, as_=as_)
+        assert result["__typename"] == "PaymentPayload", result
+        payment: dict[str, Any] = result["payment"]
+        return payment
+
+    async def move(
+        self, mutation: str, payment: dict[str, Any], *, reason: str = "test", **extra: Any
+    ) -> dict[str, Any]:
+        named = {
+            "userId": payment["userId"],
+            "loanId": payment["loanId"],
+            "paymentId": payment["paymentId"],
+            "reason": reason,
+        }
+        return await self.mutate(mutation, {**named, **extra})
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@asynccontextmanager
+async def api_client(
+    config: DynamoConfig,
+    *,
+    clock: Clock | None = None,
+    seed_demo_data: bool = False,
+    **settings: Any,
+) -> AsyncIterator[Api]:
+    """The real app on moto's table, its lifespan run as uvicorn would run it."""
+    options: dict[str, Any] = {"env": "local", **settings}
+    app = create_app(
+        Settings(table_name=config.table_name, dynamodb_endpoint=config.endpoint_url, **options),
+        clock=clock or Clock(),
+        seed_demo_data=seed_demo_data,
+    )
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://payments.test") as http:
+            yield Api(http, app)
+
+
+@pytest.fixture
+async def api(moto_config: DynamoConfig, clock: Clock) -> AsyncIterator[Api]:
+    async with api_client(moto_config, clock=clock) as client:
+        yield client
+
+
+def error_codes(body: dict[str, Any]) -> list[str]:
+    return [error.get("extensions", {}).get("code") for error in body.get("errors", [])]
+
+
+def stored_items(config: DynamoConfig) -> list[dict[str, Any]]:
+    """Every item in the table as DynamoDB holds it (low-level JSON), sorted by key."""
+    client = boto3.client(
+        "dynamodb",
+        region_name=config.region,
+        endpoint_url=config.endpoint_url,
+        aws_access_key_id="testkey",
+        aws_secret_access_key="testkey",
+    )
+    items: list[dict[str, Any]] = client.scan(TableName=config.table_name, ConsistentRead=True)[
+        "Items"
+    ]
+    return sorted(items, key=lambda item: (item["PK"]["S"], item["SK"]["S"]))

@@ -1,0 +1,67 @@
+"""Batching is measured, not assumed: the counts come from `extensions.dynamodb`."""
+
+from __future__ import annotations
+
+from tests.api.conftest import Api, error_codes
+
+
+async def test_fifty_payments_by_node_id_make_one_batch_get(api: Api) -> None:
+    ids = [(await api.create(loan=f"loan-{n % 7}"))["id"] for n in range(50)]
+    selections = "\n".join(
+        f'p{n}: node(id: "{node_id}") {{ ... on Payment {{ paymentId amountCents }} }}'
+        for n, node_id in enumerate(ids)
+    )
+
+    body = await api.post(f"query {{ {selections} }}", debug=True)
+
+    assert "errors" not in body
+    assert all(body["data"][f"p{n}"] is not None for n in range(50))
+    assert body["extensions"]["dynamodb"] == {
+        "requests": 1,
+        "operations": {"BatchGetItem": 1},
+    }
+
+
+async def test_nested_loan_payments_cost_one_query_per_loan(api: Api) -> None:
+    for loan in ("loan-a", "loan-b", "loan-c"):
+        for _ in range(3):
+            await api.create(user="alice", loan=loan)
+    nested = """
+      payments(first: 5) { edges { node { paymentId
+        loan { payments(first: 5) { edges { node { paymentId status } } } }
+      } } }"""
+    query = (
+        "query { "
+        + " ".join(
+            f'{alias}: loan(userId: "alice", loanId: "{loan}") {{ {nested} }}'
+            for alias, loan in (("a", "loan-a"), ("b", "loan-b"), ("c", "loan-c"))
+        )
+        + " }"
+    )
+
+    body = await api.post(query, debug=True)
+
+    assert "errors" not in body
+    for alias in "abc":
+        edges = body["data"][alias]["payments"]["edges"]
+        assert len(edges) == 3
+        assert len(edges[0]["node"]["loan"]["payments"]["edges"]) == 3
+    assert body["extensions"]["dynamodb"] == {"requests": 3, "operations": {"Query": 3}}
+
+
+async def test_a_payment_listed_earlier_costs_nothing_to_look_up(api: Api) -> None:
+    payment = await api.create(user="alice", loan="loan-1")
+    query = f"""query {{
+      loan(userId: "alice", loanId: "loan-1") {{ payments {{ edges {{ node {{ paymentId }} }} }} }}
+      payment(userId: "alice", loanId: "loan-1", paymentId: "{payment["paymentId"]}") {{ status }}
+    }}"""
+    body = await api.post(query, debug=True)
+    assert body["data"]["payment"] == {"status": "PENDING"}
+    # The lookup and the list run side by side; the lookup joins the list's batch or the cache.
+    assert body["extensions"]["dynamodb"]["requests"] <= 2
+
+
+async def test_accounting_only_when_asked(api: Api) -> None:
+    body = await api.post("query { paymentsByStatus(status: PENDING) { edges { cursor } } }")
+    assert "extensions" not in body or "dynamodb" not in body["extensions"]
+    assert error_codes(body) == []

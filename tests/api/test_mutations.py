@@ -1,0 +1,296 @@
+"""Creation and the seven transitions: what a caller sees, and what the table then holds."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from datasource import DynamoConfig
+from tests.api.conftest import ALICE, Api, Clock, stored_items
+
+
+async def test_create_payment_stores_the_documented_item(
+    api: Api, moto_config: DynamoConfig, clock: Clock
+) -> None:
+    payment = await api.create(user="alice", loan="loan-1", amount=5000, reason="autopay run")
+
+    [item] = stored_items(moto_config)
+    p = payment["paymentId"]
+    assert item == {
+        "PK": {"S": "USER#alice"},
+        "SK": {"S": f"LOAN#loan-1#PAYMENT#{p}"},
+        "GSI1PK": {"S": "USER#alice"},
+        "GSI1SK": {"S": f"LOAN#loan-1#STATUS#PENDING#PAYMENT#{p}"},
+        "GSI2PK": {"S": "PAYMENT"},
+        "GSI2SK": {"S": f"STATUS#PENDING#PAYMENT#{p}"},
+        "loc_user_id": {"S": "alice"},
+        "loc_loan_id": {"S": "loan-1"},
+        "loc_payment_id": {"S": p},
+        "loc_amount": {"N": "5000"},
+        "loc_status": {"S": "PENDING"},
+        "loc_payment_method": {"S": "ach"},
+        "loc_process": {"S": "MANUAL"},
+        "loc_account_last_four": {"S": "6789"},
+        "loc_intended_installment_id": {"S": "inst-1"},
+        "loc_payment_attempts": {"N": "0"},
+        "loc_applications": {"L": []},
+        "loc_update_reason": {"S": "autopay run"},
+        "loc_created_date": {"S": payment["createdAt"]},
+        "loc_last_updated": {"S": payment["createdAt"]},
+        "loc_version": {"N": "1"},
+    }
+    # A version-7 UUID: its first 48 bits are the creation time in milliseconds.
+    assert p[14] == "7"
+
+
+async def test_create_payment_defaults(api: Api) -> None:
+    result = await api.mutate(
+        "createPayment", {"loanId": "loan-1", "amountCents": 100, "method": "PINLESS"}, as_=ALICE
+    )
+    payment = result["payment"]
+    assert payment["userId"] == "alice"
+    assert payment["process"] == "MANUAL"
+    assert payment["updateReason"] == "payment created"
+    assert payment["accountLastFour"] is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("amountCents", 0),
+        ("amountCents", -5),
+        ("accountLastFour", "12345"),
+        ("accountLastFour", "4111111111111111"),
+        ("accountLastFour", "12a4"),
+        ("loanId", "loan#1"),
+        ("loanId", ""),
+        ("loanId", "x" * 129),
+        ("loanId", "loan\n1"),
+        ("userId", "al#ice"),
+        ("intendedInstallmentId", "inst#1"),
+        ("reason", ""),
+    ],
+)
+async def test_bad_input_to_create_is_refused_and_nothing_is_written(
+    api: Api, moto_config: DynamoConfig, field: str, value: Any
+) -> None:
+    fields = {"userId": "alice", "loanId": "loan-1", "amountCents": 500, "method": "ACH"}
+    result = await api.mutate("createPayment", {**fields, field: value})
+
+    assert result["__typename"] == "InvalidInputError"
+    assert result["code"] == "INVALID_INPUT"
+    assert result["field"] == field
+    assert "4111111111111111" not in result["message"]
+    assert stored_items(moto_config) == []
+
+
+async def test_amounts_beyond_graphql_int_are_refused_before_the_resolver(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    for amount in (2_147_483_648, 12.5, "500"):
+        body = await api.post(
+            'mutation($a: Int!) { createPayment(input: {userId: "alice", loanId: "l",'
+            " amountCents: $a, method: ACH}) { __typename } }",
+            {"a": amount},
+        )
+        assert body["data"] is None and body["errors"], amount
+    assert stored_items(moto_config) == []
+
+
+async def test_ach_lifecycle_with_a_late_return(api: Api, moto_config: DynamoConfig) -> None:
+    payment = await api.create(method="ACH", amount=5000)
+
+    sent = await api.move("submitPayment", payment, confirmationId="conf-1", reason="submitted")
+    assert sent["payment"]["status"] == "ACHSENT"
+    assert sent["payment"]["attempts"] == 1
+    assert sent["payment"]["confirmationId"] == "conf-1"
+    assert sent["payment"]["allowedTransitions"] == ["COMPLETED", "RETRY", "RETURNED"]
+
+    done = await api.move("completePayment", payment, reason="settled")
+    completed = done["payment"]
+    assert completed["status"] == "COMPLETED"
+    assert completed["applications"] == [
+        {
+            "paymentId": payment["paymentId"],
+            "installmentId": "inst-1",
+            "amountCents": 5000,
+            "paymentDate": completed["updatedAt"],
+        }
+    ]
+
+    returned = await api.move("returnPayment", payment, returnCode="R10", reason="unauthorized")
+    assert returned["payment"]["status"] == "RETURNED"
+    assert returned["payment"]["returnCode"] == "R10"
+    assert returned["payment"]["allowedTransitions"] == []
+    assert returned["payment"]["version"] == 4
+
+    [item] = stored_items(moto_config)
+    p = payment["paymentId"]
+    assert item["loc_status"] == {"S": "RETURNED"}
+    assert item["GSI1SK"] == {"S": f"LOAN#loan-1#STATUS#RETURNED#PAYMENT#{p}"}
+    assert item["GSI2SK"] == {"S": f"STATUS#RETURNED#PAYMENT#{p}"}
+    assert item["GSI3PK"] == {"S": "USER#alice"}
+    assert item["GSI3SK"] == {"S": "CONFIRMATION#conf-1"}
+    assert item["loc_update_reason"] == {"S": "unauthorized"}
+    assert item["loc_return_code"] == {"S": "R10"}
+    assert item["loc_applications"] == {
+        "L": [
+            {
+                "M": {
+                    "payment_id": {"S": p},
+                    "installment_id": {"S": "inst-1"},
+                    "amount": {"N": "5000"},
+                    "payment_date": {"S": completed["updatedAt"]},
+                }
+            }
+        ]
+    }
+
+
+async def test_pinless_completion_splits_across_installments(api: Api) -> None:
+    payment = await api.create(method="PINLESS", amount=10_000)
+    split = [
+        {"installmentId": "inst-1", "amountCents": 6000},
+        {"installmentId": "inst-2", "amountCents": 4000},
+    ]
+
+    result = await api.move("completePayment", payment, confirmationId="card-9", applications=split)
+
+    completed = result["payment"]
+    assert completed["status"] == "COMPLETED"
+    assert completed["attempts"] == 1
+    assert completed["allowedTransitions"] == ["CHARGED_BACK"]
+    assert [(a["installmentId"], a["amountCents"]) for a in completed["applications"]] == [
+        ("inst-1", 6000),
+        ("inst-2", 4000),
+    ]
+    charged = await api.move("chargeBackPayment", payment, reason="cardholder dispute")
+    assert charged["payment"]["status"] == "CHARGED_BACK"
+
+
+async def test_applications_that_do_not_add_up_change_nothing(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    payment = await api.create(method="PINLESS", amount=10_000)
+    before = stored_items(moto_config)
+
+    result = await api.move(
+        "completePayment",
+        payment,
+        confirmationId="card-9",
+        applications=[{"installmentId": "inst-1", "amountCents": 9999}],
+    )
+
+    assert result["code"] == "INVALID_INPUT"
+    assert result["field"] == "applications"
+    assert stored_items(moto_config) == before
+
+
+async def test_completion_without_applications_or_intended_installment(api: Api) -> None:
+    payment = await api.create(method="PINLESS", intendedInstallmentId=None)
+    result = await api.move("completePayment", payment, confirmationId="card-1")
+    assert (result["code"], result["field"]) == ("INVALID_INPUT", "applications")
+
+
+async def test_ach_retries_stop_at_the_maximum_presentments(api: Api) -> None:
+    payment = await api.create(method="ACH")
+    for attempt in (1, 2, 3):
+        sent = await api.move("submitPayment", payment, confirmationId=f"conf-{attempt}")
+        assert sent["payment"]["attempts"] == attempt
+        retry = await api.move("schedulePaymentRetry", payment, returnCode="R01")
+        assert retry["payment"]["status"] == "RETRY"
+
+    assert retry["payment"]["allowedTransitions"] == ["FAILED", "SKIPPED"]
+    refused = await api.move("submitPayment", payment, confirmationId="conf-4")
+    assert refused["__typename"] == "InvalidTransitionError"
+    assert (refused["currentStatus"], refused["targetStatus"]) == ("RETRY", "ACHSENT")
+
+    failed = await api.move("failPayment", payment, reason="retries exhausted")
+    assert failed["payment"]["status"] == "FAILED"
+    assert failed["payment"]["attempts"] == 3
+
+
+async def test_pinless_decline_and_retry(api: Api) -> None:
+    payment = await api.create(method="PINLESS")
+    declined = await api.move("schedulePaymentRetry", payment, reason="do not honor")
+    assert (declined["payment"]["status"], declined["payment"]["attempts"]) == ("RETRY", 1)
+    again = await api.move("schedulePaymentRetry", payment, reason="insufficient funds")
+    assert (again["payment"]["status"], again["payment"]["attempts"]) == ("RETRY", 2)
+    skipped = await api.move("skipPayment", payment, reason="loan paid off")
+    assert skipped["payment"]["status"] == "SKIPPED"
+
+
+async def test_refused_moves_change_nothing(api: Api, moto_config: DynamoConfig) -> None:
+    ach = await api.create(method="ACH")
+    before = stored_items(moto_config)
+
+    for mutation, extra, code in [
+        ("returnPayment", {"returnCode": "R01"}, "INVALID_TRANSITION"),
+        ("chargeBackPayment", {}, "INVALID_TRANSITION"),
+        ("completePayment", {}, "INVALID_TRANSITION"),
+        ("schedulePaymentRetry", {"returnCode": "R01"}, "INVALID_TRANSITION"),
+        ("failPayment", {}, "INVALID_TRANSITION"),  # PENDING -> FAILED is PINless only
+        ("submitPayment", {"confirmationId": "c#1"}, "INVALID_INPUT"),
+        ("submitPayment", {"confirmationId": "c-1", "reason": ""}, "INVALID_INPUT"),
+        ("returnPayment", {"returnCode": "X01"}, "INVALID_INPUT"),
+    ]:
+        result = await api.move(mutation, ach, **extra)
+        assert result["code"] == code, (mutation, result)
+    assert stored_items(moto_config) == before
+
+
+async def test_terminal_payments_never_move(api: Api) -> None:
+    payment = await api.create(method="ACH")
+    await api.move("skipPayment", payment)
+    for mutation, extra in [
+        ("submitPayment", {"confirmationId": "c-1"}),
+        ("skipPayment", {}),
+        ("failPayment", {}),
+    ]:
+        result = await api.move(mutation, payment, **extra)
+        assert result["code"] == "INVALID_TRANSITION"
+        assert "final" in result["message"]
+
+
+async def test_unknown_payment_is_not_found(api: Api) -> None:
+    ghost = {
+        "userId": "alice",
+        "loanId": "loan-1",
+        "paymentId": "0190f5a4-0000-7000-8000-000000000000",
+    }
+    result = await api.move("skipPayment", ghost)
+    assert (result["__typename"], result["code"]) == ("NotFoundError", "NOT_FOUND")
+
+
+async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    payment = await api.create(method="PINLESS")
+    store = api.app.state.store
+    read = store.batch_get
+    both_read = asyncio.Barrier(2)
+
+    async def read_then_wait(refs: Any) -> Any:
+        found = await read(refs)
+        await both_read.wait()  # both writers hold the same PENDING payment
+        return found
+
+    store.batch_get = read_then_wait
+    try:
+        skip, fail = await asyncio.gather(
+            api.move("skipPayment", payment, reason="skip"),
+            api.move("failPayment", payment, reason="fail"),
+        )
+    finally:
+        del store.batch_get
+
+    outcomes = sorted([skip["__typename"], fail["__typename"]])
+    assert outcomes == ["ConflictError", "PaymentPayload"]
+    winner, loser = (skip, fail) if skip["__typename"] == "PaymentPayload" else (fail, skip)
+    assert loser["code"] == "CONFLICT"
+    assert loser["foundStatus"] == winner["payment"]["status"]
+    [item] = stored_items(moto_config)
+    assert item["loc_status"] == {"S": winner["payment"]["status"]}
+    assert item["loc_version"] == {"N": "2"}

@@ -1,0 +1,41 @@
+"""The README's walkthrough, run in order: the documentation cannot drift from the schema."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.api.conftest import Api
+
+README = Path(__file__).parents[2] / "README.md"
+BLOCK = re.compile(r"```graphql\n(.*?)```", re.DOTALL)
+VARIABLE = re.compile(r"\$(\w+):")
+# The one walkthrough step that shows a refusal.
+REFUSALS = {"Refused": "InvalidTransitionError"}
+
+
+def walkthrough() -> list[str]:
+    return BLOCK.findall(README.read_text())
+
+
+async def test_readme_walkthrough_runs_in_order(api: Api) -> None:
+    operations = walkthrough()
+    assert len(operations) >= 7
+    known: dict[str, Any] = {"userId": "user-1", "loanId": "loan-1"}
+
+    for operation in operations:
+        name = re.search(r"(?:query|mutation) (\w+)", operation)
+        assert name, operation
+        variables = {key: known[key] for key in VARIABLE.findall(operation)}
+
+        data = await api.data(operation, variables)
+
+        for field, result in data.items():
+            if operation.lstrip().startswith("mutation"):
+                expected = REFUSALS.get(name.group(1), "PaymentPayload")
+                assert result["__typename"] == expected, (name.group(1), result)
+            if field == "createPayment":
+                known["paymentId"] = result["payment"]["paymentId"]
+            if field == "paymentByConfirmation":
+                assert result == {"paymentId": known["paymentId"], "status": "ACHSENT"}
