@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from datasource import DynamoConfig
+from domain.errors import StorageUnavailable
 from tests.api.conftest import ALICE, Api, Clock, stored_items
 
 
@@ -254,43 +255,103 @@ async def test_terminal_payments_never_move(api: Api) -> None:
         assert "final" in result["message"]
 
 
-async def test_unknown_payment_is_not_found(api: Api) -> None:
+# Each mutation, with a payment in a status it can move from and the input that move needs.
+MOVES: dict[str, tuple[str, list[tuple[str, dict[str, Any]]], dict[str, Any]]] = {
+    "submitPayment": ("ACH", [], {"confirmationId": "conf-1"}),
+    "completePayment": ("PINLESS", [], {"confirmationId": "card-1"}),
+    "schedulePaymentRetry": ("PINLESS", [], {}),
+    "failPayment": ("PINLESS", [], {}),
+    "returnPayment": ("ACH", [("submitPayment", {"confirmationId": "c"})], {"returnCode": "R01"}),
+    "chargeBackPayment": ("PINLESS", [("completePayment", {"confirmationId": "c"})], {}),
+    "skipPayment": ("ACH", [], {}),
+}
+
+
+async def payment_ready_for(api: Api, mutation: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    method, before, extra = MOVES[mutation]
+    payment = await api.create(method=method)
+    for earlier, earlier_extra in before:
+        assert (await api.move(earlier, payment, **earlier_extra))["__typename"] == "PaymentPayload"
+    return payment, extra
+
+
+@pytest.mark.parametrize("mutation", MOVES)
+async def test_unknown_payment_is_not_found(api: Api, mutation: str) -> None:
     ghost = {
         "userId": "alice",
         "loanId": "loan-1",
         "paymentId": "0190f5a4-0000-7000-8000-000000000000",
     }
-    result = await api.move("skipPayment", ghost)
+    result = await api.move(mutation, ghost, **MOVES[mutation][2])
     assert (result["__typename"], result["code"]) == ("NotFoundError", "NOT_FOUND")
 
 
+@pytest.mark.parametrize("mutation", MOVES)
 async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
-    api: Api, moto_config: DynamoConfig
+    api: Api, moto_config: DynamoConfig, mutation: str
 ) -> None:
-    payment = await api.create(method="PINLESS")
+    payment, extra = await payment_ready_for(api, mutation)
+    version = int(stored_items(moto_config)[0]["loc_version"]["N"])
     store = api.app.state.store
     read = store.batch_get
     both_read = asyncio.Barrier(2)
 
     async def read_then_wait(refs: Any) -> Any:
         found = await read(refs)
-        await both_read.wait()  # both writers hold the same PENDING payment
+        await both_read.wait()  # both writers now hold the same version of the payment
         return found
 
     store.batch_get = read_then_wait
     try:
-        skip, fail = await asyncio.gather(
-            api.move("skipPayment", payment, reason="skip"),
-            api.move("failPayment", payment, reason="fail"),
+        first, second = await asyncio.gather(
+            api.move(mutation, payment, reason="first", **extra),
+            api.move(mutation, payment, reason="second", **extra),
         )
     finally:
         del store.batch_get
 
-    outcomes = sorted([skip["__typename"], fail["__typename"]])
-    assert outcomes == ["ConflictError", "PaymentPayload"]
-    winner, loser = (skip, fail) if skip["__typename"] == "PaymentPayload" else (fail, skip)
+    assert sorted([first["__typename"], second["__typename"]]) == [
+        "ConflictError",
+        "PaymentPayload",
+    ]
+    winner, loser = (first, second) if first["__typename"] == "PaymentPayload" else (second, first)
     assert loser["code"] == "CONFLICT"
     assert loser["foundStatus"] == winner["payment"]["status"]
     [item] = stored_items(moto_config)
     assert item["loc_status"] == {"S": winner["payment"]["status"]}
-    assert item["loc_version"] == {"N": "2"}
+    assert item["loc_update_reason"] == {"S": winner["payment"]["updateReason"]}
+    assert item["loc_version"] == {"N": str(version + 1)}
+
+
+@pytest.mark.parametrize("mutation", [*MOVES, "createPayment"])
+async def test_storage_that_does_not_answer_is_a_retryable_error(
+    api: Api, moto_config: DynamoConfig, monkeypatch: pytest.MonkeyPatch, mutation: str
+) -> None:
+    if mutation == "createPayment":
+        payment, extra = None, {}
+    else:
+        payment, extra = await payment_ready_for(api, mutation)
+    before = stored_items(moto_config)
+
+    async def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise StorageUnavailable()
+
+    store = api.app.state.store
+    monkeypatch.setattr(store, "create", unavailable)
+    monkeypatch.setattr(store, "transition", unavailable)
+    if payment is None:
+        result = await api.mutate(
+            "createPayment", {"userId": "alice", "loanId": "l", "amountCents": 1, "method": "ACH"}
+        )
+    else:
+        result = await api.move(mutation, payment, **extra)
+
+    assert (result["__typename"], result["code"]) == ("UnavailableError", "UNAVAILABLE")
+    assert stored_items(moto_config) == before
+
+
+async def test_an_ach_retry_needs_the_return_code(api: Api) -> None:
+    payment = await api.create(method="ACH")
+    await api.move("submitPayment", payment, confirmationId="conf-1")
+    result = await api.move("schedulePaymentRetry", payment)
+    assert (result["code"], result["field"]) == ("INVALID_INPUT", "returnCode")
