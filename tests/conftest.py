@@ -83,6 +83,14 @@ async def moto_config(moto_backend: Backend) -> AsyncIterator[DynamoConfig]:
 
 
 @pytest.fixture
+async def ddblocal_config(ddblocal_backend: Backend) -> AsyncIterator[DynamoConfig]:
+    """A DynamoConfig on DynamoDB Local whose table was made for this test alone."""
+    table_name = await _fresh_table(ddblocal_backend)
+    yield ddblocal_backend.config(table_name)
+    await ddblocal_backend.client.delete_table(TableName=table_name)
+
+
+@pytest.fixture
 def moto_store(moto_backend: Backend, moto_config: DynamoConfig) -> PaymentStore:
     return PaymentStore(
         moto_backend.client, table_name=moto_config.table_name, cursor_secret=CURSOR_SECRET
