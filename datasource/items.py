@@ -3,14 +3,17 @@
 Written by hand rather than through boto3's TypeSerializer: every attribute and its type is
 visible here, numbers come back as ``int`` (never ``Decimal``), and nothing is inferred.
 
-Beyond SPEC §3 the item carries ``loc_version`` (N, +1 per write; conditional writes check it)
-and ``loc_return_code`` (S, the ACH return code, absent until one is recorded).
+Beyond SPEC §3 the item carries ``loc_version`` (N, +1 per write; conditional writes check it),
+``loc_return_code`` (S, the ACH return code, absent until one is recorded), and
+``loc_first_presented_date`` / ``loc_completed_date`` (S, RFC 3339, absent until they happen),
+from which the ACH return windows run.
 Optional attributes are absent, never null: GSI3 is sparse because ``GSI3PK``/``GSI3SK`` only
 exist once a confirmation id does.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from domain import keys
@@ -77,7 +80,17 @@ def to_item(payment: Payment) -> Item:
         "loc_return_code": payment.return_code,
     }
     item.update({name: {"S": value} for name, value in optional.items() if value is not None})
+    item.update(milestones(payment))
     return item
+
+
+def milestones(payment: Payment) -> Item:
+    """The first presentment and completion times, once they happened."""
+    moments = {
+        "loc_first_presented_date": payment.first_presented_at,
+        "loc_completed_date": payment.completed_at,
+    }
+    return {name: {"S": format_timestamp(moment)} for name, moment in moments.items() if moment}
 
 
 def applications_value(applications: tuple[Application, ...]) -> Item:
@@ -117,6 +130,8 @@ def from_item(item: Item) -> Payment:
             _application(value["M"]) for value in item.get("loc_applications", {}).get("L", [])
         ),
         return_code=_optional_text(item, "loc_return_code"),
+        first_presented_at=_optional_timestamp(item, "loc_first_presented_date"),
+        completed_at=_optional_timestamp(item, "loc_completed_date"),
     )
 
 
@@ -140,6 +155,10 @@ def _text(item: Item, name: str) -> str:
 
 def _optional_text(item: Item, name: str) -> str | None:
     return _text(item, name) if name in item else None
+
+
+def _optional_timestamp(item: Item, name: str) -> datetime | None:
+    return parse_timestamp(name, _text(item, name)) if name in item else None
 
 
 def _int(item: Item, name: str) -> int:

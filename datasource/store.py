@@ -17,12 +17,14 @@ from datasource.client import open_client
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.errors import storage_errors
-from datasource.items import from_item, primary_key
+from datasource.idempotent_create import put_new_with_key
+from datasource.items import from_item, primary_key, to_item
 from datasource.pages import Page, PageQuery, page_size, query_page
 from datasource.table import GSI1, GSI2, GSI3
 from domain import keys, validation
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput, PaymentsError, StorageUnavailable
+from domain.idempotency import IdempotencyClaim
 from domain.payment import Payment, PaymentRef
 
 
@@ -58,13 +60,25 @@ class PaymentStore:
     def table_name(self) -> str:
         return self._table
 
-    async def create(self, payment: Payment) -> Payment:
+    async def create(
+        self, payment: Payment, *, idempotency: IdempotencyClaim | None = None
+    ) -> Payment:
         """Store a new payment; Conflict if one with its key exists already.
 
-        Returns the payment as stored (timestamps at the stored millisecond precision), equal
-        to what a later read returns.
+        With an idempotency claim, the payment and the claim's record are written together, or,
+        when the key was used before, the payment it made is returned (IdempotencyMismatch if
+        that was for a different request). Returns the payment as stored (timestamps at the
+        stored millisecond precision), equal to what a later read returns.
         """
-        return await writes.put_new(self._client, table_name=self._table, payment=payment)
+        if idempotency is None:
+            return await writes.put_new(self._client, table_name=self._table, payment=payment)
+        return await put_new_with_key(
+            self._client,
+            table_name=self._table,
+            payment_item=to_item(writes.checked_payment(payment)),
+            claim=idempotency,
+            backoff=self._backoff,
+        )
 
     async def get(self, ref: PaymentRef) -> Payment | None:
         ref = _checked(ref)

@@ -12,6 +12,8 @@ from typing import Any
 GSI1 = "GSI1"
 GSI2 = "GSI2"
 GSI3 = "GSI3"
+# Epoch seconds after which DynamoDB deletes an item: idempotency records carry it, payments never.
+TTL_ATTRIBUTE = "loc_expires_at"
 
 _KEY_ATTRIBUTES = ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")
 
@@ -44,8 +46,17 @@ def table_definition(table_name: str) -> dict[str, Any]:
     }
 
 
+def time_to_live(table_name: str) -> dict[str, Any]:
+    """UpdateTimeToLive arguments (TTL is not part of CreateTable)."""
+    return {
+        "TableName": table_name,
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+    }
+
+
 async def create_table_if_missing(client: Any, table_name: str) -> bool:
-    """Create the table unless it exists and wait until it is active; True when it was made."""
+    """Create the table unless it exists, wait until it is active and turn on its TTL; True when
+    it was made."""
     try:
         await client.describe_table(TableName=table_name)
         return False
@@ -56,6 +67,7 @@ async def create_table_if_missing(client: Any, table_name: str) -> bool:
         await client.create_table(**table_definition(table_name))
     waiter = client.get_waiter("table_exists")
     await waiter.wait(TableName=table_name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 150})
+    await client.update_time_to_live(**time_to_live(table_name))
     return True
 
 

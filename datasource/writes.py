@@ -17,6 +17,7 @@ from datasource.items import (
     applications_value,
     confirmation_keys,
     from_item,
+    milestones,
     primary_key,
     status_keys,
     to_item,
@@ -65,6 +66,7 @@ async def update_status(
         set_values.update(confirmation_keys(updated))
     if updated.return_code is not None:
         set_values["loc_return_code"] = {"S": updated.return_code}
+    set_values.update(milestones(updated))
     # Placeholders for every name too, so no attribute can ever collide with a reserved word.
     names = {f"#a{index}": name for index, name in enumerate(set_values)}
     values = {f":a{index}": value for index, value in enumerate(set_values.values())}

@@ -16,9 +16,16 @@ Access patterns (each a GraphQL field):
     all payments in one status        GSI2   GSI2PK = PAYMENT, GSI2SK begins_with STATUS#s#
     payment by confirmation id        GSI3   GSI3PK = USER#u, GSI3SK = CONFIRMATION#c
 
+Idempotency records (outside every access pattern: no GSI keys, and a sort key that no payment
+prefix matches):
+           PK     = USER#<user_id>
+           SK     = IDEMPOTENCY#<sha256 of the key, hex>
+
 Every begins_with prefix ends in the `#` delimiter, so loan `12` never matches loan `123`. Ids are
 validated to hold no `#`, which keeps each key unambiguous.
 """
+
+import hashlib
 
 from domain.enums import PaymentStatus
 
@@ -55,3 +62,8 @@ def status_prefix(status: PaymentStatus) -> str:
 
 def confirmation_sort_key(confirmation_id: str) -> str:
     return f"CONFIRMATION#{confirmation_id}"
+
+
+def idempotency_sort_key(idempotency_key: str) -> str:
+    # Hashed: a caller's key may hold any character and be 255 long; the digest is neither.
+    return f"IDEMPOTENCY#{hashlib.sha256(idempotency_key.encode()).hexdigest()}"

@@ -42,6 +42,10 @@ class Payment:
     intended_installment_id: str | None = None
     applications: tuple[Application, ...] = ()
     return_code: str | None = None
+    # When the payment first went to the payments service, and when it completed: the ACH
+    # re-presentment and late-return windows run from these.
+    first_presented_at: datetime | None = None
+    completed_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

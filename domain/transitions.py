@@ -21,7 +21,9 @@ RETRY -> FAILED. The other rows place the statuses the diagram leaves out (our d
 
 A presentment (a try at the payments service) adds one to the attempts, and is allowed only while
 the attempts are below the maximum (a setting, default 3). SKIPPED, FAILED, RETURNED and
-CHARGED_BACK are terminal. Any other move is refused.
+CHARGED_BACK are terminal. Any other move is refused. ACH payments also follow NACHA's return
+rules (`domain.ach_returns`): only R01/R09 returns become RETRY, re-presentment ends 180 days
+after the first presentment, and a late return has its window.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
-from domain import validation
+from domain import ach_returns, validation
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import InvalidInput, InvalidTransition
 from domain.payment import Application, Payment
@@ -111,14 +113,15 @@ def rule_for(payment: Payment, target: PaymentStatus) -> Rule | None:
     return rule
 
 
-def allowed_targets(payment: Payment, *, max_attempts: int) -> list[PaymentStatus]:
-    """The statuses this payment may move to now, in the enum's order."""
+def allowed_targets(payment: Payment, *, max_attempts: int, now: datetime) -> list[PaymentStatus]:
+    """The statuses this payment may move to now, given the right input, in the table's order."""
     return [
         rule.target
         for rule in RULES
         if rule.source is payment.status
         and payment.method in rule.methods
         and (not rule.presentment or payment.attempts < max_attempts)
+        and _ach_refusal(payment, rule, None, max_attempts=max_attempts, now=now) is None
     ]
 
 
@@ -128,6 +131,9 @@ def apply_transition(
     """The payment as it is after the move, or an error; nothing here touches storage."""
     _check_formats(request)
     rule = _check_move(payment, request.target, max_attempts=max_attempts)
+    refusal = _ach_refusal(payment, rule, request.return_code, max_attempts=max_attempts, now=now)
+    if refusal is not None:
+        raise InvalidTransition(payment.status, rule.target, refusal)
     confirmation_id = _confirmation_id(payment, rule, request)
     applications = _applications(payment, rule, request, now=now)
     return_code = _return_code(rule, request, current=payment.return_code)
@@ -141,6 +147,12 @@ def apply_transition(
         update_reason=request.reason,
         updated_at=now,
         version=payment.version + 1,
+        first_presented_at=(
+            now
+            if rule.presentment and payment.first_presented_at is None
+            else payment.first_presented_at
+        ),
+        completed_at=now if rule.target is S.COMPLETED else payment.completed_at,
     )
 
 
@@ -172,6 +184,21 @@ def _check_move(payment: Payment, target: PaymentStatus, *, max_attempts: int) -
             f"the payment was already presented {payment.attempts} times, the maximum",
         )
     return rule
+
+
+def _ach_refusal(
+    payment: Payment, rule: Rule, return_code: str | None, *, max_attempts: int, now: datetime
+) -> str | None:
+    """NACHA's word on an ACH move, or None; `return_code` None asks "with the best code"."""
+    if payment.method is not PaymentMethod.ACH:
+        return None
+    if (rule.source, rule.target) == (S.ACHSENT, S.RETRY):
+        return ach_returns.retry_refusal(payment, return_code, max_attempts=max_attempts, now=now)
+    if rule.presentment and rule.source is S.RETRY:
+        return ach_returns.representment_refusal(payment, max_attempts=max_attempts, now=now)
+    if (rule.source, rule.target) == (S.COMPLETED, S.RETURNED):
+        return ach_returns.late_return_refusal(payment, return_code, now=now)
+    return None
 
 
 def _confirmation_id(payment: Payment, rule: Rule, request: TransitionRequest) -> str | None:

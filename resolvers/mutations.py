@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from domain.enums import PaymentMethod, PaymentProcess
 from domain.errors import NotFound
+from domain.idempotency import claim_for
 from domain.payment import Payment, PaymentRef, new_payment
 from domain.transitions import TransitionRequest, apply_transition
 from resolvers.callers import Forbidden
@@ -27,6 +28,7 @@ async def create_payment(
     account_last_four: str | None,
     intended_installment_id: str | None,
     reason: str | None,
+    idempotency_key: str | None = None,
 ) -> Payment:
     caller = context.caller()
     payment = new_payment(
@@ -40,11 +42,12 @@ async def create_payment(
         account_last_four=account_last_four,
         intended_installment_id=intended_installment_id,
     )
+    claim = None if idempotency_key is None else claim_for(idempotency_key, payment)
     if not caller.sees(payment.user_id):
         raise NotFound("loan not found")
     if process is not PaymentProcess.MANUAL and not caller.is_service:
         raise Forbidden("only services create AUTO and RETRY payments")
-    created = await context.store.create(payment)
+    created = await context.store.create(payment, idempotency=claim)
     _remember_write(context, created)
     return created
 

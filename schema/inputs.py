@@ -22,6 +22,13 @@ class CreatePaymentInput:
     reason: str | None = strawberry.field(
         default=None, description='Stored as the update reason; "payment created" when omitted.'
     )
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description=(
+            "At most 255 characters, scoped to the user, remembered 24 hours: a retry with the "
+            "same key and input returns the same payment; a different input is refused."
+        ),
+    )
 
 
 @strawberry.input

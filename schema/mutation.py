@@ -68,6 +68,7 @@ class Mutation:
                 account_last_four=input.account_last_four,
                 intended_installment_id=input.intended_installment_id,
                 reason=input.reason,
+                idempotency_key=input.idempotency_key,
             )
         )
 

@@ -7,6 +7,7 @@ from datetime import datetime
 import strawberry
 
 from datasource import Page
+from domain.ach_returns import retry_eligibility
 from domain.payment import Application, LoanRef, Payment, PaymentRef
 from domain.transitions import allowed_targets
 from resolvers import queries
@@ -87,6 +88,10 @@ class PaymentType(Node):
     version: int = strawberry.field(description="Rises by one with every write.")
     created_at: datetime
     updated_at: datetime
+    first_presented_at: datetime | None = strawberry.field(
+        description="When the payment was first presented to the payments service."
+    )
+    completed_at: datetime | None
     payment: strawberry.Private[Payment]
 
     @classmethod
@@ -116,6 +121,8 @@ class PaymentType(Node):
             version=payment.version,
             created_at=payment.created_at,
             updated_at=payment.updated_at,
+            first_presented_at=payment.first_presented_at,
+            completed_at=payment.completed_at,
             payment=payment,
         )
 
@@ -125,7 +132,31 @@ class PaymentType(Node):
 
     @strawberry.field(description="The statuses this payment may move to now.")
     def allowed_transitions(self, info: strawberry.Info[Context, None]) -> list[PaymentStatus]:
-        return allowed_targets(self.payment, max_attempts=info.context.max_attempts)
+        context = info.context
+        return allowed_targets(self.payment, max_attempts=context.max_attempts, now=context.clock())
+
+    @strawberry.field(description="Whether the payment may be presented again, and until when.")
+    def retry_eligibility(self, info: strawberry.Info[Context, None]) -> RetryEligibilityType:
+        context = info.context
+        found = retry_eligibility(
+            self.payment, max_attempts=context.max_attempts, now=context.clock()
+        )
+        return RetryEligibilityType(
+            eligible=found.eligible,
+            attempts_remaining=found.attempts_remaining,
+            deadline=found.deadline,
+            reason=found.reason,
+        )
+
+
+@strawberry.type(name="RetryEligibility")
+class RetryEligibilityType:
+    eligible: bool
+    attempts_remaining: int = strawberry.field(description="Presentments left of the maximum.")
+    deadline: datetime | None = strawberry.field(
+        description="ACH: the end of the 180-day re-presentment window; null before one."
+    )
+    reason: str | None = strawberry.field(description="Why the payment is not eligible.")
 
 
 @strawberry.type

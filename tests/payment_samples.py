@@ -67,18 +67,22 @@ def request_for(rule: Rule, **changes: Any) -> TransitionRequest:
         target=rule.target,
         reason=f"moved to {rule.target.value}",
         confirmation_id="conf-new" if Requirement.CONFIRMATION_ID in rule.requires else None,
-        return_code="R02" if Requirement.RETURN_CODE in rule.requires else None,
+        # R01 is retryable, so it suits every move that takes a return code.
+        return_code="R01" if Requirement.RETURN_CODE in rule.requires else None,
     )
     return dataclasses.replace(request, **changes)
 
 
 def payment_in(status: PaymentStatus, method: PaymentMethod, **changes: Any) -> Payment:
-    """A payment as it would be when it reached `status`: presented once unless PENDING."""
+    """A payment as it would be when it reached `status`: presented once (at NOW) unless
+    PENDING, and completed at NOW if COMPLETED."""
     presented = status is not PaymentStatus.PENDING
     defaults: dict[str, Any] = {
         "attempts": 1 if presented else 0,
         "confirmation_id": "conf-old" if presented else None,
         "version": 2 if presented else 1,
+        "first_presented_at": NOW if presented else None,
+        "completed_at": NOW if status is PaymentStatus.COMPLETED else None,
     }
     return sample_payment(status=status, method=method, **(defaults | changes))
 

@@ -22,7 +22,7 @@ from server.settings import DEV_JWT_SECRET, Settings
 PAYMENT_FIELDS = """
     id paymentId userId loanId amountCents status method process confirmationId
     accountLastFour intendedInstallmentId attempts updateReason returnCode version
-    createdAt updatedAt allowedTransitions
+    createdAt updatedAt firstPresentedAt completedAt allowedTransitions
     applications { paymentId installmentId amountCents paymentDate }
     loan { id loanId userId }
 """

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
+import boto3
+
 from datasource import DynamoConfig
 from domain.enums import PaymentStatus
 from tests.api.conftest import api_client, stored_items
@@ -28,6 +30,14 @@ async def test_a_new_local_table_gets_payments_in_every_status(moto_config: Dyna
                     applied = sum(a["amountCents"] for a in node["applications"])
                     assert applied == node["amountCents"]
     seeded = len(stored_items(fresh))
+    ttl = boto3.client(
+        "dynamodb",
+        region_name=fresh.region,
+        endpoint_url=fresh.endpoint_url,
+        aws_access_key_id="testkey",
+        aws_secret_access_key="testkey",
+    ).describe_time_to_live(TableName=fresh.table_name)["TimeToLiveDescription"]
+    assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "loc_expires_at"}
 
     async with api_client(fresh, seed_demo_data=True):
         pass

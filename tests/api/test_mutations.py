@@ -195,22 +195,26 @@ async def test_completion_without_applications_or_intended_installment(api: Api)
     assert (result["code"], result["field"]) == ("INVALID_INPUT", "applications")
 
 
-async def test_ach_retries_stop_at_the_maximum_presentments(api: Api) -> None:
+async def test_ach_is_presented_at_most_three_times(api: Api) -> None:
     payment = await api.create(method="ACH")
-    for attempt in (1, 2, 3):
+    for attempt in (1, 2):
         sent = await api.move("submitPayment", payment, confirmationId=f"conf-{attempt}")
         assert sent["payment"]["attempts"] == attempt
         retry = await api.move("schedulePaymentRetry", payment, returnCode="R01")
         assert retry["payment"]["status"] == "RETRY"
+        assert retry["payment"]["allowedTransitions"] == ["ACHSENT", "FAILED", "SKIPPED"]
+    third = await api.move("submitPayment", payment, confirmationId="conf-3")
+    assert third["payment"]["attempts"] == 3
+    assert third["payment"]["allowedTransitions"] == ["COMPLETED", "RETURNED"]
 
-    assert retry["payment"]["allowedTransitions"] == ["FAILED", "SKIPPED"]
-    refused = await api.move("submitPayment", payment, confirmationId="conf-4")
+    refused = await api.move("schedulePaymentRetry", payment, returnCode="R01")
     assert refused["__typename"] == "InvalidTransitionError"
-    assert (refused["currentStatus"], refused["targetStatus"]) == ("RETRY", "ACHSENT")
+    assert (refused["currentStatus"], refused["targetStatus"]) == ("ACHSENT", "RETRY")
+    assert "presentments are used" in refused["message"]
 
-    failed = await api.move("failPayment", payment, reason="retries exhausted")
-    assert failed["payment"]["status"] == "FAILED"
-    assert failed["payment"]["attempts"] == 3
+    returned = await api.move("returnPayment", payment, returnCode="R01", reason="third NSF")
+    assert returned["payment"]["status"] == "RETURNED"
+    assert returned["payment"]["attempts"] == 3
 
 
 async def test_pinless_decline_and_retry(api: Api) -> None:

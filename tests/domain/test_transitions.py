@@ -52,7 +52,7 @@ def test_every_allowed_move(move: tuple[Rule, PaymentMethod]) -> None:
     else:
         assert moved.confirmation_id == payment.confirmation_id
     if Requirement.RETURN_CODE in rule.requires:
-        assert moved.return_code == "R02"
+        assert moved.return_code == "R01"
     if Requirement.APPLICATIONS in rule.requires:
         # No explicit list: the whole amount goes to the intended installment.
         [application] = moved.applications
@@ -109,10 +109,16 @@ def test_allowed_targets_follow_the_table(status: PaymentStatus, method: Payment
         for rule, rule_method in ALLOWED_MOVES
         if (rule.source, rule_method) == (status, method)
     ]
-    assert allowed_targets(payment, max_attempts=MAX_ATTEMPTS) == [rule.target for rule in rules]
+    assert allowed_targets(payment, max_attempts=MAX_ATTEMPTS, now=LATER) == [
+        rule.target for rule in rules
+    ]
     spent = dataclasses.replace(payment, attempts=MAX_ATTEMPTS)
-    assert allowed_targets(spent, max_attempts=MAX_ATTEMPTS) == [
-        rule.target for rule in rules if not rule.presentment
+    # Spent: no presentment, and no ACH retry either, since a retry could not be presented.
+    assert allowed_targets(spent, max_attempts=MAX_ATTEMPTS, now=LATER) == [
+        rule.target
+        for rule in rules
+        if not rule.presentment
+        and not (method is PaymentMethod.ACH and (rule.source, rule.target) == (S.ACHSENT, S.RETRY))
     ]
 
 

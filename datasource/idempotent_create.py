@@ -1,0 +1,129 @@
+"""Creation under an idempotency key: the payment and its key record in one transaction.
+
+The record (``PK = USER#u``, ``SK = IDEMPOTENCY#<digest>``) carries no index keys, so no access
+pattern ever sees it, and ``loc_expires_at`` (epoch seconds) is the table's TTL attribute. When
+the record exists already the transaction is cancelled; the record then says which payment the
+key made and for which request, so the answer is that payment or ``IdempotencyMismatch``.
+Concurrent creations under one key can cancel each other (``TransactionConflict``); those are
+tried again after a jittered wait, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from datasource.batch import Backoff
+from datasource.errors import error_code, storage_errors
+from datasource.items import Item, from_item, primary_key
+from datasource.table import TTL_ATTRIBUTE
+from domain import keys
+from domain.errors import Conflict, IdempotencyMismatch, NotFound, StorageUnavailable
+from domain.idempotency import IdempotencyClaim
+from domain.payment import Payment, PaymentRef
+from domain.validation import format_timestamp
+
+_CANCELLED = "TransactionCanceledException"
+
+
+def record_key(claim: IdempotencyClaim) -> Item:
+    return {
+        "PK": {"S": keys.user_partition(claim.user_id)},
+        "SK": {"S": keys.idempotency_sort_key(claim.key)},
+    }
+
+
+def record_item(claim: IdempotencyClaim, payment: Payment) -> Item:
+    return {
+        **record_key(claim),
+        "loc_user_id": {"S": payment.user_id},
+        "loc_loan_id": {"S": payment.loan_id},
+        "loc_payment_id": {"S": payment.payment_id},
+        "loc_request_fingerprint": {"S": claim.fingerprint},
+        "loc_created_date": {"S": format_timestamp(payment.created_at)},
+        TTL_ATTRIBUTE: {"N": str(int(claim.expires_at.timestamp()))},
+    }
+
+
+async def put_new_with_key(
+    client: Any,
+    *,
+    table_name: str,
+    payment_item: Item,
+    claim: IdempotencyClaim,
+    backoff: Backoff,
+) -> Payment:
+    payment = from_item(payment_item)
+    # A record whose time is up counts as gone, even before DynamoDB's TTL sweep deletes it.
+    now = str(int(payment.created_at.timestamp()))
+    transaction = [
+        {
+            "Put": {
+                "TableName": table_name,
+                "Item": payment_item,
+                "ConditionExpression": "attribute_not_exists(PK)",
+            }
+        },
+        {
+            "Put": {
+                "TableName": table_name,
+                "Item": record_item(claim, payment),
+                "ConditionExpression": "attribute_not_exists(PK) OR #expires < :now",
+                "ExpressionAttributeNames": {"#expires": TTL_ATTRIBUTE},
+                "ExpressionAttributeValues": {":now": {"N": now}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        },
+    ]
+    for attempt in range(backoff.retries + 1):
+        reasons = await _cancellation_reasons(client, transaction)
+        if reasons is None:
+            return payment
+        codes = [reason.get("Code") for reason in reasons]
+        if len(codes) == 2 and codes[1] == "ConditionalCheckFailed":
+            record = reasons[1].get("Item") or await _read_record(client, table_name, claim)
+            if record is not None:
+                return await _replay(client, table_name, claim, record)
+        elif codes and codes[0] == "ConditionalCheckFailed":
+            raise Conflict(None, "a payment with this id exists already")
+        elif "TransactionConflict" not in codes:
+            raise StorageUnavailable()
+        await asyncio.sleep(backoff.delay(attempt))
+    raise StorageUnavailable("the idempotency key is busy with a concurrent request; retry")
+
+
+async def _cancellation_reasons(client: Any, transaction: list[Item]) -> list[Item] | None:
+    """None when the transaction went through; else why each of its writes was cancelled."""
+    with storage_errors():
+        try:
+            await client.transact_write_items(TransactItems=transaction)
+        except ClientError as error:
+            if error_code(error) != _CANCELLED:
+                raise
+            reasons: list[Item] = error.response.get("CancellationReasons", [])
+            return reasons
+    return None
+
+
+async def _read_record(client: Any, table_name: str, claim: IdempotencyClaim) -> Item | None:
+    with storage_errors():
+        response = await client.get_item(
+            TableName=table_name, Key=record_key(claim), ConsistentRead=True
+        )
+    item: Item | None = response.get("Item")
+    return item
+
+
+async def _replay(client: Any, table_name: str, claim: IdempotencyClaim, record: Item) -> Payment:
+    if record["loc_request_fingerprint"]["S"] != claim.fingerprint:
+        raise IdempotencyMismatch()
+    ref = PaymentRef(claim.user_id, record["loc_loan_id"]["S"], record["loc_payment_id"]["S"])
+    with storage_errors():
+        response = await client.get_item(
+            TableName=table_name, Key=primary_key(ref), ConsistentRead=True
+        )
+    if "Item" not in response:
+        raise NotFound("the payment this idempotency key created is gone")
+    return from_item(response["Item"])
