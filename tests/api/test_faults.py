@@ -1,0 +1,118 @@
+"""Reads under faults: a full answer or a typed, retryable error; never a partial list."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from datasource import DynamoConfig
+from server.settings import DEV_JWT_SECRET
+from tests.api.conftest import api_client, error_codes
+
+THROTTLED = {
+    "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+    "message": "Rate of requests exceeds the allowed throughput.",
+}
+
+
+@dataclass
+class FaultyDynamoDB:
+    """An HTTP endpoint that speaks just enough DynamoDB to fail: throttle, or answer too late."""
+
+    mode: str = "throttle"
+    delay: float = 0.0
+    requests: list[str] = field(default_factory=list)
+    url: str = ""
+
+
+@pytest.fixture
+def faulty() -> Iterator[FaultyDynamoDB]:
+    fault = FaultyDynamoDB()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            fault.requests.append(self.headers.get("X-Amz-Target", ""))
+            if fault.mode == "slow":
+                time.sleep(fault.delay)
+            body = json.dumps(THROTTLED).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/x-amz-json-1.0")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            # A slow answer finds the client gone (it timed out): that is the point.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    fault.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield fault
+    server.shutdown()
+    server.server_close()
+
+
+def faulty_settings(fault: FaultyDynamoDB) -> dict[str, Any]:
+    return {
+        "env": "test",
+        "auth_jwt_secret": DEV_JWT_SECRET,
+        "cursor_secret": "a-test-cursor-secret-of-enough-bytes",
+        "dynamodb_read_timeout": 0.3,
+        "dynamodb_connect_timeout": 0.3,
+        "dynamodb_max_attempts": 2,
+    }
+
+
+READS = [
+    'query { loan(userId: "alice", loanId: "loan-1") { payments { edges { cursor } } } }',
+    "query { paymentsByStatus(status: RETRY) { edges { cursor } } }",
+    'query { payment(userId: "alice", loanId: "l",'
+    ' paymentId: "0190f5a4-0000-7000-8000-000000000000") { id } }',
+    'query { paymentByConfirmation(userId: "alice", confirmationId: "c") { id } }',
+]
+
+
+@pytest.mark.parametrize("mode", ["throttle", "slow"])
+@pytest.mark.parametrize("query", READS, ids=["loan", "by-status", "payment", "by-confirmation"])
+async def test_reads_end_in_a_typed_error_after_the_sdk_retries(
+    faulty: FaultyDynamoDB, mode: str, query: str
+) -> None:
+    faulty.mode, faulty.delay = mode, 1.0
+    config = DynamoConfig(table_name="payments", region="us-west-2", endpoint_url=faulty.url)
+
+    async with api_client(config, **faulty_settings(faulty)) as api:
+        started = time.monotonic()
+        body = await api.post(query)
+        elapsed = time.monotonic() - started
+
+    assert error_codes(body) == ["UNAVAILABLE"]
+    # No partial answer stands in for the real one: the field is null, the error says why.
+    assert body["data"] is None or set(body["data"].values()) == {None}
+    # The SDK tried again (max_attempts 2 -> three tries) before giving up.
+    assert len(faulty.requests) == 3
+    # Bounded by the configured timeouts and retries, not by the slow server.
+    assert elapsed < 3 * (0.3 + 0.3) + 3.0
+
+
+async def test_a_mutation_against_throttled_storage_is_unavailable(
+    faulty: FaultyDynamoDB,
+) -> None:
+    config = DynamoConfig(table_name="payments", region="us-west-2", endpoint_url=faulty.url)
+    async with api_client(config, **faulty_settings(faulty)) as api:
+        result = await api.mutate(
+            "createPayment", {"userId": "alice", "loanId": "l", "amountCents": 1, "method": "ACH"}
+        )
+    assert (result["__typename"], result["code"]) == ("UnavailableError", "UNAVAILABLE")
