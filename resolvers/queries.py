@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from datasource import Page
 from domain import validation
 from domain.enums import PaymentStatus
+from domain.errors import InvalidInput
 from domain.payment import LoanRef, Payment, PaymentRef
 from resolvers.context import Context
 from resolvers.loaders import ConfirmationKey, LoanPageKey
 from resolvers.node_ids import decode_node_id
 
 DEFAULT_PAGE_SIZE = 20
+# One BatchGetItem's worth.
+MAX_NODES = 100
 # Another user's list reads as an empty one: the same answer as a loan with no payments.
 EMPTY_PAGE = Page(edges=[], has_next_page=False, end_cursor=None)
 
@@ -63,6 +68,13 @@ async def payments_by_status(
     )
     context.loaders.remember([edge.payment for edge in page.edges])
     return page
+
+
+async def nodes(context: Context, *, node_ids: list[str]) -> list[Payment | LoanRef | None]:
+    """Many nodes at once; their payments are read in one batch by the request's loader."""
+    if len(node_ids) > MAX_NODES:
+        raise InvalidInput("ids", f"at most {MAX_NODES} ids in one request")
+    return list(await asyncio.gather(*(node(context, node_id=node_id) for node_id in node_ids)))
 
 
 async def node(context: Context, *, node_id: str) -> Payment | LoanRef | None:

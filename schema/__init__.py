@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import strawberry
 from graphql import GraphQLError
+from strawberry.extensions import DisableIntrospection
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from schema.extensions import DynamoDBAccounting, PublicErrors, is_unexpected
+from schema.limits import QueryLimits, limit_extensions
 from schema.mutation import Mutation
 from schema.query import Query
 from schema.scalars import DATETIME
@@ -30,12 +33,20 @@ class PaymentsSchema(strawberry.Schema):
                 logger.error("unexpected error in %s", error.path, exc_info=error.original_error)
 
 
-def build_schema(**options: Any) -> PaymentsSchema:
+def build_schema(limits: QueryLimits | None = None, *, production: bool = False) -> PaymentsSchema:
+    """The schema with its query limits; `production` turns introspection off and hides
+    GraphQL's "Did you mean ...?" hints, which would reveal the schema piece by piece."""
+    extensions: list[Any] = [
+        partial(PublicErrors, production=production),
+        *limit_extensions(limits or QueryLimits()),
+        DynamoDBAccounting,
+    ]
+    if production:
+        extensions.append(DisableIntrospection)
     return PaymentsSchema(
         query=Query,
         mutation=Mutation,
         types=[PaymentType, LoanType],
-        extensions=[PublicErrors, DynamoDBAccounting],
+        extensions=extensions,
         config=StrawberryConfig(scalar_map={datetime: DATETIME}),
-        **options,
     )

@@ -10,6 +10,7 @@ GraphQL's own syntax and validation errors pass through as graphql-core words th
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,26 +26,42 @@ logger = logging.getLogger("loc_payments.graphql")
 UNEXPECTED = "Unexpected error."
 
 
+# graphql-core's hint at field and type names; in production it would map the schema out.
+_SUGGESTION = re.compile(r" Did you mean .*\?$")
+
+
 def is_unexpected(error: GraphQLError) -> bool:
+    """An error the caller did not cause and we did not foresee: logged, and masked."""
     original = error.original_error
-    return original is not None and not isinstance(
-        original, (CallerError, PaymentsError, GraphQLError)
-    )
+    if isinstance(original, PaymentsError):
+        # The base class is DynamoDB refusing a request we built: a bug of ours.
+        return original.code == PaymentsError.code
+    return original is not None and not isinstance(original, (CallerError, GraphQLError))
 
 
-def public_error(error: GraphQLError) -> GraphQLError:
+def public_error(error: GraphQLError, *, production: bool = False) -> GraphQLError:
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
+        if production and _SUGGESTION.search(error.message):
+            return GraphQLError(
+                _SUGGESTION.sub("", error.message),
+                nodes=error.nodes,
+                source=error.source,
+                positions=error.positions,
+                path=error.path,
+                extensions=error.extensions,
+            )
         return error
     extensions: dict[str, Any]
-    if isinstance(original, CallerError | PaymentsError):
+    if is_unexpected(error):
+        message = UNEXPECTED
+        extensions = {"code": "INTERNAL"}
+    else:
+        assert isinstance(original, CallerError | PaymentsError)
         message = str(original)
         extensions = {"code": original.code}
         if isinstance(original, InvalidInput):
             extensions["field"] = original.field
-    else:
-        message = UNEXPECTED
-        extensions = {"code": "INTERNAL"}
     return GraphQLError(
         message,
         nodes=error.nodes,
@@ -56,11 +73,16 @@ def public_error(error: GraphQLError) -> GraphQLError:
 
 
 class PublicErrors(SchemaExtension):
+    def __init__(self, *, production: bool = False) -> None:
+        self.production = production
+
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
         if result is not None and result.errors:
-            result.errors = [public_error(error) for error in result.errors]
+            result.errors = [
+                public_error(error, production=self.production) for error in result.errors
+            ]
 
 
 class DynamoDBAccounting(SchemaExtension):

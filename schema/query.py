@@ -18,6 +18,11 @@ class Query:
     async def node(self, info: Info, id: strawberry.ID) -> Node | None:
         return node_from_domain(await queries.node(info.context, node_id=id))
 
+    @strawberry.field(description="Payments or loans by their global ids (at most 100), in order.")
+    async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[Node | None]:
+        found = await queries.nodes(info.context, node_ids=list(ids))
+        return [node_from_domain(item) for item in found]
+
     @strawberry.field(description="A payment by its loan and payment id.")
     async def payment(
         self,

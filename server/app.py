@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -17,8 +18,10 @@ from datasource.table import create_table_if_missing
 from domain.errors import StorageUnavailable
 from resolvers.callers import AuthConfig
 from schema import build_schema
+from schema.limits import QueryLimits
 from server.demo_data import seed_demo_payments
 from server.graphql_http import PaymentsGraphQL
+from server.request_limits import RequestBodyLimit
 from server.settings import Settings
 
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
@@ -58,7 +61,15 @@ def create_app(
         return store
 
     graphql = PaymentsGraphQL(
-        build_schema(),
+        build_schema(
+            QueryLimits(
+                max_depth=settings.max_query_depth,
+                max_aliases=settings.max_query_aliases,
+                max_tokens=settings.max_query_tokens,
+                max_cost=settings.max_query_cost,
+            ),
+            production=settings.production,
+        ),
         store=current_store,
         auth=AuthConfig.build(
             secret=(
@@ -73,7 +84,8 @@ def create_app(
         max_attempts=settings.max_attempts,
         clock=clock,
         accounting_allowed=settings.debug_dynamodb_header_allowed,
-        graphiql=settings.env != "prod",
+        graphiql=not settings.production,
+        queries_via_get=not settings.production,
     )
 
     async def healthz(request: Request) -> JSONResponse:
@@ -95,6 +107,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
         ],
+        middleware=[Middleware(RequestBodyLimit, max_bytes=settings.max_request_bytes)],
         lifespan=lifespan,
     )
     return app

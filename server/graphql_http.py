@@ -29,8 +29,16 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         clock: Callable[[], datetime],
         accounting_allowed: bool,
         graphiql: bool,
+        queries_via_get: bool,
     ) -> None:
-        super().__init__(schema, graphql_ide="graphiql" if graphiql else None)
+        # Only JSON bodies are parsed (no multipart, no forms, no text/plain), so a cross-site
+        # form cannot post an operation; mutations never run over GET.
+        super().__init__(
+            schema,
+            graphql_ide="graphiql" if graphiql else None,
+            allow_queries_via_get=queries_via_get,
+            multipart_uploads_enabled=False,
+        )
         self._store = store
         self._auth = auth
         self._max_attempts = max_attempts

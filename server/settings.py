@@ -68,6 +68,13 @@ class Settings(BaseSettings):
 
     max_attempts: Annotated[int, Field(ge=1)] = 3
 
+    # Query limits (README "Security"); each refuses an operation before anything runs.
+    max_query_depth: Annotated[int, Field(ge=1)] = 10
+    max_query_aliases: Annotated[int, Field(ge=0)] = 15
+    max_query_tokens: Annotated[int, Field(ge=1)] = 1000
+    max_query_cost: Annotated[int, Field(ge=1)] = 10_000
+    max_request_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
+
     dynamodb_max_pool_connections: Annotated[int, Field(ge=1)] = 64
     dynamodb_connect_timeout: Annotated[float, Field(gt=0)] = 2.0
     dynamodb_read_timeout: Annotated[float, Field(gt=0)] = 5.0
@@ -135,6 +142,11 @@ class Settings(BaseSettings):
     def creates_missing_table(self) -> bool:
         # Elsewhere the table belongs to the infrastructure, and a typo must fail, not create.
         return self.env == "local"
+
+    @property
+    def production(self) -> bool:
+        """prod: no introspection, GraphiQL, GET queries or request accounting."""
+        return self.env == "prod"
 
     @property
     def debug_dynamodb_header_allowed(self) -> bool:

@@ -1,0 +1,172 @@
+"""Query limits: each refuses an operation before any resolver or DynamoDB call runs.
+
+depth     nesting of selections, through fragments (strawberry's QueryDepthLimiter)
+aliases   aliased fields, through fragment spreads (MaxAliasesLimiter)
+tokens    lexical tokens of the document (MaxTokensLimiter)
+cost      every field costs 1; a field with a `first` argument (a connection) multiplies
+          what it selects by `first` (its default when omitted), so nested pages multiply
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    GraphQLNamedType,
+    GraphQLSchema,
+    InlineFragmentNode,
+    IntValueNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    VariableNode,
+    get_named_type,
+)
+from strawberry.extensions import (
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    QueryDepthLimiter,
+    SchemaExtension,
+)
+
+# What a connection without `first` returns (resolvers.queries.DEFAULT_PAGE_SIZE).
+DEFAULT_FIRST = 20
+
+
+@dataclass(frozen=True, slots=True)
+class QueryLimits:
+    max_depth: int = 10
+    max_aliases: int = 15
+    max_tokens: int = 1000
+    max_cost: int = 10_000
+
+
+def limit_extensions(limits: QueryLimits) -> list[Callable[[], SchemaExtension]]:
+    """Factories, so every operation gets extensions of its own."""
+    return [
+        partial(MaxTokensLimiter, max_token_count=limits.max_tokens),
+        partial(QueryDepthLimiter, max_depth=limits.max_depth),
+        partial(MaxAliasesLimiter, max_alias_count=limits.max_aliases),
+        partial(QueryCostLimiter, max_cost=limits.max_cost),
+    ]
+
+
+class QueryCostLimiter(SchemaExtension):
+    """Refuses an operation whose cost exceeds `max_cost`, before it is validated.
+
+    Cost needs the variables (`first: $n`), which validation rules do not see; so it is an
+    extension that runs as validation starts, on the parsed document, and a refusal takes the
+    place of validation's errors. The document may still be invalid here: unknown fields cost
+    1 and unknown or cyclic fragments nothing, and validation then reports them.
+    """
+
+    def __init__(self, *, max_cost: int) -> None:
+        self.max_cost = max_cost
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        document = context.graphql_document
+        if context.pre_execution_errors or document is None:
+            yield
+            return
+        cost = operation_cost(
+            context.schema._schema, document, context.operation_name, context.variables or {}
+        )
+        if cost > self.max_cost:
+            context.pre_execution_errors = [
+                GraphQLError(
+                    f"The query costs {cost}, more than the limit of {self.max_cost}: "
+                    "ask for fewer items (`first`) or fewer nested lists.",
+                    extensions={"code": "QUERY_TOO_COSTLY", "cost": cost},
+                )
+            ]
+        yield
+
+
+def operation_cost(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operation_name: str | None,
+    variables: Mapping[str, Any],
+) -> int:
+    fragments = {
+        definition.name.value: definition
+        for definition in document.definitions
+        if isinstance(definition, FragmentDefinitionNode)
+    }
+    costs = [0]
+    for definition in document.definitions:
+        if not isinstance(definition, OperationDefinitionNode):
+            continue
+        if operation_name is not None and (
+            definition.name is None or definition.name.value != operation_name
+        ):
+            continue
+        root = schema.get_root_type(definition.operation)
+        costs.append(_Costing(schema, fragments, variables).cost(definition.selection_set, root))
+    return max(costs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Costing:
+    schema: GraphQLSchema
+    fragments: Mapping[str, FragmentDefinitionNode]
+    variables: Mapping[str, Any]
+
+    def cost(
+        self,
+        selections: SelectionSetNode | None,
+        parent: GraphQLNamedType | None,
+        spread: frozenset[str] = frozenset(),
+    ) -> int:
+        """`spread`: the fragments on the way here, so a cycle ends instead of recursing."""
+        if selections is None:
+            return 0
+        total = 0
+        for selection in selections.selections:
+            if isinstance(selection, FieldNode):
+                total += self._field(selection, parent, spread)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                narrowed = self.schema.get_type(condition.name.value) if condition else parent
+                total += self.cost(selection.selection_set, narrowed, spread)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                fragment = self.fragments.get(name)
+                if fragment is None or name in spread:
+                    continue
+                narrowed = self.schema.get_type(fragment.type_condition.name.value)
+                total += self.cost(fragment.selection_set, narrowed, spread | {name})
+        return total
+
+    def _field(
+        self, node: FieldNode, parent: GraphQLNamedType | None, spread: frozenset[str]
+    ) -> int:
+        fields = getattr(parent, "fields", {})
+        definition = fields.get(node.name.value)
+        if definition is None:  # __typename, or a field validation will refuse
+            return 1
+        inner = self.cost(node.selection_set, get_named_type(definition.type), spread)
+        if "first" not in definition.args:
+            return 1 + inner
+        return 1 + self._first(node) * inner
+
+    def _first(self, node: FieldNode) -> int:
+        for argument in node.arguments or ():
+            if argument.name.value != "first":
+                continue
+            value = argument.value
+            if isinstance(value, IntValueNode):
+                return max(1, int(value.value))
+            if isinstance(value, VariableNode):
+                given = self.variables.get(value.name.value)
+                if isinstance(given, int):
+                    return max(1, given)
+        return DEFAULT_FIRST
