@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -38,17 +39,27 @@ def create_app(
     dynamodb_endpoint: str | None = None,
     clock: Callable[[], datetime] = utc_now,
     seed_demo_data: bool = False,
+    dynamodb_client: Any | None = None,
 ) -> Starlette:
     """The ASGI app; `dynamodb_endpoint` (the embedded one, if any) wins over the settings'.
 
     With `seed_demo_data`, a table this start creates gets the demonstration payments.
+    `dynamodb_client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces
+    the one the app would open.
     """
     config = settings.dynamo_config(dynamodb_endpoint)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         secret = settings.cursor_secret.get_secret_value().encode()
-        async with open_store(config, cursor_secret=secret) as store:
+        opened = (
+            open_store(config, cursor_secret=secret)
+            if dynamodb_client is None
+            else contextlib.nullcontext(
+                PaymentStore(dynamodb_client, table_name=config.table_name, cursor_secret=secret)
+            )
+        )
+        async with opened as store:
             if settings.creates_missing_table:
                 created = await create_table_if_missing(store.client, settings.table_name)
                 if created and seed_demo_data:
