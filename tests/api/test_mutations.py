@@ -9,7 +9,7 @@ import pytest
 
 from datasource import DynamoConfig
 from domain.errors import StorageUnavailable
-from tests.api.conftest import ALICE, Api, Clock, stored_items
+from tests.api.conftest import ALICE, Api, Clock, api_client, stored_items
 
 
 async def test_create_payment_stores_the_documented_item(
@@ -290,29 +290,33 @@ async def test_unknown_payment_is_not_found(api: Api, mutation: str) -> None:
     assert (result["__typename"], result["code"]) == ("NotFoundError", "NOT_FOUND")
 
 
+# moto serves requests on threads and does not make a conditional write atomic against another
+# one, so races are run on DynamoDB Local, which does.
+@pytest.mark.ddblocal
 @pytest.mark.parametrize("mutation", MOVES)
 async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
-    api: Api, moto_config: DynamoConfig, mutation: str
+    ddblocal_config: DynamoConfig, mutation: str
 ) -> None:
-    payment, extra = await payment_ready_for(api, mutation)
-    version = int(stored_items(moto_config)[0]["loc_version"]["N"])
-    store = api.app.state.store
-    read = store.batch_get
-    both_read = asyncio.Barrier(2)
+    async with api_client(ddblocal_config) as api:
+        payment, extra = await payment_ready_for(api, mutation)
+        version = int(stored_items(ddblocal_config)[0]["loc_version"]["N"])
+        store = api.app.state.store
+        read = store.batch_get
+        both_read = asyncio.Barrier(2)
 
-    async def read_then_wait(refs: Any) -> Any:
-        found = await read(refs)
-        await both_read.wait()  # both writers now hold the same version of the payment
-        return found
+        async def read_then_wait(refs: Any) -> Any:
+            found = await read(refs)
+            await both_read.wait()  # both writers now hold the same version of the payment
+            return found
 
-    store.batch_get = read_then_wait
-    try:
-        first, second = await asyncio.gather(
-            api.move(mutation, payment, reason="first", **extra),
-            api.move(mutation, payment, reason="second", **extra),
-        )
-    finally:
-        del store.batch_get
+        store.batch_get = read_then_wait
+        try:
+            first, second = await asyncio.gather(
+                api.move(mutation, payment, reason="first", **extra),
+                api.move(mutation, payment, reason="second", **extra),
+            )
+        finally:
+            del store.batch_get
 
     assert sorted([first["__typename"], second["__typename"]]) == [
         "ConflictError",
@@ -321,7 +325,7 @@ async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
     winner, loser = (first, second) if first["__typename"] == "PaymentPayload" else (second, first)
     assert loser["code"] == "CONFLICT"
     assert loser["foundStatus"] == winner["payment"]["status"]
-    [item] = stored_items(moto_config)
+    [item] = stored_items(ddblocal_config)
     assert item["loc_status"] == {"S": winner["payment"]["status"]}
     assert item["loc_update_reason"] == {"S": winner["payment"]["updateReason"]}
     assert item["loc_version"] == {"N": str(version + 1)}
