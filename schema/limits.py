@@ -30,14 +30,19 @@ from graphql import (
     get_named_type,
 )
 from strawberry.extensions import (
+    AddValidationRules,
     MaxAliasesLimiter,
     MaxTokensLimiter,
+    ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
+    ValidationCache,
 )
 
 # What a connection without `first` returns (resolvers.queries.DEFAULT_PAGE_SIZE).
 DEFAULT_FIRST = 20
+# Distinct query texts kept parsed and validated; clients send a handful of fixed operations.
+CACHED_DOCUMENTS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +54,22 @@ class QueryLimits:
 
 
 def limit_extensions(limits: QueryLimits) -> list[Callable[[], SchemaExtension]]:
-    """Factories, so every operation gets extensions of its own."""
+    """Factories, so every operation gets extensions of its own, with parsing and validation
+    cached: a query text seen before is neither parsed nor validated again.
+
+    The depth and alias rules are built once here: the validation cache is keyed by the rule
+    classes, and the limiters would make new ones for every operation.
+    """
+    rules = [
+        *QueryDepthLimiter(max_depth=limits.max_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=limits.max_aliases).validation_rules,
+    ]
     return [
         partial(MaxTokensLimiter, max_token_count=limits.max_tokens),
-        partial(QueryDepthLimiter, max_depth=limits.max_depth),
-        partial(MaxAliasesLimiter, max_alias_count=limits.max_aliases),
+        partial(ParserCache, maxsize=CACHED_DOCUMENTS),
+        partial(AddValidationRules, rules),
+        # Before the cost limit: a cached validation result must not overwrite its refusal.
+        partial(ValidationCache, maxsize=CACHED_DOCUMENTS),
         partial(QueryCostLimiter, max_cost=limits.max_cost),
     ]
 

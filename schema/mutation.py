@@ -14,14 +14,14 @@ from resolvers.context import Context
 from schema import inputs
 from schema.enums import PaymentStatus
 from schema.errors import PaymentPayload, PaymentResult, user_error
-from schema.types import PaymentType
+from schema.types import served
 
 Info = strawberry.Info[Context, None]
 
 
 async def _result(work: Awaitable[Payment]) -> PaymentResult:
     try:
-        return PaymentPayload(payment=PaymentType.from_domain(await work))
+        return PaymentPayload(payment=served(await work))
     except PaymentsError as error:
         return user_error(error)
 

@@ -7,7 +7,7 @@ import strawberry
 from resolvers import queries
 from resolvers.context import Context
 from schema.enums import PaymentStatus
-from schema.types import LoanType, Node, PaymentConnection, PaymentType, node_from_domain
+from schema.types import LoanType, Node, PaymentConnection, PaymentType, served
 
 Info = strawberry.Info[Context, None]
 
@@ -16,12 +16,11 @@ Info = strawberry.Info[Context, None]
 class Query:
     @strawberry.field(description="A payment or loan by its global id.")
     async def node(self, info: Info, id: strawberry.ID) -> Node | None:
-        return node_from_domain(await queries.node(info.context, node_id=id))
+        return served(await queries.node(info.context, node_id=id))
 
     @strawberry.field(description="Payments or loans by their global ids (at most 100), in order.")
     async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[Node | None]:
-        found = await queries.nodes(info.context, node_ids=list(ids))
-        return [node_from_domain(item) for item in found]
+        return served(await queries.nodes(info.context, node_ids=list(ids)))
 
     @strawberry.field(description="A payment by its loan and payment id.")
     async def payment(
@@ -35,13 +34,13 @@ class Query:
         found = await queries.payment(
             info.context, user_id=user_id, loan_id=loan_id, payment_id=payment_id
         )
-        return None if found is None else PaymentType.from_domain(found)
+        return served(found)
 
     @strawberry.field(description="A loan; its payments are listed newest first.")
     def loan(
         self, info: Info, user_id: strawberry.ID | None = None, *, loan_id: strawberry.ID
     ) -> LoanType:
-        return LoanType.from_domain(queries.loan(info.context, user_id=user_id, loan_id=loan_id))
+        return served(queries.loan(info.context, user_id=user_id, loan_id=loan_id))
 
     @strawberry.field(description="The payment the payments service confirmed with this id.")
     async def payment_by_confirmation(
@@ -50,7 +49,7 @@ class Query:
         found = await queries.payment_by_confirmation(
             info.context, user_id=user_id, confirmation_id=confirmation_id
         )
-        return None if found is None else PaymentType.from_domain(found)
+        return served(found)
 
     @strawberry.field(description="Every user's payments in one status, newest first (services).")
     async def payments_by_status(

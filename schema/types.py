@@ -1,8 +1,15 @@
-"""The GraphQL object types, and their making from domain objects."""
+"""The GraphQL object types.
+
+Payments, applications and loans are served as the domain objects themselves: each type's
+fields carry the domain attribute names, so graphql-core reads them directly and no copy is made
+per payment. `is_type_of` tells the `Node` interface (and unions) which type a domain object is.
+Computed fields (`id`, `loan`, `allowedTransitions`, ...) take the domain object as their parent.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import strawberry
 
@@ -14,6 +21,8 @@ from resolvers import queries
 from resolvers.context import Context
 from resolvers.node_ids import loan_node_id, payment_node_id
 from schema.enums import PaymentMethod, PaymentProcess, PaymentStatus
+
+Info = strawberry.Info[Context, None]
 
 
 @strawberry.interface(description="An object with a globally unique, opaque id.")
@@ -29,46 +38,61 @@ class PaymentApplicationType:
     payment_date: datetime
 
     @classmethod
-    def from_domain(cls, application: Application) -> PaymentApplicationType:
-        return cls(
-            payment_id=strawberry.ID(application.payment_id),
-            installment_id=strawberry.ID(application.installment_id),
-            amount_cents=application.amount_cents,
-            payment_date=application.payment_date,
-        )
+    def is_type_of(cls, obj: Any, info: Any) -> bool:
+        return isinstance(obj, Application)
+
+
+def served(value: Any) -> Any:
+    """A domain object handed to GraphQL as the type that serves it (see the module docstring)."""
+    return value
+
+
+def _loan_id(root: strawberry.Parent[LoanRef]) -> strawberry.ID:
+    return strawberry.ID(loan_node_id(root))
+
+
+def _payment_id(root: strawberry.Parent[Payment]) -> strawberry.ID:
+    return strawberry.ID(payment_node_id(PaymentRef(root.user_id, root.loan_id, root.payment_id)))
 
 
 @strawberry.type(name="Loan", description="A loan of a user, with its payments.")
 class LoanType(Node):
+    id: strawberry.ID = strawberry.field(resolver=_loan_id)
     loan_id: strawberry.ID
     user_id: strawberry.ID
-    ref: strawberry.Private[LoanRef]
 
     @classmethod
-    def from_domain(cls, ref: LoanRef) -> LoanType:
-        return cls(
-            id=strawberry.ID(loan_node_id(ref)),
-            loan_id=strawberry.ID(ref.loan_id),
-            user_id=strawberry.ID(ref.user_id),
-            ref=ref,
-        )
+    def is_type_of(cls, obj: Any, info: Any) -> bool:
+        return isinstance(obj, LoanRef)
 
     @strawberry.field(description="The loan's payments, newest first.")
     async def payments(
         self,
-        info: strawberry.Info[Context, None],
+        root: strawberry.Parent[LoanRef],
+        info: Info,
         status: PaymentStatus | None = None,
         first: int | None = None,
         after: str | None = None,
     ) -> PaymentConnection:
         page = await queries.loan_payments(
-            info.context, self.ref, status=status, first=first, after=after
+            info.context, root, status=status, first=first, after=after
         )
         return PaymentConnection.from_page(page)
 
 
+@strawberry.type(name="RetryEligibility")
+class RetryEligibilityType:
+    eligible: bool
+    attempts_remaining: int = strawberry.field(description="Presentments left of the maximum.")
+    deadline: datetime | None = strawberry.field(
+        description="ACH: the end of the 180-day re-presentment window; null before one."
+    )
+    reason: str | None = strawberry.field(description="Why the payment is not eligible.")
+
+
 @strawberry.type(name="Payment", description="A payment against a loan.")
 class PaymentType(Node):
+    id: strawberry.ID = strawberry.field(resolver=_payment_id)
     payment_id: strawberry.ID
     user_id: strawberry.ID
     loan_id: strawberry.ID
@@ -92,71 +116,30 @@ class PaymentType(Node):
         description="When the payment was first presented to the payments service."
     )
     completed_at: datetime | None
-    payment: strawberry.Private[Payment]
 
     @classmethod
-    def from_domain(cls, payment: Payment) -> PaymentType:
-        return cls(
-            id=strawberry.ID(
-                payment_node_id(PaymentRef(payment.user_id, payment.loan_id, payment.payment_id))
-            ),
-            payment_id=strawberry.ID(payment.payment_id),
-            user_id=strawberry.ID(payment.user_id),
-            loan_id=strawberry.ID(payment.loan_id),
-            amount_cents=payment.amount_cents,
-            status=payment.status,
-            method=payment.method,
-            process=payment.process,
-            confirmation_id=payment.confirmation_id,
-            account_last_four=payment.account_last_four,
-            intended_installment_id=(
-                None
-                if payment.intended_installment_id is None
-                else strawberry.ID(payment.intended_installment_id)
-            ),
-            attempts=payment.attempts,
-            applications=[PaymentApplicationType.from_domain(a) for a in payment.applications],
-            update_reason=payment.update_reason,
-            return_code=payment.return_code,
-            version=payment.version,
-            created_at=payment.created_at,
-            updated_at=payment.updated_at,
-            first_presented_at=payment.first_presented_at,
-            completed_at=payment.completed_at,
-            payment=payment,
-        )
+    def is_type_of(cls, obj: Any, info: Any) -> bool:
+        return isinstance(obj, Payment)
 
     @strawberry.field
-    def loan(self) -> LoanType:
-        return LoanType.from_domain(LoanRef(self.payment.user_id, self.payment.loan_id))
+    def loan(self, root: strawberry.Parent[Payment]) -> LoanType:
+        return served(LoanRef(root.user_id, root.loan_id))
 
     @strawberry.field(description="The statuses this payment may move to now.")
-    def allowed_transitions(self, info: strawberry.Info[Context, None]) -> list[PaymentStatus]:
+    def allowed_transitions(
+        self, root: strawberry.Parent[Payment], info: Info
+    ) -> list[PaymentStatus]:
         context = info.context
-        return allowed_targets(self.payment, max_attempts=context.max_attempts, now=context.clock())
+        return allowed_targets(root, max_attempts=context.max_attempts, now=context.clock())
 
     @strawberry.field(description="Whether the payment may be presented again, and until when.")
-    def retry_eligibility(self, info: strawberry.Info[Context, None]) -> RetryEligibilityType:
+    def retry_eligibility(
+        self, root: strawberry.Parent[Payment], info: Info
+    ) -> RetryEligibilityType:
         context = info.context
-        found = retry_eligibility(
-            self.payment, max_attempts=context.max_attempts, now=context.clock()
+        return served(
+            retry_eligibility(root, max_attempts=context.max_attempts, now=context.clock())
         )
-        return RetryEligibilityType(
-            eligible=found.eligible,
-            attempts_remaining=found.attempts_remaining,
-            deadline=found.deadline,
-            reason=found.reason,
-        )
-
-
-@strawberry.type(name="RetryEligibility")
-class RetryEligibilityType:
-    eligible: bool
-    attempts_remaining: int = strawberry.field(description="Presentments left of the maximum.")
-    deadline: datetime | None = strawberry.field(
-        description="ACH: the end of the 180-day re-presentment window; null before one."
-    )
-    reason: str | None = strawberry.field(description="Why the payment is not eligible.")
 
 
 @strawberry.type
@@ -182,10 +165,7 @@ class PaymentConnection:
 
     @classmethod
     def from_page(cls, page: Page) -> PaymentConnection:
-        edges = [
-            PaymentEdge(cursor=edge.cursor, node=PaymentType.from_domain(edge.payment))
-            for edge in page.edges
-        ]
+        edges = [PaymentEdge(cursor=edge.cursor, node=served(edge.payment)) for edge in page.edges]
         return cls(
             edges=edges,
             page_info=PageInfo(
@@ -195,11 +175,3 @@ class PaymentConnection:
                 end_cursor=page.end_cursor,
             ),
         )
-
-
-def node_from_domain(found: Payment | LoanRef | None) -> Node | None:
-    if found is None:
-        return None
-    if isinstance(found, LoanRef):
-        return LoanType.from_domain(found)
-    return PaymentType.from_domain(found)
