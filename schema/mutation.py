@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import cast
 
 import strawberry
 
@@ -14,14 +15,14 @@ from resolvers.context import Context
 from schema import inputs
 from schema.enums import PaymentStatus
 from schema.errors import PaymentPayload, PaymentResult, user_error
-from schema.types import served
+from schema.types import PaymentType
 
 Info = strawberry.Info[Context, None]
 
 
 async def _result(work: Awaitable[Payment]) -> PaymentResult:
     try:
-        return PaymentPayload(payment=served(await work))
+        return PaymentPayload(payment=cast(PaymentType, await work))
     except PaymentsError as error:
         return user_error(error)
 

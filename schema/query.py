@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import strawberry
 
 from resolvers import queries
 from resolvers.context import Context
 from schema.enums import PaymentStatus
-from schema.types import LoanType, Node, PaymentConnection, PaymentType, served
+from schema.types import LoanType, Node, PaymentConnection, PaymentType
 
 Info = strawberry.Info[Context, None]
 
@@ -16,11 +18,12 @@ Info = strawberry.Info[Context, None]
 class Query:
     @strawberry.field(description="A payment or loan by its global id.")
     async def node(self, info: Info, id: strawberry.ID) -> Node | None:
-        return served(await queries.node(info.context, node_id=id))
+        return cast("Node | None", await queries.node(info.context, node_id=id))
 
     @strawberry.field(description="Payments or loans by their global ids (at most 100), in order.")
     async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[Node | None]:
-        return served(await queries.nodes(info.context, node_ids=list(ids)))
+        found = await queries.nodes(info.context, node_ids=list(ids))
+        return cast("list[Node | None]", found)
 
     @strawberry.field(description="A payment by its loan and payment id.")
     async def payment(
@@ -34,13 +37,13 @@ class Query:
         found = await queries.payment(
             info.context, user_id=user_id, loan_id=loan_id, payment_id=payment_id
         )
-        return served(found)
+        return cast("PaymentType | None", found)
 
     @strawberry.field(description="A loan; its payments are listed newest first.")
     def loan(
         self, info: Info, user_id: strawberry.ID | None = None, *, loan_id: strawberry.ID
     ) -> LoanType:
-        return served(queries.loan(info.context, user_id=user_id, loan_id=loan_id))
+        return cast(LoanType, queries.loan(info.context, user_id=user_id, loan_id=loan_id))
 
     @strawberry.field(description="The payment the payments service confirmed with this id.")
     async def payment_by_confirmation(
@@ -49,7 +52,7 @@ class Query:
         found = await queries.payment_by_confirmation(
             info.context, user_id=user_id, confirmation_id=confirmation_id
         )
-        return served(found)
+        return cast("PaymentType | None", found)
 
     @strawberry.field(description="Every user's payments in one status, newest first (services).")
     async def payments_by_status(
