@@ -13,6 +13,7 @@ from strawberry.extensions import DisableIntrospection
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from schema.execution import PaymentsExecutionContext
 from schema.extensions import DynamoDBAccounting, PublicErrors, is_unexpected
 from schema.limits import QueryLimits, limit_extensions
 from schema.mutation import Mutation
@@ -48,5 +49,6 @@ def build_schema(limits: QueryLimits | None = None, *, production: bool = False)
         mutation=Mutation,
         types=[PaymentType, LoanType],
         extensions=extensions,
+        execution_context_class=PaymentsExecutionContext,
         config=StrawberryConfig(scalar_map={datetime: DATETIME}),
     )
