@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket
@@ -44,6 +45,14 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._max_attempts = max_attempts
         self._clock = clock
         self._accounting_allowed = accounting_allowed
+
+    def encode_json(self, data: object) -> bytes:
+        # orjson: several times faster than json.dumps on a page of payments.
+        return orjson.dumps(data)
+
+    def decode_json(self, data: str | bytes) -> object:
+        # orjson's decode error is a json.JSONDecodeError: Strawberry still answers 400.
+        return orjson.loads(data)
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket

@@ -160,3 +160,13 @@ async def test_mutations_never_run_over_get(api: Api) -> None:
         headers={"Authorization": f"Bearer {SERVICE}", "Accept": "application/json"},
     )
     assert response.status_code in (400, 405)
+
+
+async def test_a_body_that_is_not_json_is_a_400(api: Api) -> None:
+    response = await api.http.post(
+        "/graphql",
+        content=b'{"query": "{ __typename }"',
+        headers={"Authorization": f"Bearer {SERVICE}", "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert "Unable to parse request body as JSON" in response.text
