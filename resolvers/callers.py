@@ -7,6 +7,8 @@ found, never as forbidden, so a customer cannot learn what exists.
 
 from __future__ import annotations
 
+import functools
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,13 +69,23 @@ def authenticate(authorization: str | None, config: AuthConfig) -> Caller:
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("the Authorization header must be 'Bearer <token>'")
+    caller, expires = _verified(token.strip(), config)
+    # A verified token is remembered, but its expiry is checked on every use.
+    if time.time() >= expires:
+        raise Unauthenticated("the token is not valid: Signature has expired")
+    return caller
+
+
+# A client sends the same token with every request; verifying its signature once is enough.
+@functools.lru_cache(maxsize=4096)
+def _verified(token: str, config: AuthConfig) -> tuple[Caller, float]:
     try:
         algorithm = str(jwt.get_unverified_header(token).get("alg"))
         key = {"HS256": config.secret, "RS256": config.public_key}.get(algorithm)
         if key is None:
             raise Unauthenticated("the token's signing algorithm is not accepted")
         claims = jwt.decode(
-            token.strip(),
+            token,
             key,
             algorithms=[algorithm],
             issuer=config.issuer,
@@ -87,4 +99,4 @@ def authenticate(authorization: str | None, config: AuthConfig) -> Caller:
     if not isinstance(subject, str) or not subject:
         raise Unauthenticated("the token's subject is not a user id")
     scopes = str(claims.get("scope", "")).split()
-    return Caller(user_id=subject, is_service=SERVICE_SCOPE in scopes)
+    return Caller(user_id=subject, is_service=SERVICE_SCOPE in scopes), float(claims["exp"])

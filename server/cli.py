@@ -19,6 +19,7 @@ from server.embedded_dynamodb import (
     EmbeddedDynamoDB,
     JavaMissing,
 )
+from server.runtime import tune_garbage_collector, uvicorn_options
 from server.settings import Settings
 
 SERVICE_SCOPE = "payments:service"
@@ -100,8 +101,9 @@ def serve(settings: Settings) -> int:
             )
             if settings.uses_development_jwt_secret:
                 _print_development_access(settings)
+            tune_garbage_collector()
             # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
-            uvicorn.run(app, host=settings.host, port=settings.port)
+            uvicorn.run(app, **uvicorn_options(host=settings.host, port=settings.port))
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
     return 0

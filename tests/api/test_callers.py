@@ -179,3 +179,16 @@ async def test_rs256_tokens_from_a_public_key_file(
         assert error_codes(await api.post(ROOT_QUERIES[3], as_=good)) == []
         assert error_codes(await api.post(ROOT_QUERIES[3], as_=wrong_aud)) == ["UNAUTHENTICATED"]
         assert error_codes(await api.post(ROOT_QUERIES[3], as_=hs)) == ["UNAUTHENTICATED"]
+
+
+async def test_a_token_accepted_once_is_refused_when_it_expires(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short = token("svc", service=True, ttl=60)
+    query = ROOT_QUERIES[3]
+    assert error_codes(await api.post(query, as_=short)) == []
+
+    later = time.time() + 61
+    monkeypatch.setattr("resolvers.callers.time.time", lambda: later)
+
+    assert error_codes(await api.post(query, as_=short)) == ["UNAUTHENTICATED"]

@@ -1,0 +1,30 @@
+"""How the process is tuned for serving: one place, used by `loc-payments serve` and the bench."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+# A page of payments allocates thousands of short-lived objects; with CPython's default
+# threshold (700) the young generation is collected several times per request.
+GC_THRESHOLDS = (50_000, 20, 20)
+
+
+def tune_garbage_collector() -> None:
+    """Move what startup made out of the collector's sight, and collect less often."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+def uvicorn_options(*, host: str, port: int) -> dict[str, Any]:
+    """uvloop and httptools (uvicorn's `standard` extra), one worker, and no access log: the
+    service writes its own request log, and a line per request costs more than the request."""
+    return {
+        "host": host,
+        "port": port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "access_log": False,
+        "server_header": False,
+    }
