@@ -129,7 +129,7 @@ def apply_transition(
     payment: Payment, request: TransitionRequest, *, max_attempts: int, now: datetime
 ) -> Payment:
     """The payment as it is after the move, or an error; nothing here touches storage."""
-    _check_formats(request)
+    check_request(request)
     rule = _check_move(payment, request.target, max_attempts=max_attempts)
     refusal = _ach_refusal(payment, rule, request.return_code, max_attempts=max_attempts, now=now)
     if refusal is not None:
@@ -156,7 +156,8 @@ def apply_transition(
     )
 
 
-def _check_formats(request: TransitionRequest) -> None:
+def check_request(request: TransitionRequest) -> None:
+    """Refuse a malformed request, whatever the payment it names."""
     validation.reason("reason", request.reason)
     if request.confirmation_id is not None:
         validation.identifier("confirmationId", request.confirmation_id)

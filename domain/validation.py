@@ -19,6 +19,9 @@ MAX_IDEMPOTENCY_KEY_LENGTH = 255
 MAX_AMOUNT_CENTS = 2_147_483_647
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_DIGITS = re.compile(r"[0-9]+")
+# Card numbers as printed: 4-4-4-4, 4-6-5, 4-4-4-4-3; a UUID (8-4-4-4-12) never fits.
+_GROUPED_DIGITS = re.compile(r"(?<![0-9])[0-9]{4}(?:[ -][0-9]{3,6}){2,4}(?![0-9])")
 _LAST_FOUR = re.compile(r"[0-9]{4}")
 _RETURN_CODE = re.compile(r"R[0-9]{2}")
 
@@ -32,7 +35,31 @@ def _text(field: str, value: str, *, max_length: int) -> str:
         raise InvalidInput(field, f"must be at most {max_length} characters")
     if _CONTROL.search(value):
         raise InvalidInput(field, "must not contain control characters")
+    if holds_card_number(value):
+        # Never echo it: the service keeps no more of an account number than its last four.
+        raise InvalidInput(field, "must not hold a card or account number")
     return value
+
+
+def _luhn_valid(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        digit = int(char) * (2 if position % 2 else 1)
+        total += digit - 9 if digit > 9 else digit
+    return total % 10 == 0
+
+
+def holds_card_number(value: str) -> bool:
+    """13-19 digits that pass the Luhn check, in a row or grouped as cards are printed."""
+    candidates = _DIGITS.findall(value)
+    for grouped in _GROUPED_DIGITS.findall(value):
+        groups = re.split("[ -]", grouped)
+        candidates += [
+            "".join(groups[start:end])
+            for start in range(len(groups))
+            for end in range(start + 1, len(groups) + 1)
+        ]
+    return any(13 <= len(run) <= 19 and _luhn_valid(run) for run in candidates)
 
 
 def identifier(field: str, value: str) -> str:

@@ -10,7 +10,7 @@ from domain.enums import PaymentMethod, PaymentProcess
 from domain.errors import NotFound
 from domain.idempotency import claim_for
 from domain.payment import Payment, PaymentRef, new_payment
-from domain.transitions import TransitionRequest, apply_transition
+from domain.transitions import TransitionRequest, apply_transition, check_request
 from resolvers.callers import Forbidden
 from resolvers.context import Context
 
@@ -62,6 +62,7 @@ async def transition_payment(
 ) -> Payment:
     context.service()
     ref = PaymentRef.checked(user_id, loan_id, payment_id)
+    check_request(request)  # bad input is refused before anything is read
     current = await context.loaders.payments.load(ref)
     if current is None:
         raise NotFound()

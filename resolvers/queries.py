@@ -74,13 +74,21 @@ async def nodes(context: Context, *, node_ids: list[str]) -> list[Payment | Loan
     """Many nodes at once; their payments are read in one batch by the request's loader."""
     if len(node_ids) > MAX_NODES:
         raise InvalidInput("ids", f"at most {MAX_NODES} ids in one request")
-    return list(await asyncio.gather(*(node(context, node_id=node_id) for node_id in node_ids)))
+    refs = []
+    for index, node_id in enumerate(node_ids):
+        try:
+            refs.append(decode_node_id(node_id))
+        except InvalidInput as error:
+            raise InvalidInput(f"ids[{index}]", error.message.removeprefix("id: ")) from None
+    return list(await asyncio.gather(*(_node(context, ref) for ref in refs)))
 
 
 async def node(context: Context, *, node_id: str) -> Payment | LoanRef | None:
-    caller = context.caller()
-    ref = decode_node_id(node_id)
-    if not caller.sees(ref.user_id):
+    return await _node(context, decode_node_id(node_id))
+
+
+async def _node(context: Context, ref: PaymentRef | LoanRef) -> Payment | LoanRef | None:
+    if not context.caller().sees(ref.user_id):
         return None
     if isinstance(ref, LoanRef):
         return ref

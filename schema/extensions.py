@@ -28,6 +28,13 @@ UNEXPECTED = "Unexpected error."
 
 # graphql-core's hint at field and type names; in production it would map the schema out.
 _SUGGESTION = re.compile(r" Did you mean .*\?$")
+# graphql-core repeats a refused value ("Int cannot represent ... 4111111111111111"); a long
+# digit run may be an account number, of which no response holds more than the last four.
+_LONG_DIGITS = re.compile(r"[0-9](?:[ -]?[0-9]){12,}")
+
+
+def _last_four_only(message: str) -> str:
+    return _LONG_DIGITS.sub(lambda run: "…" + re.sub("[ -]", "", run.group())[-4:], message)
 
 
 def is_unexpected(error: GraphQLError) -> bool:
@@ -42,9 +49,12 @@ def is_unexpected(error: GraphQLError) -> bool:
 def public_error(error: GraphQLError, *, production: bool = False) -> GraphQLError:
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
-        if production and _SUGGESTION.search(error.message):
+        message = _last_four_only(error.message)
+        if production:
+            message = _SUGGESTION.sub("", message)
+        if message != error.message:
             return GraphQLError(
-                _SUGGESTION.sub("", error.message),
+                message,
                 nodes=error.nodes,
                 source=error.source,
                 positions=error.positions,

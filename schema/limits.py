@@ -41,6 +41,8 @@ from strawberry.extensions import (
 
 # What a connection without `first` returns (resolvers.queries.DEFAULT_PAGE_SIZE).
 DEFAULT_FIRST = 20
+# The largest page a list returns; a larger `first` is refused when the list runs.
+MAX_FIRST = 100
 # Distinct query texts kept parsed and validated; clients send a handful of fixed operations.
 CACHED_DOCUMENTS = 512
 
@@ -180,9 +182,13 @@ class _Costing:
                 continue
             value = argument.value
             if isinstance(value, IntValueNode):
-                return max(1, int(value.value))
+                return _page(int(value.value))
             if isinstance(value, VariableNode):
                 given = self.variables.get(value.name.value)
                 if isinstance(given, int):
-                    return max(1, given)
+                    return _page(given)
         return DEFAULT_FIRST
+
+
+def _page(first: int) -> int:
+    return min(max(1, first), MAX_FIRST)

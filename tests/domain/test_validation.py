@@ -107,3 +107,34 @@ def test_naive_timestamps_are_refused() -> None:
 def test_parse_timestamp_refuses(value: str) -> None:
     with pytest.raises(InvalidInput):
         validation.parse_timestamp("createdAt", value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "4111111111111111",
+        "card 4111 1111 1111 1111 declined",
+        "5500-0055-5555-5559",
+        "378282246310005",
+        "6011000990139424",
+    ],
+)
+def test_values_holding_a_card_number_are_refused_without_echo(value: str) -> None:
+    for check in (validation.identifier, validation.reason, validation.idempotency_key):
+        with pytest.raises(InvalidInput) as refused:
+            check("field", value)
+        assert value not in str(refused.value)
+        assert "1111 1111" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0190f5a4-0000-7000-8000-000000000000",
+        "4111111111111112",  # fails the Luhn check
+        "order-123456789012",  # 12 digits
+        "inst-2026-03-15",
+    ],
+)
+def test_digits_that_are_no_card_number_pass(value: str) -> None:
+    assert validation.reason("field", value) == value
