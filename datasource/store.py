@@ -11,7 +11,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from datasource import writes
-from datasource.accounting import ACCOUNTING_HOOK_ID, BEFORE_CALL_EVENT, record_call
+from datasource.accounting import (
+    ACCOUNTING_HOOK_ID,
+    AFTER_CALL_EVENT,
+    BEFORE_CALL_EVENT,
+    record_answer,
+    record_call,
+)
 from datasource.batch import Backoff, batch_get_items
 from datasource.client import open_client
 from datasource.config import DynamoConfig
@@ -50,6 +56,9 @@ class PaymentStore:
         self._backoff = backoff or Backoff()
         # A unique id: stores sharing one client (tests) must not count each call twice.
         client.meta.events.register(BEFORE_CALL_EVENT, record_call, unique_id=ACCOUNTING_HOOK_ID)
+        client.meta.events.register(
+            AFTER_CALL_EVENT, record_answer, unique_id=f"{ACCOUNTING_HOOK_ID}-answers"
+        )
 
     @property
     def client(self) -> Any:

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from datasource import PaymentStore
+from datasource import CallCount, PaymentStore
 from domain import validation
+from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from resolvers.callers import Caller, CallerError, Forbidden
 from resolvers.loaders import Loaders
@@ -22,10 +23,22 @@ class Context:
     # introspection and GraphiQL work without a token.
     authenticated: Caller | CallerError
     debug_dynamodb: bool = False
+    request_id: str = ""
     loaders: Loaders = field(init=False)
+    # What the operation did, for its request log line, metrics and audit: the DynamoDB calls,
+    # the status moves it wrote ((None, PENDING) for a creation), the UserError codes it answered.
+    calls: CallCount | None = None
+    writes: list[tuple[PaymentStatus | None, PaymentStatus]] = field(default_factory=list)
+    user_errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.loaders = Loaders(self.store)
+
+    @property
+    def caller_kind(self) -> str:
+        if isinstance(self.authenticated, CallerError):
+            return "anonymous"
+        return "service" if self.authenticated.is_service else "customer"
 
     def caller(self) -> Caller:
         if isinstance(self.authenticated, CallerError):

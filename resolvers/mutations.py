@@ -6,12 +6,13 @@ new payment, `PaymentStore.transition` writes it only if nobody changed the paym
 
 from __future__ import annotations
 
+from domain.audit import audit_write
 from domain.enums import PaymentMethod, PaymentProcess
 from domain.errors import NotFound
 from domain.idempotency import claim_for
 from domain.payment import Payment, PaymentRef, new_payment
 from domain.transitions import TransitionRequest, apply_transition, check_request
-from resolvers.callers import Forbidden
+from resolvers.callers import Caller, Forbidden
 from resolvers.context import Context
 
 DEFAULT_CREATE_REASON = "payment created"
@@ -48,6 +49,8 @@ async def create_payment(
     if process is not PaymentProcess.MANUAL and not caller.is_service:
         raise Forbidden("only services create AUTO and RETRY payments")
     created = await context.store.create(payment, idempotency=claim)
+    if created.payment_id == payment.payment_id:  # not the replay of an idempotency key
+        _record_write(context, caller, None, created)
     _remember_write(context, created)
     return created
 
@@ -60,7 +63,7 @@ async def transition_payment(
     payment_id: str,
     request: TransitionRequest,
 ) -> Payment:
-    context.service()
+    caller = context.service()
     ref = PaymentRef.checked(user_id, loan_id, payment_id)
     check_request(request)  # bad input is refused before anything is read
     current = await context.loaders.payments.load(ref)
@@ -70,8 +73,14 @@ async def transition_payment(
         current, request, max_attempts=context.max_attempts, now=context.clock()
     )
     saved = await context.store.transition(current, updated)
+    _record_write(context, caller, current, saved)
     _remember_write(context, saved)
     return saved
+
+
+def _record_write(context: Context, caller: Caller, before: Payment | None, after: Payment) -> None:
+    audit_write(before, after, actor_id=caller.user_id, actor_kind=context.caller_kind)
+    context.writes.append((None if before is None else before.status, after.status))
 
 
 def _remember_write(context: Context, payment: Payment) -> None:

@@ -72,6 +72,7 @@ async def payments_by_status(
 
 async def nodes(context: Context, *, node_ids: list[str]) -> list[Payment | LoanRef | None]:
     """Many nodes at once; their payments are read in one batch by the request's loader."""
+    context.caller()
     if len(node_ids) > MAX_NODES:
         raise InvalidInput("ids", f"at most {MAX_NODES} ids in one request")
     refs = []
@@ -84,6 +85,7 @@ async def nodes(context: Context, *, node_ids: list[str]) -> list[Payment | Loan
 
 
 async def node(context: Context, *, node_id: str) -> Payment | LoanRef | None:
+    context.caller()
     return await _node(context, decode_node_id(node_id))
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import DisableIntrospection
+from strawberry.extensions import DisableIntrospection, SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
@@ -34,10 +35,18 @@ class PaymentsSchema(strawberry.Schema):
                 logger.error("unexpected error in %s", error.path, exc_info=error.original_error)
 
 
-def build_schema(limits: QueryLimits | None = None, *, production: bool = False) -> PaymentsSchema:
+def build_schema(
+    limits: QueryLimits | None = None,
+    *,
+    production: bool = False,
+    observers: Sequence[Callable[[], SchemaExtension]] = (),
+) -> PaymentsSchema:
     """The schema with its query limits; `production` turns introspection off and hides
-    GraphQL's "Did you mean ...?" hints, which would reveal the schema piece by piece."""
+    GraphQL's "Did you mean ...?" hints, which would reveal the schema piece by piece.
+    `observers` are extensions the server adds (its request log and metrics)."""
     extensions: list[Any] = [
+        # Hooks unwind in reverse: observers see the response as the caller will.
+        *observers,
         partial(PublicErrors, production=production),
         *limit_extensions(limits or QueryLimits()),
         DynamoDBAccounting,

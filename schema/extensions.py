@@ -96,21 +96,24 @@ class PublicErrors(SchemaExtension):
 
 
 class DynamoDBAccounting(SchemaExtension):
-    """`extensions.dynamodb` when the request asked for it (SPEC §8)."""
+    """Counts every operation's DynamoDB calls (for its log line and metrics) into the context,
+    and reports them as `extensions.dynamodb` when the request asked for it (SPEC §8)."""
 
     def __init__(self) -> None:
         self._count: CallCount | None = None
+        self._report = False
 
     def on_operation(self) -> Iterator[None]:
-        if not getattr(self.execution_context.context, "debug_dynamodb", False):
-            yield
-            return
+        context = self.execution_context.context
+        self._report = bool(getattr(context, "debug_dynamodb", False))
         with count_calls() as count:
             self._count = count
+            if hasattr(context, "calls"):
+                context.calls = count
             yield
 
     def get_results(self) -> dict[str, Any]:
-        if self._count is None:
+        if self._count is None or not self._report:
             return {}
         return {
             "dynamodb": {

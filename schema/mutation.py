@@ -20,10 +20,11 @@ from schema.types import PaymentType
 Info = strawberry.Info[Context, None]
 
 
-async def _result(work: Awaitable[Payment]) -> PaymentResult:
+async def _result(info: Info, work: Awaitable[Payment]) -> PaymentResult:
     try:
         return PaymentPayload(payment=cast(PaymentType, await work))
     except PaymentsError as error:
+        info.context.user_errors.append(error.code)
         return user_error(error)
 
 
@@ -59,6 +60,7 @@ class Mutation:
     @strawberry.mutation(description="A new PENDING payment.")
     async def create_payment(self, info: Info, input: inputs.CreatePaymentInput) -> PaymentResult:
         return await _result(
+            info,
             mutations.create_payment(
                 info.context,
                 user_id=input.user_id,
@@ -70,13 +72,13 @@ class Mutation:
                 intended_installment_id=input.intended_installment_id,
                 reason=input.reason,
                 idempotency_key=input.idempotency_key,
-            )
+            ),
         )
 
     @strawberry.mutation(description="Presented to the payments service: -> ACHSENT.")
     async def submit_payment(self, info: Info, input: inputs.SubmitPaymentInput) -> PaymentResult:
         return await _result(
-            _move(info, input, PaymentStatus.ACHSENT, confirmation_id=input.confirmation_id)
+            info, _move(info, input, PaymentStatus.ACHSENT, confirmation_id=input.confirmation_id)
         )
 
     @strawberry.mutation(description="Settled and applied to installments: -> COMPLETED.")
@@ -84,37 +86,40 @@ class Mutation:
         self, info: Info, input: inputs.CompletePaymentInput
     ) -> PaymentResult:
         return await _result(
+            info,
             _move(
                 info,
                 input,
                 PaymentStatus.COMPLETED,
                 confirmation_id=input.confirmation_id,
                 applications=input.applications,
-            )
+            ),
         )
 
     @strawberry.mutation(description="Returned or declined, to be tried again: -> RETRY.")
     async def schedule_payment_retry(
         self, info: Info, input: inputs.SchedulePaymentRetryInput
     ) -> PaymentResult:
-        return await _result(_move(info, input, PaymentStatus.RETRY, return_code=input.return_code))
+        return await _result(
+            info, _move(info, input, PaymentStatus.RETRY, return_code=input.return_code)
+        )
 
     @strawberry.mutation(description="Given up on: -> FAILED.")
     async def fail_payment(self, info: Info, input: inputs.FailPaymentInput) -> PaymentResult:
-        return await _result(_move(info, input, PaymentStatus.FAILED))
+        return await _result(info, _move(info, input, PaymentStatus.FAILED))
 
     @strawberry.mutation(description="An ACH return, on time or late: -> RETURNED.")
     async def return_payment(self, info: Info, input: inputs.ReturnPaymentInput) -> PaymentResult:
         return await _result(
-            _move(info, input, PaymentStatus.RETURNED, return_code=input.return_code)
+            info, _move(info, input, PaymentStatus.RETURNED, return_code=input.return_code)
         )
 
     @strawberry.mutation(description="A card chargeback: -> CHARGED_BACK.")
     async def charge_back_payment(
         self, info: Info, input: inputs.ChargeBackPaymentInput
     ) -> PaymentResult:
-        return await _result(_move(info, input, PaymentStatus.CHARGED_BACK))
+        return await _result(info, _move(info, input, PaymentStatus.CHARGED_BACK))
 
     @strawberry.mutation(description="Not needed any more: -> SKIPPED.")
     async def skip_payment(self, info: Info, input: inputs.SkipPaymentInput) -> PaymentResult:
-        return await _result(_move(info, input, PaymentStatus.SKIPPED))
+        return await _result(info, _move(info, input, PaymentStatus.SKIPPED))

@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from datasource import PaymentStore, open_store
@@ -22,6 +23,7 @@ from schema import build_schema
 from schema.limits import QueryLimits
 from server.demo_data import seed_demo_payments
 from server.graphql_http import PaymentsGraphQL
+from server.observability import Metrics
 from server.request_limits import RequestBodyLimit
 from server.settings import Settings
 
@@ -71,6 +73,7 @@ def create_app(
         store: PaymentStore = app.state.store
         return store
 
+    metrics = Metrics()
     graphql = PaymentsGraphQL(
         build_schema(
             QueryLimits(
@@ -80,6 +83,7 @@ def create_app(
                 max_cost=settings.max_query_cost,
             ),
             production=settings.production,
+            observers=[metrics.observer()],
         ),
         store=current_store,
         auth=AuthConfig.build(
@@ -112,13 +116,20 @@ def create_app(
             )
         return JSONResponse({"status": "ok", "table": settings.table_name})
 
+    async def metrics_page(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    routes = [
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+    ]
+    if settings.metrics == "app":
+        routes.append(Route("/metrics", metrics_page))
     app = Starlette(
-        routes=[
-            Route("/graphql", graphql, methods=["GET", "POST"]),
-            Route("/healthz", healthz),
-            Route("/readyz", readyz),
-        ],
+        routes=routes,
         middleware=[Middleware(RequestBodyLimit, max_bytes=settings.max_request_bytes)],
         lifespan=lifespan,
     )
+    app.state.metrics = metrics
     return app

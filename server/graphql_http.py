@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 
@@ -17,6 +19,10 @@ from resolvers.context import Context
 from schema import PaymentsSchema
 
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
+REQUEST_ID_HEADER = "x-request-id"
+# A caller's request id is kept when it is a plain token; anything else gets a fresh one, so
+# no header can write arbitrary text into the logs.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 class PaymentsGraphQL(GraphQL[Context, None]):
@@ -62,7 +68,13 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             authenticated = authenticate(request.headers.get("authorization"), self._auth)
         except CallerError as refusal:
             authenticated = refusal
+        request_id = request.headers.get(REQUEST_ID_HEADER, "")
+        if not _REQUEST_ID.fullmatch(request_id):
+            request_id = uuid.uuid4().hex
+        if isinstance(response, Response):
+            response.headers[REQUEST_ID_HEADER] = request_id
         return Context(
+            request_id=request_id,
             store=self._store(),
             max_attempts=self._max_attempts,
             clock=self._clock,

@@ -26,5 +26,7 @@ def uvicorn_options(*, host: str, port: int) -> dict[str, Any]:
         "loop": "uvloop",
         "http": "httptools",
         "access_log": False,
+        # The service's own logging setup (server.logs) formats uvicorn's lines too.
+        "log_config": None,
         "server_header": False,
     }

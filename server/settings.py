@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     max_query_cost: Annotated[int, Field(ge=1)] = 10_000
     max_request_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
 
+    # Operating it (README "Operating it").
+    log_format: Literal["auto", "json", "text"] = "auto"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    metrics: Literal["off", "app", "port"] = "app"
+    metrics_port: Annotated[int, Field(ge=1, le=65535)] = 9464
+
     dynamodb_max_pool_connections: Annotated[int, Field(ge=1)] = 64
     dynamodb_connect_timeout: Annotated[float, Field(gt=0)] = 2.0
     dynamodb_read_timeout: Annotated[float, Field(gt=0)] = 5.0

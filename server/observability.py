@@ -1,0 +1,131 @@
+"""Per-request log line and Prometheus metrics, from one schema extension.
+
+Metrics (`prometheus-client`, one registry per app):
+    loc_payments_requests_total{operation, outcome}          GraphQL operations
+    loc_payments_request_duration_seconds{operation}         their latency (histogram)
+    loc_payments_dynamodb_calls_total{api, outcome}          DynamoDB calls ("ok" or error code)
+    loc_payments_transitions_total{from_status, to_status}   status moves written
+    loc_payments_errors_total{code}                          errors and UserError answers
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+
+from graphql import DocumentNode, FieldNode, OperationDefinitionNode
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from strawberry.extensions import SchemaExtension
+
+from resolvers.context import Context
+
+request_log = logging.getLogger("loc_payments.request")
+
+# Latency buckets in seconds, from a cached lookup to a slow page.
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry = field(
+        default_factory=lambda: CollectorRegistry(auto_describe=True)
+    )
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.requests = Counter(
+            "loc_payments_requests", "GraphQL operations", ["operation", "outcome"], registry=r
+        )
+        self.duration = Histogram(
+            "loc_payments_request_duration_seconds",
+            "GraphQL operation latency",
+            ["operation"],
+            buckets=BUCKETS,
+            registry=r,
+        )
+        self.dynamodb_calls = Counter(
+            "loc_payments_dynamodb_calls", "DynamoDB API calls", ["api", "outcome"], registry=r
+        )
+        self.transitions = Counter(
+            "loc_payments_transitions",
+            "Payment status moves written",
+            ["from_status", "to_status"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "loc_payments_errors", "Errors and UserError answers", ["code"], registry=r
+        )
+
+    def observer(self) -> Callable[[], SchemaExtension]:
+        return partial(RequestObserver, metrics=self)
+
+
+def _first_field(document: DocumentNode | None) -> str:
+    """An unnamed operation is known by its first root field (`createPayment`)."""
+    for definition in document.definitions if document else ():
+        if isinstance(definition, OperationDefinitionNode):
+            for selection in definition.selection_set.selections:
+                if isinstance(selection, FieldNode):
+                    return selection.name.value
+    return "anonymous"
+
+
+class RequestObserver(SchemaExtension):
+    def __init__(self, *, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def on_operation(self) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        duration = time.perf_counter() - started
+        execution = self.execution_context
+        context = execution.context
+        if not isinstance(context, Context):
+            return
+        operation = execution.operation_name or _first_field(execution.graphql_document)
+        result = execution.result
+        codes = [
+            str((error.extensions or {}).get("code", "GRAPHQL_VALIDATION_FAILED"))
+            for error in (getattr(result, "errors", None) or [])
+        ] + context.user_errors
+        outcome = codes[0] if codes else "OK"
+        calls = context.calls
+        m = self.metrics
+        m.requests.labels(operation, outcome).inc()
+        m.duration.labels(operation).observe(duration)
+        for code in codes:
+            m.errors.labels(code).inc()
+        if calls is not None:
+            for (api, answer), count in calls.outcomes.items():
+                m.dynamodb_calls.labels(api, answer).inc(count)
+            unanswered = {
+                api: count - sum(n for (a, _), n in calls.outcomes.items() if a == api)
+                for api, count in calls.operations.items()
+            }
+            for api, count in unanswered.items():
+                if count > 0:
+                    m.dynamodb_calls.labels(api, "no_answer").inc(count)
+        for source, target in context.writes:
+            m.transitions.labels(source.value if source else "NEW", target.value).inc()
+        duration_ms = round(duration * 1000, 3)
+        request_log.info(
+            "%s %s %s in %.1f ms, %d DynamoDB calls",
+            operation,
+            context.caller_kind,
+            outcome,
+            duration_ms,
+            0 if calls is None else calls.requests,
+            extra={
+                "request_id": context.request_id,
+                "operation": operation,
+                "caller_kind": context.caller_kind,
+                "duration_ms": duration_ms,
+                "dynamodb_calls": 0 if calls is None else calls.requests,
+                "dynamodb_operations": {} if calls is None else dict(calls.operations),
+                "outcome": outcome,
+                "error_codes": codes,
+            },
+        )

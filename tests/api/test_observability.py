@@ -1,0 +1,163 @@
+"""What the people who run the service see: request lines, the audit trail, metrics."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from datasource import DynamoConfig
+from server.logs import configure_logging
+from tests.api.conftest import SERVICE, Api, api_client
+
+LIST = "query Retries { paymentsByStatus(status: RETRY) { edges { cursor } } }"
+
+
+def records(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
+    return [record for record in caplog.records if record.name == name]
+
+
+async def test_one_request_line_per_operation(api: Api, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="loc_payments")
+    response = await api.http.post(
+        "/graphql",
+        json={"query": LIST},
+        headers={"Authorization": f"Bearer {SERVICE}", "X-Request-ID": "req-42"},
+    )
+
+    assert response.headers["X-Request-ID"] == "req-42"
+    [line] = records(caplog, "loc_payments.request")
+    fields: dict[str, Any] = line.__dict__
+    assert fields["request_id"] == "req-42"
+    assert fields["operation"] == "Retries"
+    assert fields["caller_kind"] == "service"
+    assert fields["outcome"] == "OK"
+    assert fields["dynamodb_calls"] == 1
+    assert fields["dynamodb_operations"] == {"Query": 1}
+    assert fields["duration_ms"] > 0
+    assert SERVICE not in caplog.text
+
+
+async def test_a_request_id_is_made_when_none_or_a_strange_one_is_given(api: Api) -> None:
+    for given in (None, "bad id\nwith a newline", "x" * 200):
+        headers = {"Authorization": f"Bearer {SERVICE}"}
+        if given is not None:
+            headers["X-Request-ID"] = given
+        response = await api.http.post("/graphql", json={"query": LIST}, headers=headers)
+        made = response.headers["X-Request-ID"]
+        assert made != given and len(made) == 32
+
+
+async def test_errors_are_the_outcome(api: Api, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="loc_payments")
+    await api.post(LIST, as_=None)
+    ghost = {
+        "userId": "u",
+        "loanId": "l",
+        "paymentId": "0190f5a4-0000-7000-8000-000000000000",
+        "reason": "r",
+    }
+    await api.mutate("skipPayment", ghost)
+    outcomes = [line.__dict__["outcome"] for line in records(caplog, "loc_payments.request")]
+    assert outcomes == ["UNAUTHENTICATED", "NOT_FOUND"]
+
+
+async def test_every_write_is_one_audit_event(api: Api, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="loc_payments.audit")
+    payment = await api.create(method="ACH", reason="autopay run")
+    await api.move("submitPayment", payment, confirmationId="c-1", reason="sent")
+    await api.move("completePayment", payment, reason="settled")
+    await api.move("skipPayment", payment, reason="refused: no audit")  # INVALID_TRANSITION
+    await api.move("returnPayment", payment, returnCode="R10", reason="unauthorized")
+
+    events = [line.__dict__ for line in records(caplog, "loc_payments.audit")]
+    assert [(e["event"], e["from_status"], e["to_status"], e["version"]) for e in events] == [
+        ("payment.created", None, "PENDING", 1),
+        ("payment.transitioned", "PENDING", "ACHSENT", 2),
+        ("payment.transitioned", "ACHSENT", "COMPLETED", 3),
+        ("payment.transitioned", "COMPLETED", "RETURNED", 4),
+    ]
+    assert [e["reason"] for e in events] == ["autopay run", "sent", "settled", "unauthorized"]
+    for event in events:
+        assert (event["user_id"], event["loan_id"]) == ("alice", "loan-1")
+        assert event["payment_id"] == payment["paymentId"]
+        assert (event["actor_id"], event["actor_kind"]) == ("collections-job", "service")
+        assert event["at"].endswith("Z")
+
+
+async def test_an_idempotent_replay_writes_no_audit_event(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="loc_payments.audit")
+    request = {"userId": "u", "loanId": "l", "amountCents": 5, "method": "ACH"}
+    for _ in range(3):
+        await api.mutate("createPayment", {**request, "idempotencyKey": "k-1"})
+    assert len(records(caplog, "loc_payments.audit")) == 1
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{") and all(
+            f'{key}="{value}"' in line for key, value in labels.items()
+        ):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name}{{{wanted}}} in\n{text}")
+
+
+async def test_metrics(api: Api) -> None:
+    payment = await api.create(method="ACH")
+    await api.move("submitPayment", payment, confirmationId="c-1")
+    await api.post(LIST)
+    await api.post(LIST, as_=None)
+
+    text = (await api.http.get("/metrics")).text
+
+    assert metric(text, "loc_payments_requests_total", operation="Retries", outcome="OK") == 1
+    assert (
+        metric(text, "loc_payments_requests_total", operation="Retries", outcome="UNAUTHENTICATED")
+        == 1
+    )
+    assert metric(text, "loc_payments_request_duration_seconds_count", operation="Retries") == 2
+    assert metric(text, "loc_payments_dynamodb_calls_total", api="Query", outcome="ok") == 1
+    assert metric(text, "loc_payments_dynamodb_calls_total", api="PutItem", outcome="ok") == 1
+    assert (
+        metric(text, "loc_payments_transitions_total", from_status="PENDING", to_status="ACHSENT")
+        == 1
+    )
+    assert (
+        metric(text, "loc_payments_transitions_total", from_status="NEW", to_status="PENDING") == 1
+    )
+    assert metric(text, "loc_payments_errors_total", code="UNAUTHENTICATED") == 1
+
+
+async def test_metrics_can_be_off(moto_config: DynamoConfig) -> None:
+    async with api_client(moto_config, metrics="off") as api:
+        assert (await api.http.get("/metrics")).status_code == 404
+
+
+def test_json_lines_or_text() -> None:
+    stream = io.StringIO()
+    handler = configure_logging(log_format="json", local=True, stream=stream)
+    try:
+        logging.getLogger("loc_payments.request").info(
+            "Retries service OK", extra={"request_id": "r-1", "duration_ms": 1.5}
+        )
+        line = json.loads(stream.getvalue())
+        assert line["message"] == "Retries service OK"
+        assert (line["request_id"], line["duration_ms"], line["level"]) == ("r-1", 1.5, "INFO")
+
+        stream = io.StringIO()
+        handler = configure_logging(log_format="auto", local=True, stream=stream)
+        logging.getLogger("loc_payments.request").info("not a terminal: JSON")
+        assert json.loads(stream.getvalue())["message"] == "not a terminal: JSON"
+
+        stream = io.StringIO()
+        handler = configure_logging(log_format="text", local=True, stream=stream)
+        logging.getLogger("loc_payments.request").info("readable")
+        assert stream.getvalue().rstrip().endswith("loc_payments.request: readable")
+    finally:
+        logging.getLogger().removeHandler(handler)
