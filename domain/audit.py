@@ -16,7 +16,12 @@ audit_log = logging.getLogger("loc_payments.audit")
 
 
 def audit_write(
-    before: Payment | None, after: Payment, *, actor_id: str, actor_kind: str
+    before: Payment | None,
+    after: Payment,
+    *,
+    actor_id: str,
+    actor_kind: str,
+    request_id: str | None = None,
 ) -> None:
     event = "payment.created" if before is None else "payment.transitioned"
     audit_log.info(
@@ -39,5 +44,6 @@ def audit_write(
             "actor_kind": actor_kind,
             "at": format_timestamp(after.updated_at),
             "version": after.version,
+            "request_id": request_id,
         },
     )

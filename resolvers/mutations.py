@@ -79,7 +79,13 @@ async def transition_payment(
 
 
 def _record_write(context: Context, caller: Caller, before: Payment | None, after: Payment) -> None:
-    audit_write(before, after, actor_id=caller.user_id, actor_kind=context.caller_kind)
+    audit_write(
+        before,
+        after,
+        actor_id=caller.user_id,
+        actor_kind=context.caller_kind,
+        request_id=context.request_id,
+    )
     context.writes.append((None if before is None else before.status, after.status))
 
 

@@ -85,6 +85,7 @@ async def test_every_write_is_one_audit_event(api: Api, caplog: pytest.LogCaptur
         assert (event["user_id"], event["loan_id"]) == ("alice", "loan-1")
         assert event["payment_id"] == payment["paymentId"]
         assert (event["actor_id"], event["actor_kind"]) == ("collections-job", "service")
+        assert len(event["request_id"]) == 32
         assert event["at"].endswith("Z")
 
 
