@@ -1,0 +1,416 @@
+"""Schemathesis fuzzes every Query and Mutation field of the real app, on moto.
+
+Each answer must be one the schema allows: no 5xx; every error raised while executing carries a
+refusal's or domain error's `extensions.code` (a masked INTERNAL counts as a failure: the service
+broke on that input); every error before execution is GraphQL's own (no code) or a query limit's;
+no error shows a traceback, a module path or the table name; `data` has exactly the shape the
+query asked for. Payments with fixed ids are seeded and schemathesis's dictionaries put their ids
+into most arguments, so mutations reach the transition engine and the writes, not only validation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import graphql
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, settings
+from schemathesis import Case, Response
+from schemathesis.checks import response_schema_conformance
+from schemathesis.config import SchemathesisConfig
+from schemathesis.python import asgi
+from schemathesis.specs.graphql.schemas import GraphQLSchema
+from starlette.applications import Starlette
+
+from datasource import DynamoConfig, PaymentStore
+from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from domain.payment import LoanRef, PaymentRef, new_payment
+from domain.transitions import TransitionRequest, apply_transition
+from resolvers.node_ids import loan_node_id, payment_node_id
+from schema import build_schema
+from server.app import create_app
+from server.settings import Settings
+from tests.api.conftest import ALICE, SERVICE, Clock, api_client, error_codes
+
+USER, LOAN = "alice", "loan-1"  # ALICE's token is user "alice"
+# (payment id, method, moves from PENDING): a payment in each status a mutation can start from.
+SEEDED: list[tuple[str, PaymentMethod, list[TransitionRequest]]] = [
+    ("0196c000-0000-7000-8000-000000000001", PaymentMethod.ACH, []),
+    (
+        "0196c000-0000-7000-8000-000000000002",
+        PaymentMethod.ACH,
+        [TransitionRequest(PaymentStatus.ACHSENT, "seed", confirmation_id="ach-1")],
+    ),
+    (
+        "0196c000-0000-7000-8000-000000000003",
+        PaymentMethod.ACH,
+        [
+            TransitionRequest(PaymentStatus.ACHSENT, "seed", confirmation_id="ach-2"),
+            TransitionRequest(PaymentStatus.RETRY, "seed", return_code="R01"),
+        ],
+    ),
+    (
+        "0196c000-0000-7000-8000-000000000004",
+        PaymentMethod.ACH,
+        [
+            TransitionRequest(PaymentStatus.ACHSENT, "seed", confirmation_id="ach-3"),
+            TransitionRequest(PaymentStatus.COMPLETED, "seed"),
+        ],
+    ),
+    ("0196c000-0000-7000-8000-000000000005", PaymentMethod.PINLESS, []),
+    (
+        "0196c000-0000-7000-8000-000000000006",
+        PaymentMethod.PINLESS,
+        [TransitionRequest(PaymentStatus.COMPLETED, "seed", confirmation_id="card-1")],
+    ),
+]
+PAYMENT_IDS = [payment_id for payment_id, _, _ in SEEDED]
+NODE_IDS = [payment_node_id(PaymentRef(USER, LOAN, p)) for p in PAYMENT_IDS[:3]] + [
+    loan_node_id(LoanRef(USER, LOAN))
+]
+
+DICTIONARIES = {
+    "users": [USER],
+    "loans": [LOAN],
+    "payments": PAYMENT_IDS,
+    "nodes": NODE_IDS,
+    "confirmations": ["ach-1", "ach-2", "card-1", "conf-new"],
+    "return_codes": ["R01", "R02", "R05", "R09", "R10"],
+    "installments": ["inst-1"],
+    "cents": [5000, 2500],
+    "reasons": ["settled", "declined by the bank"],
+    "page_sizes": [1, 2, 10],
+}
+BINDINGS = {
+    "Query.*.userId": "users",
+    "Query.*.loanId": "loans",
+    "Query.*.paymentId": "payments",
+    "Query.node.id": "nodes",
+    "Query.nodes.ids[*]": "nodes",
+    "Query.paymentByConfirmation.confirmationId": "confirmations",
+    "*.*.first": "page_sizes",
+    "Mutation.*.input.userId": "users",
+    "Mutation.*.input.loanId": "loans",
+    "Mutation.*.input.paymentId": "payments",
+    "Mutation.*.input.confirmationId": "confirmations",
+    "Mutation.*.input.returnCode": "return_codes",
+    "Mutation.*.input.reason": "reasons",
+    "Mutation.*.input.intendedInstallmentId": "installments",
+    "Mutation.completePayment.input.applications[*].installmentId": "installments",
+    "Mutation.completePayment.input.applications[*].amountCents": "cents",
+    "Mutation.createPayment.input.amountCents": "cents",
+}
+# Often enough that most mutations name a seeded payment, rarely enough that random ids stay.
+PROBABILITY = 0.8
+
+
+def fuzzed(mode: str) -> GraphQLSchema:
+    """The served schema, generating `positive` (valid) queries or `all` (invalid ones too)."""
+    config = {
+        "base-url": "http://testserver/graphql",
+        "generation": {"mode": mode},
+        "dictionaries": {name: {"values": values} for name, values in DICTIONARIES.items()},
+        "parameters": {
+            key: {"dictionary": name, "probability": PROBABILITY} for key, name in BINDINGS.items()
+        },
+    }
+    return schemathesis.graphql.from_file(
+        build_schema().as_str(), config=SchemathesisConfig.from_dict(config)
+    )
+
+
+# The service's run is the deep one: valid queries only, so every example reaches the resolvers.
+AS_SERVICE = fuzzed("positive")
+AS_CUSTOMER = fuzzed("all")
+CLIENT_SCHEMA = AS_SERVICE.client_schema
+
+FUZZ_SETTINGS = settings(
+    deadline=None,
+    derandomize=True,  # the same examples on every run, so CI is reproducible
+    database=None,
+    phases=[Phase.generate],  # no shrinking: a failure is reported as found
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+# The codes of refusals and domain errors during execution; INTERNAL (masked) is not among them:
+# the service failing on an input is what the fuzzing looks for.
+CODES = {"UNAUTHENTICATED", "FORBIDDEN", "INVALID_INPUT", "NOT_FOUND", "UNAVAILABLE"}
+# A query limit refuses the whole operation before execution (schema.limits).
+QUERY_LIMIT = re.compile(r"QUERY_[A-Z_]+")
+# What a leaked traceback, module path, AWS error or table name would show.
+LEAKS = re.compile(
+    r"Traceback|File \"|site-packages|\.py\b|botocore|ClientError|arn:aws|loc-service"
+)
+DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
+async def seed(store: PaymentStore, clock: Clock) -> None:
+    for payment_id, method, moves in SEEDED:
+        payment = dataclasses.replace(
+            new_payment(
+                user_id=USER,
+                loan_id=LOAN,
+                amount_cents=5000,
+                method=method,
+                process=PaymentProcess.AUTO,
+                reason="seed",
+                now=clock(),
+                account_last_four="6789",
+                intended_installment_id="inst-1",
+            ),
+            payment_id=payment_id,
+        )
+        payment = await store.create(payment)
+        for move in moves:
+            payment = await store.transition(
+                payment, apply_transition(payment, move, max_attempts=3, now=clock())
+            )
+
+
+@pytest.fixture
+async def seeded_config(moto_config: DynamoConfig, moto_store: PaymentStore) -> DynamoConfig:
+    await seed(moto_store, Clock())
+    return moto_config
+
+
+@pytest.fixture
+def served(seeded_config: DynamoConfig) -> Iterator[Served]:
+    """The app on the seeded table. Schemathesis's client runs the app's lifespan on an event
+    loop of its own (one thread for every app) and its pytest plugin ends it with the test."""
+    app_settings = Settings(
+        table_name=seeded_config.table_name, dynamodb_endpoint=seeded_config.endpoint_url
+    )
+    app = create_app(app_settings, clock=Clock())
+    with asgi.get_client(app) as client:
+        yield Served(app, client, seeded_config.table_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    app: Starlette
+    client: asgi.ASGIClient
+    table_name: str
+
+    def check(self, case: Case, *, token: str) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        response = case.call(app=self.app, session=self.client, headers=headers)
+        assert self.table_name not in response.text, response.text
+        assert_schema_conforming_answer(case, response)
+
+
+@AS_SERVICE.parametrize()
+@settings(FUZZ_SETTINGS, max_examples=100)
+def test_fuzz_as_service(case: Case, served: Served) -> None:
+    served.check(case, token=SERVICE)
+
+
+@AS_CUSTOMER.parametrize()
+@settings(FUZZ_SETTINGS, max_examples=20)
+def test_fuzz_as_customer(case: Case, served: Served) -> None:
+    served.check(case, token=ALICE)
+
+
+def assert_schema_conforming_answer(case: Case, response: Response) -> None:
+    assert response.status_code < 500, response.text
+    case.validate_response(response, checks=[response_schema_conformance])
+    body = response.json()
+    assert set(body) <= {"data", "errors", "extensions"}, body
+    errors = body.get("errors") or []
+    for error in errors:
+        assert not LEAKS.search(str(error)), error
+        code = (error.get("extensions") or {}).get("code")
+        if "path" in error:
+            assert code in CODES, error
+        else:
+            # Refused before execution: GraphQL's own parse and validation errors carry no code,
+            # a query limit its own.
+            assert code is None or QUERY_LIMIT.fullmatch(code), error
+            assert body.get("data") is None, body
+    problems = shape_problems(case.body, body.get("data"), [e.get("path") or [] for e in errors])
+    assert not problems, (problems, body)
+
+
+def shape_problems(query: str, data: Any, error_paths: list[list[str | int]]) -> list[str]:
+    """Where `data` differs from what the schema says `query` returns; [] when it conforms.
+
+    A null in a non-null position is allowed only where an error was reported at or below it.
+    """
+    document = graphql.parse(query)
+    if data is None:
+        return [] if error_paths else ["neither data nor errors"]
+    operation = next(
+        d for d in document.definitions if isinstance(d, graphql.OperationDefinitionNode)
+    )
+    root = CLIENT_SCHEMA.get_root_type(operation.operation)
+    assert root is not None
+    fragments = {
+        d.name.value: d
+        for d in document.definitions
+        if isinstance(d, graphql.FragmentDefinitionNode)
+    }
+    walker = _ShapeWalker(fragments, error_paths)
+    walker.value(data, graphql.GraphQLNonNull(root), [operation.selection_set], [])
+    return walker.problems
+
+
+@dataclasses.dataclass
+class _ShapeWalker:
+    fragments: dict[str, graphql.FragmentDefinitionNode]
+    error_paths: list[list[str | int]]
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    def value(
+        self,
+        value: Any,
+        type_: graphql.GraphQLOutputType,
+        selections: list[graphql.SelectionSetNode],
+        path: list[str | int],
+    ) -> None:
+        if isinstance(type_, graphql.GraphQLNonNull):
+            if value is None:
+                if not any(p[: len(path)] == path for p in self.error_paths):
+                    self.problems.append(f"{path}: null in a non-null {type_} with no error")
+                return
+            type_ = type_.of_type
+        if value is None:
+            return
+        if isinstance(type_, graphql.GraphQLList):
+            if not isinstance(value, list):
+                self.problems.append(f"{path}: {value!r} is not a list")
+                return
+            for index, item in enumerate(value):
+                self.value(item, type_.of_type, selections, [*path, index])
+        elif isinstance(type_, graphql.GraphQLScalarType):
+            if not _scalar_fits(type_.name, value):
+                self.problems.append(f"{path}: {value!r} is not a {type_.name}")
+        elif isinstance(type_, graphql.GraphQLEnumType):
+            if value not in type_.values:
+                self.problems.append(f"{path}: {value!r} is not a {type_.name}")
+        elif isinstance(type_, graphql.GraphQLObjectType):
+            self.object(value, type_, selections, path)
+        else:  # an interface or union: the value must fit one of its object types
+            assert isinstance(type_, graphql.GraphQLInterfaceType | graphql.GraphQLUnionType)
+            candidates = CLIENT_SCHEMA.get_possible_types(type_)
+            for candidate in candidates:
+                trial = _ShapeWalker(self.fragments, self.error_paths)
+                trial.object(value, candidate, selections, path)
+                if not trial.problems:
+                    return
+            self.problems.append(f"{path}: {value!r} fits no type of {type_.name}")
+
+    def object(
+        self,
+        value: Any,
+        type_: graphql.GraphQLObjectType,
+        selections: list[graphql.SelectionSetNode],
+        path: list[str | int],
+    ) -> None:
+        if not isinstance(value, dict):
+            self.problems.append(f"{path}: {value!r} is not a {type_.name} object")
+            return
+        fields: dict[str, list[graphql.FieldNode]] = {}
+        for selection_set in selections:
+            self.collect(selection_set, type_, fields)
+        if set(value) != set(fields):
+            self.problems.append(f"{path}: keys {sorted(value)} for {sorted(fields)}")
+            return
+        for key, nodes in fields.items():
+            name = nodes[0].name.value
+            if name == "__typename":
+                if value[key] != type_.name:
+                    self.problems.append(f"{path}: __typename {value[key]!r} for {type_.name}")
+                continue
+            subselections = [n.selection_set for n in nodes if n.selection_set is not None]
+            self.value(value[key], type_.fields[name].type, subselections, [*path, key])
+
+    def collect(
+        self,
+        selection_set: graphql.SelectionSetNode,
+        type_: graphql.GraphQLObjectType,
+        fields: dict[str, list[graphql.FieldNode]],
+    ) -> None:
+        for selection in selection_set.selections:
+            if isinstance(selection, graphql.FieldNode):
+                key = selection.alias.value if selection.alias else selection.name.value
+                fields.setdefault(key, []).append(selection)
+                continue
+            if isinstance(selection, graphql.FragmentSpreadNode):
+                fragment = self.fragments[selection.name.value]
+                condition, nested = fragment.type_condition, fragment.selection_set
+            else:
+                assert isinstance(selection, graphql.InlineFragmentNode)
+                condition, nested = selection.type_condition, selection.selection_set
+            if condition is None or _applies(condition.name.value, type_):
+                self.collect(nested, type_, fields)
+
+
+def _applies(condition: str, type_: graphql.GraphQLObjectType) -> bool:
+    named = CLIENT_SCHEMA.get_type(condition)
+    if named is None or isinstance(named, graphql.GraphQLObjectType):
+        return named is type_
+    assert isinstance(named, graphql.GraphQLInterfaceType | graphql.GraphQLUnionType)
+    return CLIENT_SCHEMA.is_sub_type(named, type_)
+
+
+def _scalar_fits(name: str, value: Any) -> bool:
+    match name:
+        case "Int":
+            return type(value) is int and -(2**31) <= value < 2**31
+        case "Float":
+            return type(value) in (int, float)
+        case "String" | "ID":
+            return isinstance(value, str)
+        case "Boolean":
+            return isinstance(value, bool)
+        case "DateTime":
+            return isinstance(value, str) and DATETIME.fullmatch(value) is not None
+    return True
+
+
+def test_the_shape_check_finds_what_the_schema_forbids() -> None:
+    query = "{ paymentsByStatus(status: RETRY) { edges { node { status amountCents } } } }"
+    node = {"status": "RETRY", "amountCents": 5000}
+    wrapped = {"paymentsByStatus": {"edges": [{"node": node}]}}
+    assert shape_problems(query, wrapped, []) == []
+    for bad in (
+        {"status": "LOST", "amountCents": 5000},
+        {"status": "RETRY", "amountCents": 2**31},
+        {"status": "RETRY", "amountCents": None},
+        {"status": "RETRY"},
+        {"status": "RETRY", "amountCents": 5000, "extra": 1},
+    ):
+        assert shape_problems(query, {"paymentsByStatus": {"edges": [{"node": bad}]}}, [])
+    errored = {"paymentsByStatus": {"edges": [{"node": {"status": "RETRY", "amountCents": None}}]}}
+    assert (
+        shape_problems(query, errored, [["paymentsByStatus", "edges", 0, "node", "amountCents"]])
+        == []
+    )
+    created = (
+        'mutation { createPayment(input: {loanId: "l", amountCents: 1, method: ACH}) '
+        "{ ... on PaymentPayload { payment { createdAt } } ... on UserError { code } } }"
+    )
+    assert shape_problems(created, {"createPayment": {"code": "NOT_FOUND"}}, []) == []
+    assert shape_problems(created, {"createPayment": {"code": "LOST"}}, [])
+    now = datetime(2026, 3, 2, tzinfo=UTC).isoformat()
+    assert shape_problems(created, {"createPayment": {"payment": {"createdAt": now}}}, [])
+
+
+async def test_a_refused_node_id_leaves_no_read_running(moto_config: DynamoConfig) -> None:
+    """Found by the fuzzing: `nodes` once gathered its lookups without cancelling them, so a
+    refused id left the others' BatchGetItem running after the answer, and after shutdown on a
+    closed client (an unclosed aiohttp session)."""
+    async with api_client(moto_config) as api:
+        running = asyncio.all_tasks()
+        body = await api.post(
+            "query($ids: [ID!]!) { nodes(ids: $ids) { id } }",
+            {"ids": [*NODE_IDS[:2], "not-a-node-id"]},
+        )
+        left_over = asyncio.all_tasks() - running
+        await asyncio.gather(*left_over, return_exceptions=True)
+    assert error_codes(body) == ["INVALID_INPUT"]
+    assert not left_over
