@@ -1,0 +1,517 @@
+"""A hypothesis state machine drives payments through the GraphQL API and checks the table.
+
+Each example creates a few random payments (ACH or PINless, any amount, with or without an
+intended installment) and then makes random moves: any of the seven transition mutations, with
+inputs that fit or do not (confirmation ids, applications that add up or not, return codes, empty
+reasons). Expectations come from the API itself, never from a copy of the transition table: a move
+that succeeds must have been in the payment's `allowedTransitions` just before (so a move to a
+status that was not in it is refused). After every step, on moto:
+
+- the amount never changes;
+- a refused move (any error member of `PaymentResult`) leaves the item identical, attribute for
+  attribute; a successful one raises `loc_version` by exactly one and stores what it answered;
+- attempts never exceed the maximum, never fall, and rise by at most one a move;
+- a terminal status (SKIPPED, FAILED, RETURNED, CHARGED_BACK) never moves again;
+- a COMPLETED payment's applications add up to its amount (and any applications always do);
+- GSI1 and GSI2 list a written payment under its current status, at its current version; when an
+  example ends, each index lists each of its payments exactly once (so under no other status),
+  and the table holds nothing that the steps did not write.
+
+Hypothesis's state machines are synchronous, so the API runs on a dedicated event loop (one
+`asyncio.Runner`) that owns one app for the whole test. Each example is a new user; its items are
+deleted when it ends, so the table only ever holds one example's payments (moto's index queries
+scan the whole table, and GSI2's one partition would otherwise hold every example's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from collections import Counter
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import boto3
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from datasource import DynamoConfig
+from tests.api.conftest import Api, api_client
+
+MAX_ATTEMPTS = 3
+MAX_INT = 2_147_483_647
+MAX_PAYMENTS = 3  # of one example; every later step moves one of them
+TERMINAL = frozenset({"SKIPPED", "FAILED", "RETURNED", "CHARGED_BACK"})
+# What each mutation asks for (SPEC §6). Whether the payment may move there, the API says.
+TARGET = {
+    "submitPayment": "ACHSENT",
+    "completePayment": "COMPLETED",
+    "schedulePaymentRetry": "RETRY",
+    "failPayment": "FAILED",
+    "returnPayment": "RETURNED",
+    "chargeBackPayment": "CHARGED_BACK",
+    "skipPayment": "SKIPPED",
+}
+# A move asked for alone, of a payment that exists, is refused for what was asked: never these.
+NOT_A_REFUSAL = frozenset({"CONFLICT", "NOT_FOUND", "UNAVAILABLE"})
+
+# Inputs: those that fit a move, and those that do not (see `move` for which go where).
+OMIT = "<omit>"  # an optional input left out
+CURRENT = "<current>"  # the payment's own confirmation id (a fresh one if it has none)
+REASONS = ["collections run", "payments-service callback", "ops request", "x"]
+BAD_REASONS = [""]
+CONFIRMATION_IDS = [CURRENT, "conf-1", "conf-2"]
+BAD_CONFIRMATION_IDS = ["bad#id", "", " conf-1"]
+COMPLETION_CONFIRMATION_IDS = [CURRENT, OMIT]
+RETURN_CODES = ["R01", "R09", "R02", "R10"]
+RETRY_RETURN_CODES = ["R01", "R09", OMIT]
+BAD_RETURN_CODES = ["X1", "R1", "r01"]
+APPLICATION_MODES = ["exact", OMIT]
+BAD_APPLICATION_MODES = ["off-by-one", "empty", "bad-id", "zero"]
+CUTS = st.lists(st.integers(0, MAX_INT), max_size=2)
+CREATIONS = st.fixed_dictionaries(
+    {
+        "loanId": st.sampled_from(["loan-1", "loan-2"]),
+        "amountCents": st.integers(1, MAX_INT),
+        "method": st.sampled_from(["ACH", "PINLESS"]),
+        "process": st.sampled_from(["MANUAL", "AUTO", "RETRY"]),
+        "intendedInstallmentId": st.sampled_from(["inst-1", OMIT]),
+        "accountLastFour": st.sampled_from(["6789", OMIT]),
+    }
+)
+
+# Only what the checks read: a smaller document is a faster request, and this test makes many.
+PAYMENT = """
+    paymentId status amountCents attempts confirmationId returnCode updateReason updatedAt
+    intendedInstallmentId allowedTransitions applications { installmentId amountCents }
+"""
+RESULT = f"""
+    __typename
+    ... on PaymentPayload {{ payment {{ {PAYMENT} }} }}
+    ... on UserError {{ code message }}
+    ... on InvalidTransitionError {{ currentStatus targetStatus }}
+"""
+DOCUMENTS = {
+    mutation: f"""mutation($input: {mutation[0].upper()}{mutation[1:]}Input!) {{
+        result: {mutation}(input: $input) {{ {RESULT} }}
+    }}"""
+    for mutation in ["createPayment", *TARGET]
+}
+# What an index entry must share with its primary item (read projected: moto is faster so).
+INDEX_PROJECTION = "loc_payment_id, loc_status, loc_version, loc_last_updated"
+
+Item = dict[str, Any]
+
+
+@dataclass
+class Harness:
+    """What every example shares: one event loop, one app on it, one raw DynamoDB client."""
+
+    runner: asyncio.Runner
+    api: Api
+    dynamodb: Any  # boto3's DynamoDB client: the table and its indexes, as they are
+    table_name: str
+
+
+@dataclass
+class Tracked:
+    """One payment as the test knows it: what it was created with and what was last seen."""
+
+    user_id: str
+    loan_id: str
+    payment_id: str
+    amount: int
+    intended_installment_id: str | None
+    status: str
+    allowed: list[str]  # `allowedTransitions` as the API last answered it
+    item: Item  # the stored item, as last read
+
+    @property
+    def key(self) -> Item:
+        return {
+            "PK": {"S": f"USER#{self.user_id}"},
+            "SK": {"S": f"LOAN#{self.loan_id}#PAYMENT#{self.payment_id}"},
+        }
+
+    def named(self, reason: str) -> dict[str, Any]:
+        return {
+            "userId": self.user_id,
+            "loanId": self.loan_id,
+            "paymentId": self.payment_id,
+            "reason": reason,
+        }
+
+
+class PaymentLifecycle(RuleBasedStateMachine):
+    harness: ClassVar[Harness]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.user_id = f"user-{uuid.uuid4()}"
+        self.tracked: dict[str, Tracked] = {}
+        # What the last step wrote or tried to (checked after it), and what it changed.
+        self.touched: list[Tracked] = []
+        self.changed: list[Tracked] = []
+        # Set by a step, cleared once its checks passed: a failed example skips the final check.
+        self.unchecked = False
+
+    # --- steps ----------------------------------------------------------------------------
+
+    @initialize(creations=st.lists(CREATIONS, min_size=1, max_size=MAX_PAYMENTS))
+    def create_payments(self, creations: list[dict[str, Any]]) -> None:
+        self.begin_step()
+        for creation in creations:
+            self.create(creation)
+
+    @rule(data=st.data())
+    def move(self, data: st.DataObject) -> None:
+        """Any of the seven transition mutations, of any payment, with inputs that fit or not.
+
+        In one of four styles: "fit", a move that the API says is open, of a payment that can
+        still move, with fitting inputs (so that payments get far); "loop", a presentment or a
+        retry of the most presented payment that can still move, with fitting inputs (so that
+        the attempts reach the maximum, and a move tries to pass it); "probe", an open move with
+        any inputs, the unfitting ones first; "any", any move of any payment with any inputs.
+        """
+        movable = [payment for payment in self.tracked.values() if payment.allowed]
+        styles = ["fit", "loop", "probe", "fit", "loop", "any"] if movable else ["any"]
+        style = data.draw(st.sampled_from(styles), label="style")
+        if style == "loop":
+            payment = max(movable, key=lambda p: (attempts(p.item), version(p.item)))
+            mutations = ["submitPayment", "schedulePaymentRetry"]
+        else:
+            payments = movable if style != "any" else list(self.tracked.values())
+            ids = [payment.payment_id for payment in payments]
+            payment = self.tracked[data.draw(st.sampled_from(ids), label="payment")]
+            open_moves = [mutation for mutation in TARGET if TARGET[mutation] in payment.allowed]
+            mutations = open_moves if style != "any" else list(TARGET)
+        mutation = data.draw(st.sampled_from(mutations), label="mutation")
+        reasons = REASONS if style in ("fit", "loop") else REASONS + BAD_REASONS
+        reason = data.draw(st.sampled_from(reasons), label="reason")
+        extra = data.draw(self.inputs(mutation, payment, style), label="input")
+        self.begin_step()
+        self.transition(mutation, payment, reason, **extra)
+
+    def inputs(
+        self, mutation: str, payment: Tracked, style: str
+    ) -> st.SearchStrategy[dict[str, Any]]:
+        """What a mutation takes beyond the payment and the reason."""
+        current = payment.item.get("loc_confirmation_id", {}).get("S")
+        own = current or f"conf-{payment.payment_id[-6:]}"
+
+        def pick(good: list[str], bad: list[str]) -> st.SearchStrategy[str]:
+            options = {"fit": good, "loop": good, "probe": bad + good, "any": good + bad}[style]
+            return st.sampled_from(options).map(lambda choice: own if choice == CURRENT else choice)
+
+        if mutation == "submitPayment":
+            return given(confirmationId=pick(CONFIRMATION_IDS, BAD_CONFIRMATION_IDS))
+        if mutation == "completePayment":
+            modes = pick(APPLICATION_MODES, BAD_APPLICATION_MODES)
+            return given(
+                confirmationId=pick(COMPLETION_CONFIRMATION_IDS, CONFIRMATION_IDS),
+                applications=st.builds(application_list, st.just(payment.amount), modes, CUTS),
+            )
+        if mutation == "schedulePaymentRetry":
+            return given(returnCode=pick(RETRY_RETURN_CODES, RETURN_CODES + BAD_RETURN_CODES))
+        if mutation == "returnPayment":
+            return given(returnCode=pick(RETURN_CODES, BAD_RETURN_CODES))
+        return st.just({})
+
+    # --- what creations and moves must do -------------------------------------------------
+
+    def begin_step(self) -> None:
+        self.unchecked = True
+        self.touched, self.changed = [], []
+
+    def create(self, creation: dict[str, Any]) -> None:
+        fields = {"userId": self.user_id, **without_omitted(creation)}
+        result = self.mutate("createPayment", fields)
+        assert result["__typename"] == "PaymentPayload", result
+        created = result["payment"]
+        assert created["status"] == "PENDING", result
+        assert created["amountCents"] == fields["amountCents"], result
+        assert created["attempts"] == 0, result
+        assert created["applications"] == [], result
+        payment = Tracked(
+            user_id=self.user_id,
+            loan_id=fields["loanId"],
+            payment_id=created["paymentId"],
+            amount=fields["amountCents"],
+            intended_installment_id=created["intendedInstallmentId"],
+            status=created["status"],
+            allowed=created["allowedTransitions"],
+            item={},
+        )
+        item = self.read_item(payment)
+        assert item["loc_version"] == {"N": "1"}, item
+        self.tracked[payment.payment_id] = payment
+        self.touched.append(payment)
+        self.changed.append(payment)
+
+    def transition(self, mutation: str, payment: Tracked, reason: str, **extra: Any) -> None:
+        target = TARGET[mutation]
+        status_before, allowed_before, before = payment.status, payment.allowed, payment.item
+        result = self.mutate(mutation, {**payment.named(reason), **extra})
+        after = self.read_item(payment)
+        self.touched.append(payment)
+
+        if result["__typename"] != "PaymentPayload":
+            # Refused: a typed error for what was asked, and not one attribute changed.
+            assert result.get("code") and result["code"] not in NOT_A_REFUSAL, result
+            if result["__typename"] == "InvalidTransitionError":
+                assert result["currentStatus"] == status_before, result
+                assert result["targetStatus"] == target, result
+            assert after == before, (result, diff(before, after))
+            return
+
+        moved = result["payment"]
+        # Allowed by the payment's own account just before: so a move to a status that was not
+        # in `allowedTransitions` never succeeds, and a terminal status never moves.
+        assert target in allowed_before, (status_before, target, allowed_before, result)
+        assert status_before not in TERMINAL, (status_before, result)
+        assert reason != "", result  # every move needs a reason
+        assert moved["status"] == target, result
+        assert moved["paymentId"] == payment.payment_id, result
+        assert moved["updateReason"] == reason, result
+        assert moved["amountCents"] == payment.amount, result
+        if mutation == "completePayment":
+            expected = extra.get("applications")
+            if expected is None:
+                # Without a list, the whole amount goes to the intended installment.
+                assert payment.intended_installment_id is not None, result
+                expected = [
+                    {
+                        "installmentId": payment.intended_installment_id,
+                        "amountCents": payment.amount,
+                    }
+                ]
+            assert moved["applications"] == expected, result
+        if "confirmationId" in extra:
+            assert moved["confirmationId"] == extra["confirmationId"], result
+        if "returnCode" in extra:
+            assert moved["returnCode"] == extra["returnCode"], result
+        # The table holds what the caller was told, one version on.
+        assert version(after) == version(before) + 1, diff(before, after)
+        assert after["loc_status"] == {"S": target}, diff(before, after)
+        assert after["loc_update_reason"] == {"S": reason}, diff(before, after)
+        assert after["loc_last_updated"] == {"S": moved["updatedAt"]}, diff(before, after)
+        assert attempts(after) == moved["attempts"], diff(before, after)
+        assert attempts(before) <= attempts(after) <= attempts(before) + 1, diff(before, after)
+        assert after.get("loc_confirmation_id", {}).get("S") == moved["confirmationId"]
+        assert after.get("loc_return_code", {}).get("S") == moved["returnCode"]
+        payment.status, payment.allowed = target, moved["allowedTransitions"]
+        self.changed.append(payment)
+
+    # --- checked after every step ---------------------------------------------------------
+
+    @invariant(check_during_init=True)
+    def stored_payments_keep_their_properties(self) -> None:
+        for payment in self.touched:
+            item = payment.item
+            status, p, loan = payment.status, payment.payment_id, payment.loan_id
+            assert item["loc_amount"] == {"N": str(payment.amount)}, item
+            assert item["loc_status"] == {"S": status}, item
+            assert 0 <= attempts(item) <= MAX_ATTEMPTS, item
+            if status in TERMINAL:
+                assert payment.allowed == [], (status, payment.allowed)
+            applications = item["loc_applications"]["L"]
+            if status == "COMPLETED":
+                assert applications, item
+            if applications:
+                total = sum(int(a["M"]["amount"]["N"]) for a in applications)
+                assert total == payment.amount, item
+            assert item["GSI1PK"] == {"S": f"USER#{payment.user_id}"}, item
+            assert item["GSI1SK"] == {"S": f"LOAN#{loan}#STATUS#{status}#PAYMENT#{p}"}, item
+            assert item["GSI2PK"] == {"S": "PAYMENT"}, item
+            assert item["GSI2SK"] == {"S": f"STATUS#{status}#PAYMENT#{p}"}, item
+        for payment in self.changed:
+            # A written item is listed under its new status, at its new version. (An unchanged
+            # item has unchanged index entries; that no other is listed, the example's end checks.)
+            entry = {name: payment.item[name] for name in INDEX_PROJECTION.split(", ")}
+            assert self.in_gsi1(payment, payment.status) == [entry]
+            assert self.in_gsi2(payment, payment.status) == [entry]
+        self.unchecked = False
+
+    def in_gsi1(self, payment: Tracked, status: str) -> list[Item]:
+        """The loan's payments in `status` (GSI1), narrowed to this payment."""
+        listed = self.query(
+            IndexName="GSI1",
+            KeyConditionExpression="GSI1PK = :pk AND begins_with(GSI1SK, :prefix)",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"USER#{payment.user_id}"},
+                ":prefix": {"S": f"LOAN#{payment.loan_id}#STATUS#{status}#"},
+            },
+            ProjectionExpression=INDEX_PROJECTION,
+        )
+        return [item for item in listed if item["loc_payment_id"]["S"] == payment.payment_id]
+
+    def in_gsi2(self, payment: Tracked, status: str) -> list[Item]:
+        """What GSI2 holds under this payment's key for `status`."""
+        return self.query(
+            IndexName="GSI2",
+            KeyConditionExpression="GSI2PK = :pk AND GSI2SK = :sk",
+            ExpressionAttributeValues={
+                ":pk": {"S": "PAYMENT"},
+                ":sk": {"S": f"STATUS#{status}#PAYMENT#{payment.payment_id}"},
+            },
+            ProjectionExpression=INDEX_PROJECTION,
+        )
+
+    def teardown(self) -> None:
+        try:
+            if not self.unchecked:
+                self.check_whole_example()
+        finally:
+            keys = [{"DeleteRequest": {"Key": t.key}} for t in self.tracked.values()]
+            for start in range(0, len(keys), 25):
+                self.harness.dynamodb.batch_write_item(
+                    RequestItems={self.harness.table_name: keys[start : start + 25]}
+                )
+
+    def check_whole_example(self) -> None:
+        """The table holds this example's payments as last read, each index lists each once."""
+        user = {"S": f"USER#{self.user_id}"}
+        fields = "SK, loc_version, loc_last_updated"
+        stored = self.query(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": user},
+            ProjectionExpression=fields,
+            ConsistentRead=True,
+        )
+        expected = [{f: t.item[f] for f in fields.split(", ")} for t in self.tracked.values()]
+        assert sorted(stored, key=str) == sorted(expected, key=str)
+        gsi1 = self.query(
+            IndexName="GSI1",
+            KeyConditionExpression="GSI1PK = :pk",
+            ExpressionAttributeValues={":pk": user},
+            ProjectionExpression="GSI1SK",
+        )
+        listed = Counter(entry["GSI1SK"]["S"] for entry in gsi1)
+        assert listed == Counter(t.item["GSI1SK"]["S"] for t in self.tracked.values())
+        # GSI2's one partition holds every user's payments; the table holds this example's only.
+        gsi2 = self.query(
+            IndexName="GSI2",
+            KeyConditionExpression="GSI2PK = :pk",
+            ExpressionAttributeValues={":pk": {"S": "PAYMENT"}},
+            ProjectionExpression="GSI2SK",
+        )
+        listed = Counter(entry["GSI2SK"]["S"] for entry in gsi2)
+        assert listed == Counter(t.item["GSI2SK"]["S"] for t in self.tracked.values())
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def mutate(self, mutation: str, input: dict[str, Any]) -> dict[str, Any]:
+        api, runner = self.harness.api, self.harness.runner
+        data = runner.run(api.data(DOCUMENTS[mutation], {"input": input}))
+        result: dict[str, Any] = data["result"]
+        return result
+
+    def read_item(self, payment: Tracked) -> Item:
+        response = self.harness.dynamodb.get_item(
+            TableName=self.harness.table_name, Key=payment.key, ConsistentRead=True
+        )
+        payment.item = response["Item"]
+        return payment.item
+
+    def query(self, **parameters: Any) -> list[Item]:
+        items: list[Item] = []
+        while True:
+            response = self.harness.dynamodb.query(TableName=self.harness.table_name, **parameters)
+            items.extend(response["Items"])
+            if "LastEvaluatedKey" not in response:
+                return items
+            parameters["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+def given(**fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """An input of these fields, without those that came out as OMIT."""
+    return st.fixed_dictionaries(fields).map(without_omitted)
+
+
+def without_omitted(fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in fields.items() if value != OMIT}
+
+
+def application_list(amount: int, mode: str, cuts: list[int]) -> list[dict[str, Any]] | str:
+    """Applications for `amount`: parts that add up to it exactly, or ones that do not."""
+    if mode == OMIT:
+        return OMIT
+    if mode == "empty":
+        return []
+    if mode == "off-by-one":
+        return [{"installmentId": "inst-1", "amountCents": amount + 1 if amount < MAX_INT else 1}]
+    if mode == "zero":
+        return [
+            {"installmentId": "inst-1", "amountCents": amount},
+            {"installmentId": "inst-2", "amountCents": 0},
+        ]
+    points = sorted({1 + cut % (amount - 1) for cut in cuts}) if amount > 1 else []
+    bounds = [0, *points, amount]
+    installment = "inst#{}" if mode == "bad-id" else "inst-{}"
+    return [
+        {"installmentId": installment.format(index + 1), "amountCents": high - low}
+        for index, (low, high) in enumerate(itertools.pairwise(bounds))
+    ]
+
+
+def version(item: Item) -> int:
+    return int(item["loc_version"]["N"])
+
+
+def attempts(item: Item) -> int:
+    return int(item["loc_payment_attempts"]["N"])
+
+
+def diff(before: Item, after: Item) -> dict[str, tuple[Any, Any]]:
+    return {
+        name: (before.get(name), after.get(name))
+        for name in sorted(before.keys() | after.keys())
+        if before.get(name) != after.get(name)
+    }
+
+
+async def open_api(stack: AsyncExitStack, config: DynamoConfig) -> Api:
+    api: Api = await stack.enter_async_context(api_client(config, max_attempts=MAX_ATTEMPTS))
+    return api
+
+
+def test_payment_lifecycle_state_machine(moto_config: DynamoConfig) -> None:
+    dynamodb = boto3.client(
+        "dynamodb",
+        region_name=moto_config.region,
+        endpoint_url=moto_config.endpoint_url,
+        aws_access_key_id=moto_config.aws_access_key_id,
+        aws_secret_access_key=moto_config.aws_secret_access_key,
+    )
+    # A loop of its own, not made the thread's current one, so pytest-asyncio's stays as it was.
+    runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
+    stack = AsyncExitStack()
+    try:
+        api = runner.run(open_api(stack, moto_config))
+        harness = Harness(runner, api, dynamodb, moto_config.table_name)
+        machine = type("PaymentLifecycleOnMoto", (PaymentLifecycle,), {"harness": harness})
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=200,
+                stateful_step_count=int(__import__("os").environ.get("SM_STEPS", "15")),
+                deadline=None,
+                # No example database: it would be a `.hypothesis/` directory in the checkout.
+                database=None,
+            ),
+        )
+    finally:
+        try:
+            runner.run(stack.aclose())
+        finally:
+            runner.close()
+            dynamodb.close()
