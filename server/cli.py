@@ -1,9 +1,11 @@
-"""`loc-payments`: run the service (`serve`) or mint a development token (`token`)."""
+"""`loc-payments`: run the service (`serve`), mint a development token (`token`), print the
+table's CloudFormation template (`template`), run the collection job (`collect`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import signal
 import sys
 import time
@@ -13,18 +15,26 @@ from types import FrameType
 import jwt
 import pydantic
 
+from datasource.table import cloudformation_template
+from domain.errors import InvalidCursor, PaymentsError
+from server.checkpoint import CheckpointRefused
+from server.collect_command import add_arguments as add_collect_arguments
+from server.collect_command import run_collect
 from server.embedded_dynamodb import (
     DynamoDBLocalFailed,
     DynamoDBLocalMissing,
     EmbeddedDynamoDB,
     JavaMissing,
 )
+from server.logs import configure_logging
 from server.runtime import tune_garbage_collector, uvicorn_options
-from server.settings import Settings
+from server.settings import TABLE_AND_REGION, Settings
 
 SERVICE_SCOPE = "payments:service"
 DEFAULT_TOKEN_TTL_SECONDS = 12 * 60 * 60
 STARTUP_TOKEN_USER = "local-developer"
+TEMPLATE_PATH = "infra/table.template.json"
+TEMPLATE_COMMAND = f"loc-payments template > {TEMPLATE_PATH}"
 
 
 class TokenRefused(RuntimeError):
@@ -81,12 +91,22 @@ def _print_development_access(settings: Settings) -> None:
     )
 
 
+def table_template() -> str:
+    """The table's CloudFormation template, as committed in infra/table.template.json."""
+    names = {env: table_name for env, (table_name, _region) in TABLE_AND_REGION.items()}
+    return json.dumps(cloudformation_template(names), indent=2) + "\n"
+
+
 def serve(settings: Settings) -> int:
     # Imported here so that `token` works without loading the web stack.
     import uvicorn
+    from prometheus_client import start_http_server
 
     from server.app import create_app
 
+    configure_logging(
+        log_format=settings.log_format, local=settings.env == "local", level=settings.log_level
+    )
     previous_sigterm = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         with contextlib.ExitStack() as stack:
@@ -101,6 +121,11 @@ def serve(settings: Settings) -> int:
             )
             if settings.uses_development_jwt_secret:
                 _print_development_access(settings)
+            if settings.metrics == "port":
+                # Scraped on its own port, so /metrics never shares the API's listener.
+                start_http_server(
+                    settings.metrics_port, addr=settings.host, registry=app.state.metrics.registry
+                )
             tune_garbage_collector()
             # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
             uvicorn.run(app, **uvicorn_options(host=settings.host, port=settings.port))
@@ -139,6 +164,21 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="lifetime (default: %(default)s)",
     )
+    commands.add_parser(
+        "template",
+        help=f"print the table's CloudFormation template (committed: {TEMPLATE_COMMAND})",
+    )
+    add_collect_arguments(
+        commands.add_parser(
+            "collect",
+            help="fail the RETRY payments that can no longer be presented; list the others",
+            description=(
+                "Pages through every user's RETRY payments. One that may no longer be "
+                "presented moves to FAILED; one that may is written as a JSON line for the "
+                "submitter. The summary goes to stderr."
+            ),
+        )
+    )
     return parser
 
 
@@ -153,14 +193,31 @@ def _settings_problem(error: pydantic.ValidationError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
+    if arguments.command == "template":
+        sys.stdout.write(table_template())
+        return 0
     try:
         settings = Settings()
         if arguments.command == "token":
             return _token(settings, arguments)
+        if arguments.command == "collect":
+            return run_collect(settings, arguments)
         return serve(settings)
     except pydantic.ValidationError as error:
         message = _settings_problem(error)
-    except (JavaMissing, DynamoDBLocalMissing, DynamoDBLocalFailed, TokenRefused) as error:
+    except InvalidCursor:
+        message = (
+            "the checkpoint's cursor does not verify: it was saved with another "
+            "LOC_CURSOR_SECRET or changed; start over with a new checkpoint file"
+        )
+    except (
+        JavaMissing,
+        DynamoDBLocalMissing,
+        DynamoDBLocalFailed,
+        TokenRefused,
+        CheckpointRefused,
+        PaymentsError,
+    ) as error:
         message = str(error)
     except KeyboardInterrupt:
         return 130

@@ -33,7 +33,7 @@ LOCAL_AWS_CREDENTIALS = {"aws_access_key_id": "testkey", "aws_secret_access_key"
 
 MIN_SECRET_BYTES = 32
 
-_TABLE_AND_REGION: dict[str, tuple[str, str]] = {
+TABLE_AND_REGION: dict[str, tuple[str, str]] = {
     "local": ("local-loc-service", "us-west-2"),
     "test": ("test-loc-service", "us-west-2"),
     "prod": ("prod-loc-service", "us-east-2"),
@@ -93,8 +93,8 @@ class Settings(BaseSettings):
         if not isinstance(data, dict):
             return data
         env = data.get("env", "local")
-        if env in _TABLE_AND_REGION:
-            table_name, region = _TABLE_AND_REGION[env]
+        if env in TABLE_AND_REGION:
+            table_name, region = TABLE_AND_REGION[env]
             data = {"table_name": table_name, "region": region, **data}
         no_key = (
             data.get("auth_jwt_secret") is None and data.get("auth_jwt_public_key_file") is None

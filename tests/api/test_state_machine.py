@@ -177,17 +177,19 @@ class PaymentLifecycle(RuleBasedStateMachine):
         """Any of the seven transition mutations, of any payment, with inputs that fit or not.
 
         In one of four styles: "fit", a move that the API says is open, of a payment that can
-        still move, with fitting inputs (so that payments get far); "loop", a presentment or a
-        retry of the most presented payment that can still move, with fitting inputs (so that
-        the attempts reach the maximum, and a move tries to pass it); "probe", an open move with
-        any inputs, the unfitting ones first; "any", any move of any payment with any inputs.
+        still move, with fitting inputs (so that payments get far); "loop", the open one of
+        `submitPayment` and `schedulePaymentRetry` for the most presented payment that can still
+        move, or both once neither is open, with fitting inputs (so that the attempts reach the
+        maximum, and then moves try to pass it); "probe", an open move with any inputs, the
+        unfitting ones first; "any", any move of any payment with any inputs.
         """
         movable = [payment for payment in self.tracked.values() if payment.allowed]
-        styles = ["fit", "loop", "probe", "fit", "loop", "any"] if movable else ["any"]
+        styles = ["loop", "fit", "loop", "probe", "loop", "any"] if movable else ["any"]
         style = data.draw(st.sampled_from(styles), label="style")
         if style == "loop":
             payment = max(movable, key=lambda p: (attempts(p.item), version(p.item)))
-            mutations = ["submitPayment", "schedulePaymentRetry"]
+            loop = ["submitPayment", "schedulePaymentRetry"]
+            mutations = [m for m in loop if TARGET[m] in payment.allowed] or loop
         else:
             payments = movable if style != "any" else list(self.tracked.values())
             ids = [payment.payment_id for payment in payments]

@@ -1,0 +1,152 @@
+"""The collection job's checkpoint: where a run stands, saved atomically after every page.
+
+A checkpoint names one run. It holds the cursor of the last page the run finished, the counts so
+far, and how many bytes of the report file that page left behind; a resumed run cuts the report
+back to that length, so the lines of a page that did not finish are written once, by the run that
+finishes it. It is bound to the table, the report file and the dry-run flag it was made with:
+resuming with others would skip or repeat payments, so they are refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO
+
+_FORMAT = "loc-payments-collect/1"
+
+
+class CheckpointRefused(Exception):
+    """The checkpoint cannot be read, or belongs to another run."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionCounts:
+    scanned: int = 0  # listed by the index
+    failed: int = 0  # moved to FAILED (in a dry run: would have been)
+    eligible: int = 0  # reported for the submitter
+    conflicts: int = 0  # changed by another writer between our read and our write
+    skipped: int = 0  # no longer in RETRY when read from the table
+
+    def plus(self, **increments: int) -> CollectionCounts:
+        totals = asdict(self)
+        for name, increment in increments.items():
+            totals[name] += increment
+        return CollectionCounts(**totals)
+
+    def summary(self) -> str:
+        return ", ".join(f"{name} {value}" for name, value in asdict(self).items())
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    table_name: str
+    report: str | None  # the report file's absolute path; None: stdout
+    dry_run: bool
+    cursor: str | None = None  # after the last finished page; None: from the start
+    report_bytes: int | None = None  # the report's length after that page (files only)
+    counts: CollectionCounts = CollectionCounts()
+    finished: bool = False
+
+    def check_matches(self, other: Checkpoint) -> None:
+        """Refuse to resume this run as `other` (the run the command line describes)."""
+        for name, mine, theirs in (
+            ("table", self.table_name, other.table_name),
+            ("report file (--output)", self.report, other.report),
+            ("--dry-run", self.dry_run, other.dry_run),
+        ):
+            if mine != theirs:
+                raise CheckpointRefused(
+                    f"the checkpoint belongs to a run with {name} {mine!r}, not {theirs!r}; "
+                    "resume it with the same options, or start over with a new checkpoint file"
+                )
+
+
+def load_checkpoint(path: Path) -> Checkpoint | None:
+    """The checkpoint saved at `path`, or None when there is none yet."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise CheckpointRefused(f"cannot read the checkpoint {path}: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise CheckpointRefused(f"{path} is not a checkpoint of loc-payments collect")
+    try:
+        return Checkpoint(
+            table_name=data["table_name"],
+            report=data["report"],
+            dry_run=data["dry_run"],
+            cursor=data["cursor"],
+            report_bytes=data["report_bytes"],
+            counts=CollectionCounts(**data["counts"]),
+            finished=data["finished"],
+        )
+    except (KeyError, TypeError) as error:
+        raise CheckpointRefused(f"the checkpoint {path} is damaged: {error}") from None
+
+
+def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
+    """Replace the checkpoint at `path` in one step: a crash leaves the old one or the new one."""
+    body = json.dumps({"format": _FORMAT, **asdict(checkpoint)}, indent=2).encode() + b"\n"
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(body)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    _sync_directory(path.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    # The rename is durable only once the directory is; not every platform can open one.
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def open_report(path: Path | None, resumed: Checkpoint | None) -> IO[bytes]:
+    """Where the eligible payments' lines go: stdout, a new file, or a resumed run's file cut
+    back to what its last finished page left."""
+    if path is None:
+        return sys.stdout.buffer
+    if resumed is None or resumed.report_bytes is None:
+        return path.open("wb")
+    try:
+        report = path.open("r+b")
+    except FileNotFoundError:
+        raise CheckpointRefused(
+            f"the checkpoint's report file {path} is gone; its lines cannot be kept exactly once"
+        ) from None
+    if report.seek(0, os.SEEK_END) < resumed.report_bytes:
+        report.close()
+        raise CheckpointRefused(
+            f"the report file {path} is shorter than the checkpoint says; it was changed"
+        )
+    report.truncate(resumed.report_bytes)
+    report.seek(resumed.report_bytes)
+    return report
+
+
+def report_length(report: IO[bytes]) -> int:
+    """Flush the report file to disk and say how long it is."""
+    report.flush()
+    os.fsync(report.fileno())
+    return report.tell()

@@ -1,0 +1,226 @@
+"""The collection job (`loc-payments collect`): every user's RETRY payments, decided one by one.
+
+A payment that may no longer be presented (`domain.ach_returns.retry_eligibility`) moves to
+FAILED through the one transition engine and its conditional write; one that may is reported
+to the submitter as a JSON line. The job reads GSI2 (`STATUS#RETRY#PAYMENT#<id>`, newest first)
+a page at a time, and for each page:
+
+    1. reads the page's payments again from the table (consistent: the index may lag),
+    2. decides them, a few at a time, failing the ones the rules close,
+    3. writes the eligible ones' lines and flushes them to disk,
+    4. saves the checkpoint: the cursor of the page's last payment, the counts, the report's length.
+
+Why a resumed run neither skips nor repeats a payment: a cursor is a position in the index (the
+key of the last payment listed), not the payment itself. DynamoDB continues after that key
+whether or not an item still holds it, so the payments that left RETRY behind the position (failed
+by the job, or presented by the submitter) do not move it: everything before it was decided in a
+finished page, nothing after it was. A run that stops mid-page is resumed from the previous
+page's cursor; the payments it failed have left the index (or are read back as no longer in
+RETRY, and skipped), the eligible ones are still there, and their lines, cut from the report with
+the unfinished page, are written once by the resumed run. The counts of a finished page are
+exact; the failures made by a page that did not finish are in the audit trail, not in the counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import IO
+
+from datasource import Page, PaymentStore, open_store
+from datasource.table import create_table_if_missing
+from domain.ach_returns import RetryEligibility, retry_eligibility
+from domain.audit import audit_write
+from domain.enums import PaymentStatus
+from domain.errors import Conflict, NotFound
+from domain.payment import Payment, PaymentRef
+from domain.transitions import TransitionRequest, apply_transition
+from domain.validation import format_timestamp
+from server.checkpoint import (
+    Checkpoint,
+    CollectionCounts,
+    load_checkpoint,
+    report_length,
+    save_checkpoint,
+)
+from server.settings import Settings
+
+DEFAULT_PAGE_SIZE = 100
+DEFAULT_CONCURRENCY = 8
+FAILED_REASON_PREFIX = "collections: "
+# Who the audit trail names for the job's writes.
+JOB_ACTOR = "loc-payments-collect"
+
+logger = logging.getLogger("loc_payments.collect")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Outcome(Enum):
+    FAILED = "failed"
+    ELIGIBLE = "eligible"
+    CONFLICT = "conflicts"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionRun:
+    """What one run does; a checkpoint file makes it resumable."""
+
+    max_attempts: int
+    clock: Callable[[], datetime] = utc_now
+    dry_run: bool = False
+    page_size: int = DEFAULT_PAGE_SIZE
+    concurrency: int = DEFAULT_CONCURRENCY
+    checkpoint_path: Path | None = None
+
+
+def eligible_line(payment: Payment, eligibility: RetryEligibility) -> bytes:
+    """One payment for the submitter, in the GraphQL API's names and values."""
+    deadline = eligibility.deadline
+    return (
+        json.dumps(
+            {
+                "userId": payment.user_id,
+                "loanId": payment.loan_id,
+                "paymentId": payment.payment_id,
+                "amountCents": payment.amount_cents,
+                "method": payment.method.name,
+                "attemptsRemaining": eligibility.attempts_remaining,
+                "deadline": format_timestamp(deadline) if deadline is not None else None,
+            },
+            separators=(",", ":"),
+        ).encode()
+        + b"\n"
+    )
+
+
+def start_or_resume(run: CollectionRun, fresh: Checkpoint) -> Checkpoint | None:
+    """The saved checkpoint of this run if there is one (refused if it is another run's)."""
+    if run.checkpoint_path is None:
+        return None
+    saved = load_checkpoint(run.checkpoint_path)
+    if saved is not None:
+        saved.check_matches(fresh)
+    return saved
+
+
+async def collect_with_settings(
+    settings: Settings,
+    run: CollectionRun,
+    *,
+    endpoint_url: str | None,
+    report: IO[bytes],
+    start: Checkpoint,
+    on_page: Callable[[int, CollectionCounts], None] | None = None,
+) -> Checkpoint:
+    """`collect_retries` on the table the settings name (created in `local` when missing)."""
+    secret = settings.cursor_secret.get_secret_value().encode()
+    async with open_store(settings.dynamo_config(endpoint_url), cursor_secret=secret) as store:
+        if settings.creates_missing_table:
+            await create_table_if_missing(store.client, settings.table_name)
+        return await collect_retries(store, run, report=report, start=start, on_page=on_page)
+
+
+async def collect_retries(
+    store: PaymentStore,
+    run: CollectionRun,
+    *,
+    report: IO[bytes],
+    start: Checkpoint,
+    on_page: Callable[[int, CollectionCounts], None] | None = None,
+) -> Checkpoint:
+    """Decide every RETRY payment after `start`'s cursor; the final checkpoint says the totals.
+
+    `report` is positioned where the lines go (after what `start` kept of it).
+    """
+    checkpoint = start
+    while not checkpoint.finished:
+        page = await store.payments_by_status(
+            status=PaymentStatus.RETRY, first=run.page_size, after=checkpoint.cursor
+        )
+        outcomes = await _decide_page(store, run, page)
+        report.writelines(line for _, line in outcomes if line is not None)
+        report.flush()
+        tally = Counter(outcome.value for outcome, _ in outcomes)
+        checkpoint = dataclasses.replace(
+            checkpoint,
+            cursor=page.end_cursor or checkpoint.cursor,
+            counts=checkpoint.counts.plus(scanned=len(page.edges), **tally),
+            finished=not page.has_next_page,
+        )
+        if run.checkpoint_path is not None:
+            if checkpoint.report is not None:
+                checkpoint = dataclasses.replace(checkpoint, report_bytes=report_length(report))
+            save_checkpoint(run.checkpoint_path, checkpoint)
+        if on_page is not None:
+            on_page(len(page.edges), checkpoint.counts)
+    return checkpoint
+
+
+async def _decide_page(
+    store: PaymentStore, run: CollectionRun, page: Page
+) -> list[tuple[Outcome, bytes | None]]:
+    listed = [edge.payment for edge in page.edges]
+    current = await store.batch_get(
+        [PaymentRef(p.user_id, p.loan_id, p.payment_id) for p in listed]
+    )
+    limit = asyncio.Semaphore(run.concurrency)
+
+    async def decide(payment: Payment | None) -> tuple[Outcome, bytes | None]:
+        if payment is None or payment.status is not PaymentStatus.RETRY:
+            return Outcome.SKIPPED, None
+        async with limit:
+            return await _decide(store, run, payment)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(decide(payment)) for payment in current]
+    except ExceptionGroup as failures:
+        # The group cancelled the rest of the page; the first failure says what went wrong.
+        first = failures.exceptions[0]
+        raise first from first.__cause__
+    return [task.result() for task in tasks]
+
+
+async def _decide(
+    store: PaymentStore, run: CollectionRun, payment: Payment
+) -> tuple[Outcome, bytes | None]:
+    now = run.clock()
+    eligibility = retry_eligibility(payment, max_attempts=run.max_attempts, now=now)
+    if eligibility.eligible:
+        return Outcome.ELIGIBLE, eligible_line(payment, eligibility)
+    reason = f"{FAILED_REASON_PREFIX}{eligibility.reason}"
+    if run.dry_run:
+        logger.info("would fail %s: %s", _name(payment), reason)
+        return Outcome.FAILED, None
+    request = TransitionRequest(target=PaymentStatus.FAILED, reason=reason)
+    updated = apply_transition(payment, request, max_attempts=run.max_attempts, now=now)
+    try:
+        saved = await store.transition(payment, updated)
+    except (Conflict, NotFound) as error:
+        # Someone else moved it since we read it; whatever they did stands.
+        logger.info("left %s to the writer that changed it: %s", _name(payment), error.message)
+        return Outcome.CONFLICT, None
+    audit_write(payment, saved, actor_id=JOB_ACTOR, actor_kind="job")
+    return Outcome.FAILED, None
+
+
+def _name(payment: Payment) -> str:
+    return f"{payment.user_id}/{payment.loan_id}/{payment.payment_id}"
+
+
+def summary(checkpoint: Checkpoint) -> str:
+    """The last line of a run."""
+    suffix = " (dry run: nothing written)" if checkpoint.dry_run else ""
+    return f"collect: {checkpoint.counts.summary()}{suffix}"

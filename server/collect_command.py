@@ -1,0 +1,171 @@
+"""`loc-payments collect`: the collection job's options, its DynamoDB, progress bar and summary.
+
+The JSON lines go to stdout or `--output`; everything for people (the DynamoDB Local address, the
+progress bar, the logs, the summary) goes to stderr, so stdout can be piped to the submitter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+from datasource.pages import MAX_PAGE_SIZE
+from server.checkpoint import Checkpoint, CollectionCounts, open_report
+from server.collect import (
+    DEFAULT_CONCURRENCY,
+    CollectionRun,
+    collect_with_settings,
+    start_or_resume,
+    summary,
+)
+from server.embedded_dynamodb import EmbeddedDynamoDB
+from server.logs import configure_logging
+from server.settings import Settings
+
+MAX_CONCURRENCY = 32
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output", type=Path, metavar="FILE", help="write the JSON lines here (default: stdout)"
+    )
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="FILE",
+        help="save progress here after each page; run again with it to resume after a crash",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="write nothing to DynamoDB; report all the same"
+    )
+    parser.add_argument(
+        "--page-size",
+        type=_bounded(1, MAX_PAGE_SIZE),
+        default=MAX_PAGE_SIZE,
+        metavar="N",
+        help="payments per page and per checkpoint (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_bounded(1, MAX_CONCURRENCY),
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help="payments of a page decided at once (default: %(default)s)",
+    )
+
+
+def run_collect(settings: Settings, arguments: argparse.Namespace) -> int:
+    output: Path | None = arguments.output
+    run = CollectionRun(
+        max_attempts=settings.max_attempts,
+        dry_run=arguments.dry_run,
+        page_size=arguments.page_size,
+        concurrency=arguments.concurrency,
+        checkpoint_path=arguments.checkpoint,
+    )
+    fresh = Checkpoint(
+        table_name=settings.table_name,
+        report=str(output.resolve()) if output is not None else None,
+        dry_run=run.dry_run,
+    )
+    saved = start_or_resume(run, fresh)
+    if saved is not None and saved.finished:
+        print(f"{summary(saved)}; the checkpoint records a finished run", file=sys.stderr)
+        return 0
+    if saved is not None:
+        print(f"collect: resuming after {saved.counts.scanned} payments", file=sys.stderr)
+    configure_logging(
+        log_format=settings.log_format, local=settings.env == "local", level=settings.log_level
+    )
+    # Only this command draws a progress bar.
+    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-untyped]
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_stopping_on_sigterm())
+        endpoint = stack.enter_context(_dynamodb_endpoint(settings))
+        report = open_report(output, saved)
+        if output is not None:
+            stack.callback(report.close)
+        bar = stack.enter_context(
+            tqdm(
+                desc="collect",
+                unit=" payments",
+                initial=saved.counts.scanned if saved is not None else 0,
+                file=sys.stderr,
+                disable=not sys.stderr.isatty(),
+            )
+        )
+        if not bar.disable:
+            # Log lines go above the bar instead of through it.
+            stack.enter_context(logging_redirect_tqdm())
+
+        def on_page(listed: int, counts: CollectionCounts) -> None:
+            bar.set_postfix(failed=counts.failed, eligible=counts.eligible, refresh=False)
+            bar.update(listed)
+
+        try:
+            final = asyncio.run(
+                collect_with_settings(
+                    settings,
+                    run,
+                    endpoint_url=endpoint,
+                    report=report,
+                    start=saved or fresh,
+                    on_page=on_page,
+                )
+            )
+        except (KeyboardInterrupt, SystemExit):
+            if run.checkpoint_path is not None:
+                print(
+                    f"collect: stopped; resume with --checkpoint {run.checkpoint_path}",
+                    file=sys.stderr,
+                )
+            raise
+    print(summary(final), file=sys.stderr)
+    return 0
+
+
+@contextlib.contextmanager
+def _dynamodb_endpoint(settings: Settings) -> Iterator[str | None]:
+    """The endpoint the settings name, or that of a DynamoDB Local started for the block."""
+    if not settings.uses_embedded_dynamodb:
+        yield settings.dynamodb_endpoint
+        return
+    with EmbeddedDynamoDB(data_dir=settings.data_dir) as database:
+        print(
+            f"DynamoDB Local: {database.endpoint_url} (data in {settings.data_dir})",
+            file=sys.stderr,
+            flush=True,
+        )
+        yield database.endpoint_url
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    # SystemExit unwinds the `with` blocks: DynamoDB Local is stopped, the report file closed.
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _stopping_on_sigterm() -> Iterator[None]:
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+        return value
+
+    return parse
