@@ -14,15 +14,16 @@ DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
 
 PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
-TYPED_PACKAGES := domain datasource resolvers schema server
+TYPED_PACKAGES := domain datasource resolvers schema server bench
 
-.PHONY: help install run test lint schema clean
+.PHONY: help install run test lint schema clean bench
 
 help:
 	@echo "make run      serve the API on http://127.0.0.1:8000 (embedded DynamoDB Local)"
 	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate GraphQL schema change into schema.graphql"
+	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
 	@echo "make install  create .venv and fetch DynamoDB Local (run and test do this)"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
@@ -52,6 +53,11 @@ lint: install
 
 schema: install
 	$(VENV)/bin/python -m schema > schema.graphql
+
+# The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/).
+# Options after ARGS, e.g. make bench ARGS='--no-local' or ARGS='--quick'.
+bench: install
+	$(VENV)/bin/python -m bench $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(DDB_LOCAL)/node_modules .pytest_cache .mypy_cache .ruff_cache
