@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from datasource.cursors import CursorCodec, ListScope
@@ -15,10 +17,32 @@ from domain.payment import Payment
 MAX_PAGE_SIZE = 100
 
 
-@dataclass(frozen=True, slots=True)
 class Edge:
-    payment: Payment
-    cursor: str
+    """A payment in its list. Its cursor (a signed key) is made the first time it is read: most
+    pages are read for their payments alone, and signing every edge costs an HMAC each."""
+
+    __slots__ = ("_cursor", "_sign", "payment")
+
+    def __init__(self, payment: Payment, sign: Callable[[], str]) -> None:
+        self.payment = payment
+        self._sign = sign
+        self._cursor: str | None = None
+
+    @property
+    def cursor(self) -> str:
+        if self._cursor is None:
+            self._cursor = self._sign()
+        return self._cursor
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Edge):
+            return NotImplemented
+        return self.payment == other.payment and self.cursor == other.cursor
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and mutable (the cursor)
+
+    def __repr__(self) -> str:
+        return f"Edge(payment={self.payment!r}, cursor={self.cursor!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +117,7 @@ async def query_page(
             break
     names = page_key_attributes(query.scope.index)
     edges = [
-        Edge(from_item(item), cursors.encode(query.scope, {name: item[name] for name in names}))
+        Edge(from_item(item), partial(cursors.encode, query.scope, {n: item[n] for n in names}))
         for item in items[:first]
     ]
     return Page(

@@ -149,8 +149,9 @@ class PageInfo:
 
 @strawberry.type(name="PaymentEdge")
 class PaymentEdge:
+    # Served as the datasource's Edge itself: its cursor is signed only if a client asks.
     cursor: str
-    node: PaymentType
+    payment: PaymentType = strawberry.field(name="node")
 
 
 @strawberry.type(name="PaymentConnection")
@@ -160,10 +161,7 @@ class PaymentConnection:
 
     @classmethod
     def from_page(cls, page: Page) -> PaymentConnection:
-        edges = [
-            PaymentEdge(cursor=edge.cursor, node=cast(PaymentType, edge.payment))
-            for edge in page.edges
-        ]
+        edges = cast(list[PaymentEdge], page.edges)
         return cls(
             edges=edges,
             page_info=PageInfo(
