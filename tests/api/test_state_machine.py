@@ -25,8 +25,9 @@ scan the whole table, and GSI2's one partition would otherwise hold every exampl
 Cost: a move is about four DynamoDB calls (the service's read and conditional write, this test's
 read, and two index queries after a write), and moto's server, running in this process, spends
 3-10 ms of CPU on each. 200 examples of up to 8 steps is what fits well under a minute (about
-40 s on two idle cores); the "loop" rule and Hypothesis's swarm testing (examples that only loop)
-make up for the short examples by driving payments to the attempts maximum quickly.
+32 s on two idle cores, 50-60 s while other suites load them); the "loop" rule and Hypothesis's
+swarm testing (some examples only loop) make up for the short examples by driving payments to
+the attempts maximum quickly.
 """
 
 from __future__ import annotations
