@@ -47,6 +47,10 @@ class Payment:
     first_presented_at: datetime | None = None
     completed_at: datetime | None = None
 
+    @property
+    def ref(self) -> PaymentRef:
+        return PaymentRef(self.user_id, self.loan_id, self.payment_id)
+
 
 @dataclass(frozen=True, slots=True)
 class PaymentRef:

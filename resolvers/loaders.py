@@ -34,10 +34,6 @@ class ConfirmationKey:
     confirmation_id: str
 
 
-def ref_of(payment: Payment) -> PaymentRef:
-    return PaymentRef(payment.user_id, payment.loan_id, payment.payment_id)
-
-
 class Loaders:
     def __init__(self, store: PaymentStore) -> None:
         self._store = store
@@ -48,7 +44,7 @@ class Loaders:
         )
 
     def remember(self, payments: list[Payment]) -> None:
-        self.payments.prime_many({ref_of(payment): payment for payment in payments}, force=True)
+        self.payments.prime_many({payment.ref: payment for payment in payments}, force=True)
 
     def forget_lists(self) -> None:
         """After a write: lists and lookups may now be stale; single payments are re-primed."""

@@ -16,7 +16,7 @@ import strawberry
 
 from datasource import Page
 from domain.ach_returns import retry_eligibility
-from domain.payment import Application, LoanRef, Payment, PaymentRef
+from domain.payment import Application, LoanRef, Payment
 from domain.transitions import allowed_targets
 from resolvers import queries
 from resolvers.context import Context
@@ -48,7 +48,7 @@ def _loan_id(root: strawberry.Parent[LoanRef]) -> strawberry.ID:
 
 
 def _payment_id(root: strawberry.Parent[Payment]) -> strawberry.ID:
-    return strawberry.ID(payment_node_id(PaymentRef(root.user_id, root.loan_id, root.payment_id)))
+    return strawberry.ID(payment_node_id(root.ref))
 
 
 @strawberry.type(name="Loan", description="A loan of a user, with its payments.")

@@ -41,7 +41,7 @@ from domain.ach_returns import RetryEligibility, retry_eligibility
 from domain.audit import audit_write
 from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound
-from domain.payment import Payment, PaymentRef
+from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
 from domain.validation import format_timestamp
 from server.checkpoint import (
@@ -172,9 +172,7 @@ async def _decide_page(
     store: PaymentStore, run: CollectionRun, page: Page
 ) -> list[tuple[Outcome, bytes | None]]:
     listed = [edge.payment for edge in page.edges]
-    current = await store.batch_get(
-        [PaymentRef(p.user_id, p.loan_id, p.payment_id) for p in listed]
-    )
+    current = await store.batch_get([p.ref for p in listed])
     limit = asyncio.Semaphore(run.concurrency)
 
     async def decide(payment: Payment | None) -> tuple[Outcome, bytes | None]:

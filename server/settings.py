@@ -163,17 +163,6 @@ class Settings(BaseSettings):
         secret = self.auth_jwt_secret
         return secret is not None and secret.get_secret_value() == DEV_JWT_SECRET
 
-    @property
-    def auth_jwt_algorithm(self) -> Literal["HS256", "RS256"]:
-        return "HS256" if self.auth_jwt_secret is not None else "RS256"
-
-    def auth_jwt_verification_key(self) -> str:
-        """The HS256 secret, or the RS256 public key read from its file."""
-        if self.auth_jwt_secret is not None:
-            return self.auth_jwt_secret.get_secret_value()
-        assert self.auth_jwt_public_key_file is not None  # the validator ensures one of the two
-        return self.auth_jwt_public_key_file.read_text()
-
     def dynamo_config(self, endpoint_url: str | None = None) -> DynamoConfig:
         """How the datasource reaches the table.
 

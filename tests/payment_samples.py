@@ -58,7 +58,7 @@ def full_payment(**changes: Any) -> Payment:
 
 
 def ref_of(payment: Payment) -> PaymentRef:
-    return PaymentRef(payment.user_id, payment.loan_id, payment.payment_id)
+    return payment.ref
 
 
 def request_for(rule: Rule, **changes: Any) -> TransitionRequest:
