@@ -26,6 +26,15 @@ logger = logging.getLogger("loc_payments.graphql")
 
 
 class PaymentsSchema(strawberry.Schema):
+    def __init__(self, *, hide_suggestions: bool = False, **options: Any) -> None:
+        super().__init__(**options)
+        self.hide_suggestions = hide_suggestions
+
+    def _get_execute_function(self) -> Callable[..., Any]:
+        # Variable coercion hints at names as validation does ("Did you mean 'process'?").
+        execute = super()._get_execute_function()
+        return partial(execute, hide_suggestions=True) if self.hide_suggestions else execute
+
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
@@ -41,14 +50,15 @@ def build_schema(
     production: bool = False,
     observers: Sequence[Callable[[], SchemaExtension]] = (),
 ) -> PaymentsSchema:
-    """The schema with its query limits; `production` turns introspection off and hides
-    GraphQL's "Did you mean ...?" hints, which would reveal the schema piece by piece.
+    """The schema with its query limits; `production` turns introspection off and has
+    graphql-core leave out its "Did you mean ...?" hints, in validation and in coercing
+    variables, which would reveal the schema piece by piece.
     `observers` are extensions the server adds (its request log and metrics)."""
     extensions: list[Any] = [
         # Hooks unwind in reverse: observers see the response as the caller will.
         *observers,
-        partial(PublicErrors, production=production),
-        *limit_extensions(limits or QueryLimits()),
+        PublicErrors,
+        *limit_extensions(limits or QueryLimits(), production=production),
         DynamoDBAccounting,
     ]
     if production:
@@ -60,4 +70,5 @@ def build_schema(
         extensions=extensions,
         execution_context_class=PaymentsExecutionContext,
         config=StrawberryConfig(scalar_map={datetime: DATETIME}),
+        hide_suggestions=production,
     )

@@ -26,8 +26,6 @@ logger = logging.getLogger("loc_payments.graphql")
 UNEXPECTED = "Unexpected error."
 
 
-# graphql-core's hint at field and type names; in production it would map the schema out.
-_SUGGESTION = re.compile(r" Did you mean .*\?$")
 # graphql-core repeats a refused value ("Int cannot represent ... 4111111111111111"); a long
 # digit run may be an account number, of which no response holds more than the last four.
 _LONG_DIGITS = re.compile(r"[0-9](?:[ -]?[0-9]){12,}")
@@ -46,12 +44,10 @@ def is_unexpected(error: GraphQLError) -> bool:
     return original is not None and not isinstance(original, (CallerError, GraphQLError))
 
 
-def public_error(error: GraphQLError, *, production: bool = False) -> GraphQLError:
+def public_error(error: GraphQLError) -> GraphQLError:
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
         message = _last_four_only(error.message)
-        if production:
-            message = _SUGGESTION.sub("", message)
         if message != error.message:
             return GraphQLError(
                 message,
@@ -83,16 +79,11 @@ def public_error(error: GraphQLError, *, production: bool = False) -> GraphQLErr
 
 
 class PublicErrors(SchemaExtension):
-    def __init__(self, *, production: bool = False) -> None:
-        self.production = production
-
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
         if result is not None and result.errors:
-            result.errors = [
-                public_error(error, production=self.production) for error in result.errors
-            ]
+            result.errors = [public_error(error) for error in result.errors]
 
 
 class DynamoDBAccounting(SchemaExtension):

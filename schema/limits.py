@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from graphql import (
@@ -28,7 +28,9 @@ from graphql import (
     SelectionSetNode,
     VariableNode,
     get_named_type,
+    validate,
 )
+from graphql.validation import ASTValidationRule
 from strawberry.extensions import (
     AddValidationRules,
     MaxAliasesLimiter,
@@ -36,8 +38,9 @@ from strawberry.extensions import (
     ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
-    ValidationCache,
 )
+from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
+from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
 # What a connection without `first` returns (resolvers.queries.DEFAULT_PAGE_SIZE).
 DEFAULT_FIRST = 20
@@ -55,9 +58,12 @@ class QueryLimits:
     max_cost: int = 10_000
 
 
-def limit_extensions(limits: QueryLimits) -> list[Callable[[], SchemaExtension]]:
+def limit_extensions(
+    limits: QueryLimits, *, production: bool = False
+) -> list[Callable[[], SchemaExtension]]:
     """Factories, so every operation gets extensions of its own, with parsing and validation
-    cached: a query text seen before is neither parsed nor validated again.
+    cached: a query text seen before is neither parsed nor validated again. In `production`,
+    validation errors carry no "Did you mean ...?" hints.
 
     The depth and alias rules are built once here: the validation cache is keyed by the rule
     classes, and the limiters would make new ones for every operation.
@@ -71,9 +77,40 @@ def limit_extensions(limits: QueryLimits) -> list[Callable[[], SchemaExtension]]
         partial(ParserCache, maxsize=CACHED_DOCUMENTS),
         partial(AddValidationRules, rules),
         # Before the cost limit: a cached validation result must not overwrite its refusal.
-        partial(ValidationCache, maxsize=CACHED_DOCUMENTS),
+        partial(CachedValidation, hide_suggestions=production),
         partial(QueryCostLimiter, max_cost=limits.max_cost),
     ]
+
+
+@lru_cache(maxsize=CACHED_DOCUMENTS)
+def _validate(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    rules: tuple[type[ASTValidationRule], ...],
+    hide_suggestions: bool,
+) -> list[GraphQLError]:
+    # The rules strawberry's own validation (strawberry.schema.schema.validate_document) adds.
+    rules = (*rules, MaybeNullValidationRule, OneOfInputValidationRule)
+    return validate(schema, document, rules, hide_suggestions=hide_suggestions)
+
+
+class CachedValidation(SchemaExtension):
+    """Strawberry's ValidationCache, with a switch for graphql-core's hints at names ("Did you
+    mean 'amountCents'?"), which would map the schema out for a caller without introspection."""
+
+    def __init__(self, *, hide_suggestions: bool) -> None:
+        self.hide_suggestions = hide_suggestions
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        assert context.graphql_document is not None  # validation follows a successful parse
+        context.pre_execution_errors = _validate(
+            context.schema._schema,
+            context.graphql_document,
+            context.validation_rules,
+            self.hide_suggestions,
+        )
+        yield
 
 
 class QueryCostLimiter(SchemaExtension):
