@@ -4,7 +4,9 @@
     retryable codes   R01 (insufficient funds), R09 (uncollected funds): only these lead to RETRY;
                       every other code leads to RETURNED
     re-presentment    at most twice (three presentments in all: the attempts maximum), and only
-                      within 180 days of the first presentment
+                      within 180 days of the first presentment; these limits bound the next
+                      presentment (RETRY -> ACHSENT), never the return itself (ACHSENT -> RETRY),
+                      so a payment past them waits in RETRY and leaves for FAILED
     late return       COMPLETED -> RETURNED within 60 days of completion for the unauthorized
                       codes (R05, R07, R10, R11, R29, R51), within 2 banking days otherwise
 
@@ -79,14 +81,16 @@ def representment_refusal(payment: Payment, *, max_attempts: int, now: datetime)
     return None
 
 
-def retry_refusal(
-    payment: Payment, return_code: str | None, *, max_attempts: int, now: datetime
-) -> str | None:
-    """Why an ACH return cannot become a RETRY (so it must be RETURNED), or None."""
+def retry_refusal(return_code: str | None) -> str | None:
+    """Why an ACH return cannot become a RETRY (so it must be RETURNED), or None.
+
+    Only the code decides: a payment whose presentments are spent, or whose window has closed,
+    still waits in RETRY, from where it can no longer be presented and leaves for FAILED. RETURNED
+    stays the mark of a return that is not retried at all.
+    """
     if return_code is not None and return_code not in RETRYABLE_CODES:
         return f"{return_code} is not a retryable return (only R01 and R09 are); return the payment"
-    refusal = representment_refusal(payment, max_attempts=max_attempts, now=now)
-    return None if refusal is None else f"{refusal}; return the payment"
+    return None
 
 
 def late_return_refusal(payment: Payment, return_code: str | None, *, now: datetime) -> str | None:

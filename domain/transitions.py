@@ -5,7 +5,7 @@ RETRY -> FAILED. The other rows place the statuses the diagram leaves out (our d
 
     from          to            methods  presentment  requires
     PENDING       ACHSENT       ach      yes          confirmation id
-    RETRY         ACHSENT       ach      yes          confirmation id
+    RETRY         ACHSENT       ach      yes          confirmation id; attempts below the maximum
     ACHSENT       COMPLETED     ach                   applications
     ACHSENT       RETRY         ach                   return code
     ACHSENT       RETURNED      ach                   return code
@@ -22,8 +22,10 @@ RETRY -> FAILED. The other rows place the statuses the diagram leaves out (our d
 A presentment (a try at the payments service) adds one to the attempts, and is allowed only while
 the attempts are below the maximum (a setting, default 3). SKIPPED, FAILED, RETURNED and
 CHARGED_BACK are terminal. Any other move is refused. ACH payments also follow NACHA's return
-rules (`domain.ach_returns`): only R01/R09 returns become RETRY, re-presentment ends 180 days
-after the first presentment, and a late return has its window.
+rules (`domain.ach_returns`): only R01/R09 returns become RETRY (whatever the attempts and the
+date), re-presentment ends 180 days after the first presentment, and a late return has its window.
+A payment in RETRY that can no longer be presented leaves for FAILED: retried as far as allowed,
+where RETURNED means a return that is not retried.
 """
 
 from __future__ import annotations
@@ -194,7 +196,7 @@ def _ach_refusal(
     if payment.method is not PaymentMethod.ACH:
         return None
     if (rule.source, rule.target) == (S.ACHSENT, S.RETRY):
-        return ach_returns.retry_refusal(payment, return_code, max_attempts=max_attempts, now=now)
+        return ach_returns.retry_refusal(return_code)
     if rule.presentment and rule.source is S.RETRY:
         return ach_returns.representment_refusal(payment, max_attempts=max_attempts, now=now)
     if (rule.source, rule.target) == (S.COMPLETED, S.RETURNED):

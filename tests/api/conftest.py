@@ -191,3 +191,8 @@ def stored_items(config: DynamoConfig) -> list[dict[str, Any]]:
         "Items"
     ]
     return sorted(items, key=lambda item: (item["PK"]["S"], item["SK"]["S"]))
+
+
+def payment_items(config: DynamoConfig) -> list[dict[str, Any]]:
+    """The payment items alone, without the other kinds of item the table holds."""
+    return [item for item in stored_items(config) if item["SK"]["S"].startswith("LOAN#")]

@@ -9,7 +9,7 @@ import pytest
 
 from datasource import DynamoConfig
 from domain.errors import StorageUnavailable
-from tests.api.conftest import ALICE, Api, Clock, api_client, stored_items
+from tests.api.conftest import ALICE, Api, Clock, api_client, payment_items, stored_items
 
 
 async def test_create_payment_stores_the_documented_item(
@@ -127,7 +127,7 @@ async def test_ach_lifecycle_with_a_late_return(api: Api, moto_config: DynamoCon
     assert returned["payment"]["allowedTransitions"] == []
     assert returned["payment"]["version"] == 4
 
-    [item] = stored_items(moto_config)
+    [item] = payment_items(moto_config)
     p = payment["paymentId"]
     assert item["loc_status"] == {"S": "RETURNED"}
     assert item["GSI1SK"] == {"S": f"LOAN#loan-1#STATUS#RETURNED#PAYMENT#{p}"}
@@ -193,28 +193,6 @@ async def test_completion_without_applications_or_intended_installment(api: Api)
     payment = await api.create(method="PINLESS", intendedInstallmentId=None)
     result = await api.move("completePayment", payment, confirmationId="card-1")
     assert (result["code"], result["field"]) == ("INVALID_INPUT", "applications")
-
-
-async def test_ach_is_presented_at_most_three_times(api: Api) -> None:
-    payment = await api.create(method="ACH")
-    for attempt in (1, 2):
-        sent = await api.move("submitPayment", payment, confirmationId=f"conf-{attempt}")
-        assert sent["payment"]["attempts"] == attempt
-        retry = await api.move("schedulePaymentRetry", payment, returnCode="R01")
-        assert retry["payment"]["status"] == "RETRY"
-        assert retry["payment"]["allowedTransitions"] == ["ACHSENT", "FAILED", "SKIPPED"]
-    third = await api.move("submitPayment", payment, confirmationId="conf-3")
-    assert third["payment"]["attempts"] == 3
-    assert third["payment"]["allowedTransitions"] == ["COMPLETED", "RETURNED"]
-
-    refused = await api.move("schedulePaymentRetry", payment, returnCode="R01")
-    assert refused["__typename"] == "InvalidTransitionError"
-    assert (refused["currentStatus"], refused["targetStatus"]) == ("ACHSENT", "RETRY")
-    assert "presentments are used" in refused["message"]
-
-    returned = await api.move("returnPayment", payment, returnCode="R01", reason="third NSF")
-    assert returned["payment"]["status"] == "RETURNED"
-    assert returned["payment"]["attempts"] == 3
 
 
 async def test_pinless_decline_and_retry(api: Api) -> None:

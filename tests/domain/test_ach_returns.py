@@ -57,14 +57,31 @@ def test_representment_ends_180_days_after_the_first_presentment(days: int, allo
 
     if allowed:
         assert move(retry, S.ACHSENT, now=now, confirmation="c-2").attempts == 2
-        assert move(sent, S.RETRY, now=now, code="R01").status is S.RETRY
     else:
         with pytest.raises(InvalidTransition, match="180-day"):
             move(retry, S.ACHSENT, now=now, confirmation="c-2")
-        with pytest.raises(InvalidTransition, match="180-day"):
-            move(sent, S.RETRY, now=now, code="R01")
         assert move(retry, S.FAILED, now=now).status is S.FAILED
+    # The window bounds the next presentment, never the return: an R01 always waits in RETRY.
+    assert move(sent, S.RETRY, now=now, code="R01").status is S.RETRY
+    assert S.RETRY in allowed_targets(sent, max_attempts=MAX, now=now)
     assert (S.ACHSENT in allowed_targets(retry, max_attempts=MAX, now=now)) is allowed
+
+
+def test_a_return_after_the_last_presentment_waits_in_retry_and_can_only_fail() -> None:
+    third = payment_in(S.ACHSENT, ACH, first_presented_at=FRIDAY, attempts=MAX)
+    assert S.RETRY in allowed_targets(third, max_attempts=MAX, now=FRIDAY)
+
+    retry = move(third, S.RETRY, now=FRIDAY, code="R01")
+
+    assert (retry.status, retry.attempts) == (S.RETRY, MAX)
+    assert allowed_targets(retry, max_attempts=MAX, now=FRIDAY) == [S.FAILED, S.SKIPPED]
+    with pytest.raises(InvalidTransition, match="already presented 3 times"):
+        move(retry, S.ACHSENT, now=FRIDAY, confirmation="c-4")
+    eligibility = retry_eligibility(retry, max_attempts=MAX, now=FRIDAY)
+    assert (eligibility.eligible, eligibility.attempts_remaining) == (False, 0)
+    assert eligibility.reason == f"all {MAX} presentments are used"
+    failed = move(retry, S.FAILED, now=FRIDAY)
+    assert (failed.status, failed.attempts) == (S.FAILED, MAX)
 
 
 def test_the_first_presentment_is_remembered_and_kept() -> None:

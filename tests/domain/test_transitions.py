@@ -113,12 +113,9 @@ def test_allowed_targets_follow_the_table(status: PaymentStatus, method: Payment
         rule.target for rule in rules
     ]
     spent = dataclasses.replace(payment, attempts=MAX_ATTEMPTS)
-    # Spent: no presentment, and no ACH retry either, since a retry could not be presented.
+    # Spent: no presentment; an ACH return still goes to RETRY, from where it can only fail.
     assert allowed_targets(spent, max_attempts=MAX_ATTEMPTS, now=LATER) == [
-        rule.target
-        for rule in rules
-        if not rule.presentment
-        and not (method is PaymentMethod.ACH and (rule.source, rule.target) == (S.ACHSENT, S.RETRY))
+        rule.target for rule in rules if not rule.presentment
     ]
 
 
