@@ -16,11 +16,12 @@ PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
 TYPED_PACKAGES := domain datasource resolvers schema server bench
 
-.PHONY: help install run test lint schema clean bench
+.PHONY: help install run test test-races lint schema clean bench
 
 help:
 	@echo "make run      serve the API on http://127.0.0.1:8000 (embedded DynamoDB Local)"
 	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
+	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate GraphQL schema change into schema.graphql"
 	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
@@ -45,6 +46,11 @@ run: install
 # Any non-zero pytest status fails the target, including 5 ("no tests collected").
 test: install
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) $(ARGS)
+
+# Proof that the races are stable: every test marked `race` (DynamoDB Local only), repeated.
+RACE_RUNS ?= 30
+test-races: install
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m race --count $(RACE_RUNS) $(ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -20,6 +20,22 @@ from datasource.table import create_table_if_missing
 from tests.backends import CURSOR_SECRET, REGION, TEST_KEY, Backend, backend_config
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A race runs on DynamoDB Local only: moto's conditional writes are not atomic across its
+    threads, so on moto both racers can win. A race test that could reach moto is refused."""
+    for item in items:
+        if item.get_closest_marker("race") is None:
+            continue
+        fixtures = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        on_moto = any(name.startswith("moto") for name in fixtures) or (
+            callspec is not None and callspec.params.get("backend") == "moto"
+        )
+        if on_moto or "ddblocal_backend" not in fixtures:
+            raise pytest.UsageError(f"{item.nodeid} is a race: give it a DynamoDB Local fixture")
+        item.add_marker(pytest.mark.ddblocal)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def aws_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Fake credentials for anything that builds its own client, and no real AWS profile."""
@@ -94,6 +110,13 @@ async def ddblocal_config(ddblocal_backend: Backend) -> AsyncIterator[DynamoConf
 def moto_store(moto_backend: Backend, moto_config: DynamoConfig) -> PaymentStore:
     return PaymentStore(
         moto_backend.client, table_name=moto_config.table_name, cursor_secret=CURSOR_SECRET
+    )
+
+
+@pytest.fixture
+def ddblocal_store(ddblocal_backend: Backend, ddblocal_config: DynamoConfig) -> PaymentStore:
+    return PaymentStore(
+        ddblocal_backend.client, table_name=ddblocal_config.table_name, cursor_secret=CURSOR_SECRET
     )
 
 

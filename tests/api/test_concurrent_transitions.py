@@ -77,7 +77,7 @@ async def race(
     ]
 
 
-@pytest.mark.ddblocal
+@pytest.mark.race
 async def test_fifty_conflicting_transitions_have_exactly_one_winner(
     ddblocal_config: DynamoConfig,
 ) -> None:

@@ -104,7 +104,7 @@ async def test_records_stay_out_of_every_access_pattern(api: Api) -> None:
     ]
 
 
-@pytest.mark.ddblocal
+@pytest.mark.race
 async def test_fifty_concurrent_creations_with_one_key_make_one_payment(
     ddblocal_config: DynamoConfig,
 ) -> None:

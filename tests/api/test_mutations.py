@@ -270,14 +270,14 @@ async def test_unknown_payment_is_not_found(api: Api, mutation: str) -> None:
 
 # moto serves requests on threads and does not make a conditional write atomic against another
 # one, so races are run on DynamoDB Local, which does.
-@pytest.mark.ddblocal
+@pytest.mark.race
 @pytest.mark.parametrize("mutation", MOVES)
 async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
     ddblocal_config: DynamoConfig, mutation: str
 ) -> None:
     async with api_client(ddblocal_config) as api:
         payment, extra = await payment_ready_for(api, mutation)
-        version = int(stored_items(ddblocal_config)[0]["loc_version"]["N"])
+        version = int(payment_items(ddblocal_config)[0]["loc_version"]["N"])
         store = api.app.state.store
         read = store.batch_get
         both_read = asyncio.Barrier(2)
@@ -303,7 +303,7 @@ async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
     winner, loser = (first, second) if first["__typename"] == "PaymentPayload" else (second, first)
     assert loser["code"] == "CONFLICT"
     assert loser["foundStatus"] == winner["payment"]["status"]
-    [item] = stored_items(ddblocal_config)
+    [item] = payment_items(ddblocal_config)
     assert item["loc_status"] == {"S": winner["payment"]["status"]}
     assert item["loc_update_reason"] == {"S": winner["payment"]["updateReason"]}
     assert item["loc_version"] == {"N": str(version + 1)}

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 
 import server.checkpoint
-from datasource import DynamoConfig, Page, PaymentStore
+from datasource import Page, PaymentStore
 from datasource.items import to_item
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
 from server.checkpoint import CollectionCounts, load_checkpoint
-from tests.backends import CURSOR_SECRET, Backend
 from tests.datasource.stored_items import put_all, raw_item
 from tests.payment_samples import NOW, ref_of
 from tests.server.collect_runs import (
@@ -241,13 +240,6 @@ async def test_a_crash_between_the_report_and_the_checkpoint_reports_each_paymen
 
     assert sorted(reported_ids(tmp_path)) == sorted(ids(payments))
     assert final.counts == CollectionCounts(scanned=5, eligible=5)
-
-
-@pytest.fixture
-def ddblocal_store(ddblocal_backend: Backend, ddblocal_config: DynamoConfig) -> PaymentStore:
-    return PaymentStore(
-        ddblocal_backend.client, table_name=ddblocal_config.table_name, cursor_secret=CURSOR_SECRET
-    )
 
 
 # On DynamoDB Local alone: its paging is DynamoDB's, and it lists a thousand items five times
