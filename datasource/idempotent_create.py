@@ -13,19 +13,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from datasource.batch import Backoff
-from datasource.errors import error_code, storage_errors
+from datasource.errors import storage_errors
 from datasource.items import Item, from_item, primary_key
 from datasource.table import TTL_ATTRIBUTE
+from datasource.transactions import cancellation_reasons
 from domain import keys
 from domain.errors import Conflict, IdempotencyMismatch, NotFound, StorageUnavailable
 from domain.idempotency import IdempotencyClaim
 from domain.payment import Payment, PaymentRef
 from domain.validation import format_timestamp
-
-_CANCELLED = "TransactionCanceledException"
 
 
 def record_key(claim: IdempotencyClaim) -> Item:
@@ -78,7 +75,7 @@ async def put_new_with_key(
         },
     ]
     for attempt in range(backoff.retries + 1):
-        reasons = await _cancellation_reasons(client, transaction)
+        reasons = await cancellation_reasons(client, transaction)
         if reasons is None:
             return payment
         codes = [reason.get("Code") for reason in reasons]
@@ -92,19 +89,6 @@ async def put_new_with_key(
             raise StorageUnavailable()
         await asyncio.sleep(backoff.delay(attempt))
     raise StorageUnavailable("the idempotency key is busy with a concurrent request; retry")
-
-
-async def _cancellation_reasons(client: Any, transaction: list[Item]) -> list[Item] | None:
-    """None when the transaction went through; else why each of its writes was cancelled."""
-    with storage_errors():
-        try:
-            await client.transact_write_items(TransactItems=transaction)
-        except ClientError as error:
-            if error_code(error) != _CANCELLED:
-                raise
-            reasons: list[Item] = error.response.get("CancellationReasons", [])
-            return reasons
-    return None
 
 
 async def _read_record(client: Any, table_name: str, claim: IdempotencyClaim) -> Item | None:

@@ -178,13 +178,19 @@ class PaymentStore:
         return from_item(items[0]) if items else None
 
     async def transition(self, current: Payment, updated: Payment) -> Payment:
-        """Write `updated` over `current` in one conditional UpdateItem.
+        """Write `updated` over `current` in one conditional UpdateItem (a transaction with the
+        claim of its confirmation id when the move takes one).
 
         NotFound if the payment is gone; Conflict (with the status found) if another writer
-        changed it since `current` was read.
+        changed it since `current` was read; InvalidInput on `confirmationId` if another payment
+        of the user holds that id.
         """
         return await writes.update_status(
-            self._client, table_name=self._table, current=current, updated=updated
+            self._client,
+            table_name=self._table,
+            current=current,
+            updated=updated,
+            backoff=self._backoff,
         )
 
     async def ping(self) -> None:

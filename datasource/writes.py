@@ -1,7 +1,8 @@
 """The two conditional writes: putting a new payment, and moving a payment to a new status.
 
 Both read the outcome of a failed condition from the failure itself
-(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so a refused write costs no second read.
+(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so a refused write costs no second read. A move
+that takes a confirmation id is a transaction: the payment's update and the id's claim.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from datasource import confirmation_claims
+from datasource.batch import Backoff
 from datasource.errors import error_code, storage_errors
 from datasource.items import (
     Item,
@@ -22,12 +25,14 @@ from datasource.items import (
     status_keys,
     to_item,
 )
+from datasource.transactions import CONDITION_FAILED_REASON, run_transaction
 from domain import validation
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.errors import Conflict, InvalidInput, NotFound
 from domain.payment import Payment
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+_ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
 
 
 async def put_new(client: Any, *, table_name: str, payment: Payment) -> Payment:
@@ -46,12 +51,45 @@ async def put_new(client: Any, *, table_name: str, payment: Payment) -> Payment:
 
 
 async def update_status(
-    client: Any, *, table_name: str, current: Payment, updated: Payment
+    client: Any,
+    *,
+    table_name: str,
+    current: Payment,
+    updated: Payment,
+    backoff: Backoff,
 ) -> Payment:
-    """Write `updated` (from `apply_transition`) in one UpdateItem guarded by `current`'s
-    status and version; NotFound if the item is gone, Conflict(found status) if it moved on."""
+    """Write `updated` (from `apply_transition`) guarded by `current`'s status and version;
+    NotFound if the item is gone, Conflict(found status) if it moved on.
+
+    A move that presents the payment with a confirmation id, or gives it a new one, also claims
+    the id (`confirmation_claims`) in the same transaction: InvalidInput on `confirmationId` if
+    another payment of the user holds it, and nothing is written.
+    """
     _check_same_payment(current, updated)
     checked_payment(updated)
+    move = _move_update(table_name, current, updated)
+    if not _claims_confirmation(current, updated):
+        try:
+            response = await _conditional_write(client.update_item, **move, ReturnValues="ALL_NEW")
+        except ConditionFailed as failure:
+            raise failure.refusal() from None
+        return from_item(response["Attributes"])
+    assert updated.confirmation_id is not None
+    claim = confirmation_claims.claim_update(
+        table_name, updated, confirmation_id=updated.confirmation_id
+    )
+    reasons = await run_transaction(
+        client, [{"Update": move | _ALL_OLD}, {"Update": claim}], backoff=backoff
+    )
+    if reasons is not None:
+        if reasons[0].get("Code") == CONDITION_FAILED_REASON:
+            raise ConditionFailed(reasons[0].get("Item")).refusal()
+        raise confirmation_claims.taken()
+    return from_item(to_item(updated))
+
+
+def _move_update(table_name: str, current: Payment, updated: Payment) -> Item:
+    """The UpdateItem of a move: every attribute a move may change, if the item is unchanged."""
     set_values: Item = {
         "loc_status": {"S": updated.status.value},
         **status_keys(updated),
@@ -71,26 +109,26 @@ async def update_status(
     names = {f"#a{index}": name for index, name in enumerate(set_values)}
     values = {f":a{index}": value for index, value in enumerate(set_values.values())}
     assignments = ", ".join(f"#a{index} = :a{index}" for index in range(len(set_values)))
-    try:
-        response = await _conditional_write(
-            client.update_item,
-            TableName=table_name,
-            Key=primary_key(current),
-            UpdateExpression=f"SET {assignments}",
-            ConditionExpression="#status = :current_status AND #version = :current_version",
-            ExpressionAttributeNames=names | {"#status": "loc_status", "#version": "loc_version"},
-            ExpressionAttributeValues=values
-            | {
-                ":current_status": {"S": current.status.value},
-                ":current_version": {"N": str(current.version)},
-            },
-            ReturnValues="ALL_NEW",
-        )
-    except ConditionFailed as failure:
-        if failure.found_status is None:
-            raise NotFound() from None
-        raise Conflict(failure.found_status) from None
-    return from_item(response["Attributes"])
+    return {
+        "TableName": table_name,
+        "Key": primary_key(current),
+        "UpdateExpression": f"SET {assignments}",
+        "ConditionExpression": "#status = :current_status AND #version = :current_version",
+        "ExpressionAttributeNames": names | {"#status": "loc_status", "#version": "loc_version"},
+        "ExpressionAttributeValues": values
+        | {
+            ":current_status": {"S": current.status.value},
+            ":current_version": {"N": str(current.version)},
+        },
+    }
+
+
+def _claims_confirmation(current: Payment, updated: Payment) -> bool:
+    """A presentment carrying a confirmation id, or a move that sets a new one, claims it."""
+    if updated.confirmation_id is None:
+        return False
+    presented = updated.attempts > current.attempts
+    return presented or updated.confirmation_id != current.confirmation_id
 
 
 async def _conditional_write(operation: Any, **parameters: Any) -> Item:
@@ -115,6 +153,12 @@ class ConditionFailed(Exception):
         self.found_status = (
             PaymentStatus(old_item["loc_status"]["S"]) if old_item is not None else None
         )
+
+    def refusal(self) -> NotFound | Conflict:
+        """What a refused move answers: the payment is gone, or another writer moved it."""
+        if self.found_status is None:
+            return NotFound()
+        return Conflict(self.found_status)
 
 
 def checked_payment(payment: Payment) -> Payment:

@@ -16,10 +16,12 @@ Access patterns (each a GraphQL field):
     all payments in one status        GSI2   GSI2PK = PAYMENT, GSI2SK begins_with STATUS#s#
     payment by confirmation id        GSI3   GSI3PK = USER#u, GSI3SK = CONFIRMATION#c
 
-Idempotency records (outside every access pattern: no GSI keys, and a sort key that no payment
+Items of other kinds, outside every access pattern (no GSI keys, and a sort key that no payment
 prefix matches):
-           PK     = USER#<user_id>
-           SK     = IDEMPOTENCY#<sha256 of the key, hex>
+    idempotency record     PK = USER#<user_id>, SK = IDEMPOTENCY#<sha256 of the key, hex>
+    confirmation claim     PK = USER#<user_id>, SK = CONFIRMATION#<confirmation_id>
+                           (a confirmation id names one payment of a user: the claim, written in
+                           the same transaction as the move that takes the id, says which)
 
 Every begins_with prefix ends in the `#` delimiter, so loan `12` never matches loan `123`. Ids are
 validated to hold no `#`, which keeps each key unambiguous.
@@ -61,6 +63,7 @@ def status_prefix(status: PaymentStatus) -> str:
 
 
 def confirmation_sort_key(confirmation_id: str) -> str:
+    """GSI3's sort key of a payment, and the table's sort key of the id's claim."""
     return f"CONFIRMATION#{confirmation_id}"
 
 

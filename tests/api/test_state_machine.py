@@ -400,7 +400,16 @@ class PaymentLifecycle(RuleBasedStateMachine):
             if not self.unchecked:
                 self.check_whole_example()
         finally:
-            keys = [{"DeleteRequest": {"Key": t.key}} for t in self.tracked.values()]
+            claims = self.query(
+                KeyConditionExpression="PK = :pk AND begins_with(SK, :claim)",
+                ExpressionAttributeValues={
+                    ":pk": {"S": f"USER#{self.user_id}"},
+                    ":claim": {"S": "CONFIRMATION#"},
+                },
+                ProjectionExpression="PK, SK",
+            )
+            written = [t.key for t in self.tracked.values()] + claims
+            keys = [{"DeleteRequest": {"Key": key}} for key in written]
             for start in range(0, len(keys), 25):
                 self.harness.dynamodb.batch_write_item(
                     RequestItems={self.harness.table_name: keys[start : start + 25]}
@@ -413,11 +422,24 @@ class PaymentLifecycle(RuleBasedStateMachine):
         stored = self.query(
             KeyConditionExpression="PK = :pk",
             ExpressionAttributeValues={":pk": user},
-            ProjectionExpression=fields,
+            ProjectionExpression=f"{fields}, loc_payment_id, loc_confirmation_id",
             ConsistentRead=True,
         )
+        payments = [item for item in stored if item["SK"]["S"].startswith("LOAN#")]
+        claims = [item for item in stored if item["SK"]["S"].startswith("CONFIRMATION#")]
+        assert len(payments) + len(claims) == len(stored), stored
         expected = [{f: t.item[f] for f in fields.split(", ")} for t in self.tracked.values()]
-        assert sorted(stored, key=str) == sorted(expected, key=str)
+        assert sorted(
+            ({f: item[f] for f in fields.split(", ")} for item in payments), key=str
+        ) == sorted(expected, key=str)
+        # A confirmation id names one payment: each claim is a payment's, each id held is claimed
+        # by its holder, and so no two payments hold one id.
+        owner = {c["loc_confirmation_id"]["S"]: c["loc_payment_id"]["S"] for c in claims}
+        assert set(owner.values()) <= set(self.tracked), claims
+        for payment in self.tracked.values():
+            held = payment.item.get("loc_confirmation_id", {}).get("S")
+            if held is not None:
+                assert owner.get(held) == payment.payment_id, (held, claims)
         gsi1 = self.query(
             IndexName="GSI1",
             KeyConditionExpression="GSI1PK = :pk",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from datasource import PaymentStore
+from datasource.confirmation_claims import claim_key
 from datasource.items import Item, primary_key, to_item
 from domain.payment import Payment
 
@@ -12,6 +13,19 @@ from domain.payment import Payment
 async def raw_item(store: PaymentStore, payment: Payment) -> Item | None:
     response = await store.client.get_item(
         TableName=store.table_name, Key=primary_key(payment), ConsistentRead=True
+    )
+    item: Item | None = response.get("Item")
+    return item
+
+
+async def raw_claim(store: PaymentStore, user_id: str, confirmation_id: str | None) -> Item | None:
+    """The claim of a confirmation id (None for no id, or an id nobody claimed)."""
+    if confirmation_id is None:
+        return None
+    response = await store.client.get_item(
+        TableName=store.table_name,
+        Key=claim_key(user_id, confirmation_id),
+        ConsistentRead=True,
     )
     item: Item | None = response.get("Item")
     return item

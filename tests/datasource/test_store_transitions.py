@@ -12,7 +12,7 @@ from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import Conflict, InvalidTransition, NotFound
 from domain.payment import Payment
 from domain.transitions import RULES, Rule, apply_transition
-from tests.datasource.stored_items import raw_item
+from tests.datasource.stored_items import raw_claim, raw_item
 from tests.payment_samples import (
     ALLOWED_MOVES,
     LATER,
@@ -56,7 +56,9 @@ async def test_every_allowed_transition_is_written(
     with count_calls() as count:
         written = await store.transition(current, updated)
 
-    assert count.operations == {"UpdateItem": 1}
+    # A presentment with a confirmation id claims the id in the same transaction.
+    claims = rule.presentment and updated.confirmation_id is not None
+    assert count.operations == {"TransactWriteItems" if claims else "UpdateItem": 1}
     assert written == updated
     assert await store.get(ref_of(current)) == updated
     raw = await raw_item(store, current)
@@ -76,6 +78,19 @@ async def test_every_allowed_transition_is_written(
             user_id="alice", confirmation_id=updated.confirmation_id
         )
         assert by_confirmation == updated
+    claim = await raw_claim(store, "alice", updated.confirmation_id)
+    if claims:
+        assert claim == {
+            "PK": {"S": "USER#alice"},
+            "SK": {"S": f"CONFIRMATION#{updated.confirmation_id}"},
+            "loc_user_id": {"S": "alice"},
+            "loc_loan_id": {"S": "loan-1"},
+            "loc_payment_id": {"S": pid},
+            "loc_confirmation_id": {"S": updated.confirmation_id},
+            "loc_created_date": {"S": "2026-03-02T16:45:10.456Z"},
+        }
+    else:
+        assert claim is None
     if current.confirmation_id not in (None, updated.confirmation_id):
         stale = await store.payment_by_confirmation(
             user_id="alice", confirmation_id=current.confirmation_id

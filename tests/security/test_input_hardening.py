@@ -340,7 +340,9 @@ class Setup:
             method, moves = STATES[route.field]
             payment = await self.api.create(user="alice", loan="loan-1", method=method)
             for mutation, extra in moves:
-                payment = (await self.api.move(mutation, payment, **extra))["payment"]
+                # A confirmation id names one payment of a user: each payment gets its own.
+                own = {k: f"{v}-{uuid.uuid4().hex[:8]}" for k, v in extra.items()}
+                payment = (await self.api.move(mutation, payment, **own))["payment"]
         return {
             "userId": "alice",
             "loanId": "loan-1",

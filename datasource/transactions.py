@@ -1,0 +1,54 @@
+"""TransactWriteItems, answered with why each of its writes was cancelled, or None if it went.
+
+DynamoDB cancels a whole transaction when one of its conditions fails (`ConditionalCheckFailed`
+in that write's reason, with the stored item when the write asked for `ALL_OLD`), or when another
+transaction holds one of its items (`TransactionConflict`). The latter says nothing about the
+items, so it is tried again after a jittered wait, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from datasource.batch import Backoff
+from datasource.errors import error_code, storage_errors
+from datasource.items import Item
+from domain.errors import StorageUnavailable
+
+CONDITION_FAILED_REASON = "ConditionalCheckFailed"
+TRANSACTION_CONFLICT_REASON = "TransactionConflict"
+_CANCELLED = "TransactionCanceledException"
+
+
+async def cancellation_reasons(client: Any, transaction: list[Item]) -> list[Item] | None:
+    """None when the transaction went through; else why each of its writes was cancelled."""
+    with storage_errors():
+        try:
+            await client.transact_write_items(TransactItems=transaction)
+        except ClientError as error:
+            if error_code(error) != _CANCELLED:
+                raise
+            reasons: list[Item] = error.response.get("CancellationReasons", [])
+            return reasons
+    return None
+
+
+async def run_transaction(
+    client: Any, transaction: list[Item], *, backoff: Backoff
+) -> list[Item] | None:
+    """Like `cancellation_reasons`, with cancellations by a concurrent transaction retried; the
+    reasons returned name a failed condition (StorageUnavailable for any other cause)."""
+    for attempt in range(backoff.retries + 1):
+        reasons = await cancellation_reasons(client, transaction)
+        if reasons is None:
+            return None
+        codes = {reason.get("Code") for reason in reasons}
+        if CONDITION_FAILED_REASON in codes:
+            return reasons
+        if TRANSACTION_CONFLICT_REASON not in codes:
+            raise StorageUnavailable()
+        await asyncio.sleep(backoff.delay(attempt))
+    raise StorageUnavailable("the payment is busy with a concurrent request; retry")
