@@ -1,5 +1,6 @@
 """The one low-level DynamoDB client, built from `DynamoConfig` with explicit pool, timeouts
-and retries (the SDK defaults: 10 connections, 60 s timeouts, legacy retries)."""
+and retries (the SDK defaults: 10 connections, 60 s timeouts, legacy retries), and with the
+service's own parser of DynamoDB's data answers (`datasource.responses`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import aioboto3
 from aiobotocore.config import AioConfig
 
 from datasource.config import DynamoConfig
+from datasource.responses import check_fast_parsing, fast_session
 
 
 @asynccontextmanager
@@ -28,7 +30,7 @@ async def open_client(config: DynamoConfig) -> AsyncIterator[Any]:
             "aws_access_key_id": config.aws_access_key_id,
             "aws_secret_access_key": config.aws_secret_access_key,
         }
-    session = aioboto3.Session()
+    session = aioboto3.Session(botocore_session=fast_session())
     async with session.client(
         "dynamodb",
         region_name=config.region,
@@ -36,4 +38,5 @@ async def open_client(config: DynamoConfig) -> AsyncIterator[Any]:
         config=client_config,
         **credentials,
     ) as client:
+        check_fast_parsing(client)
         yield client

@@ -1,0 +1,86 @@
+"""DynamoDB's successful answers decoded by orjson, without botocore's shape walker.
+
+botocore parses a JSON answer twice over: `json.loads`, then a walk of the service model that
+visits every attribute value of every item, shape by shape, to convert the few types JSON cannot
+carry (blobs, timestamps). The data operations below answer in DynamoDB JSON whose only such type
+is a binary attribute value (`B`, `BS`), which this service never stores; for them the walk changes
+nothing and costs most of a read's CPU (aiobotocore #1132). So a successful answer of one of them
+is `orjson.loads` of the body, as it is: attribute values stay `{"S": ...}` / `{"N": "..."}`, and
+`datasource.items` turns them into domain objects in one pass (numbers with `int`, never a float).
+
+Everything else keeps botocore's parsing exactly: error answers (conditional-check failures with
+their `ALL_OLD` item, transaction cancellation reasons, throttling, which the retry handlers
+read), the control plane (DescribeTable's timestamps), and any operation not listed. The parser
+comes in through aiobotocore's own extension point, the session's `response_parser_factory`
+component; `check_fast_parsing` refuses a client on which it is not in place, so an upgrade that
+moves the hook stops the service at start instead of leaving it slow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
+from aiobotocore.session import AioSession
+
+# The operations whose successful answers are items, keys, counts and capacity: plain JSON.
+FAST_OPERATIONS = frozenset(
+    {
+        "BatchGetItem",
+        "BatchWriteItem",
+        "DeleteItem",
+        "GetItem",
+        "PutItem",
+        "Query",
+        "Scan",
+        "TransactGetItems",
+        "TransactWriteItems",
+        "UpdateItem",
+    }
+)
+_PARSER_FACTORY = "response_parser_factory"
+_JSON_PROTOCOL = "json"
+
+
+class DynamoDBJSONParser(AioJSONParser):  # type: ignore[misc]
+    async def _do_parse(self, response: dict[str, Any], shape: Any) -> dict[str, Any]:
+        body = response["body"]
+        if response["context"].get("operation_name") not in FAST_OPERATIONS or not isinstance(
+            body, bytes
+        ):
+            parsed: dict[str, Any] = await super()._do_parse(response, shape)
+            return parsed
+        parsed = orjson.loads(body) if body else {}
+        self._inject_response_metadata(parsed, response["headers"])
+        return parsed
+
+
+class DynamoDBParserFactory(AioResponseParserFactory):  # type: ignore[misc]
+    def create_parser(self, protocol_name: str) -> Any:
+        if protocol_name == _JSON_PROTOCOL:
+            return DynamoDBJSONParser(**self._defaults)
+        return super().create_parser(protocol_name)
+
+
+def fast_session() -> AioSession:
+    """A botocore session whose clients decode DynamoDB's data answers with `DynamoDBJSONParser`."""
+    session = AioSession()
+    session.register_component(_PARSER_FACTORY, DynamoDBParserFactory())
+    return session
+
+
+class FastParsingMissing(RuntimeError):
+    """The client would parse DynamoDB's answers with botocore's shape walker."""
+
+
+def check_fast_parsing(client: Any) -> None:
+    """Refuse a client whose answers would not go through `DynamoDBJSONParser`."""
+    factory = getattr(getattr(client, "_endpoint", None), "_response_parser_factory", None)
+    parser = factory.create_parser(_JSON_PROTOCOL) if factory is not None else None
+    if not isinstance(parser, DynamoDBJSONParser):
+        raise FastParsingMissing(
+            "the DynamoDB client does not use the service's response parser (aiobotocore's "
+            "response_parser_factory hook moved?): check datasource/responses.py against the "
+            "installed aiobotocore"
+        )
