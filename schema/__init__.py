@@ -1,23 +1,24 @@
-"""The GraphQL schema: Strawberry types over the resolvers."""
+"""The GraphQL schema: Strawberry types over the resolvers, run by `schema.operations`."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import DisableIntrospection, SchemaExtension
 from strawberry.schema.config import StrawberryConfig
-from strawberry.types import ExecutionContext
+from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
+from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from schema.execution import PaymentsExecutionContext
-from schema.extensions import DynamoDBAccounting, PublicErrors, is_unexpected
-from schema.limits import QueryLimits, limit_extensions
+from schema.limits import QueryLimits
 from schema.mutation import Mutation
+from schema.operations import Observer, OperationRunner
+from schema.public_errors import is_unexpected
 from schema.query import Query
 from schema.scalars import DATETIME
 from schema.types import LoanType, PaymentType
@@ -26,14 +27,54 @@ logger = logging.getLogger("loc_payments.graphql")
 
 
 class PaymentsSchema(strawberry.Schema):
-    def __init__(self, *, hide_suggestions: bool = False, **options: Any) -> None:
-        super().__init__(**options)
-        self.hide_suggestions = hide_suggestions
+    """The schema with its query limits; `production` turns introspection off and has
+    graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing
+    variables), which would reveal the schema piece by piece. `observers` are what the server
+    adds (its request log and metrics)."""
 
-    def _get_execute_function(self) -> Callable[..., Any]:
-        # Variable coercion hints at names as validation does ("Did you mean 'process'?").
-        execute = super()._get_execute_function()
-        return partial(execute, hide_suggestions=True) if self.hide_suggestions else execute
+    def __init__(
+        self,
+        limits: QueryLimits | None = None,
+        *,
+        production: bool = False,
+        observers: Sequence[Observer] = (),
+    ) -> None:
+        super().__init__(
+            query=Query,
+            mutation=Mutation,
+            types=[PaymentType, LoanType],
+            execution_context_class=PaymentsExecutionContext,
+            config=StrawberryConfig(scalar_map={datetime: DATETIME}),
+        )
+        self._operations = OperationRunner(
+            self._schema,
+            limits=limits or QueryLimits(),
+            production=production,
+            executor_class=PaymentsExecutionContext,
+            on_errors=self.process_errors,
+            observers=observers,
+        )
+
+    async def execute(
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult:
+        del root_value  # the root types hold no state
+        allowed = allowed_operation_types or DEFAULT_ALLOWED_OPERATION_TYPES
+        return await self._operations.run(
+            query,
+            variables=variable_values,
+            context=context_value,
+            operation_name=operation_name,
+            allowed=allowed,
+            operation_extensions=operation_extensions,
+        )
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -48,27 +89,6 @@ def build_schema(
     limits: QueryLimits | None = None,
     *,
     production: bool = False,
-    observers: Sequence[Callable[[], SchemaExtension]] = (),
+    observers: Sequence[Observer] = (),
 ) -> PaymentsSchema:
-    """The schema with its query limits; `production` turns introspection off and has
-    graphql-core leave out its "Did you mean ...?" hints, in validation and in coercing
-    variables, which would reveal the schema piece by piece.
-    `observers` are extensions the server adds (its request log and metrics)."""
-    extensions: list[Any] = [
-        # Hooks unwind in reverse: observers see the response as the caller will.
-        *observers,
-        PublicErrors,
-        *limit_extensions(limits or QueryLimits(), production=production),
-        DynamoDBAccounting,
-    ]
-    if production:
-        extensions.append(DisableIntrospection)
-    return PaymentsSchema(
-        query=Query,
-        mutation=Mutation,
-        types=[PaymentType, LoanType],
-        extensions=extensions,
-        execution_context_class=PaymentsExecutionContext,
-        config=StrawberryConfig(scalar_map={datetime: DATETIME}),
-        hide_suggestions=production,
-    )
+    return PaymentsSchema(limits, production=production, observers=observers)

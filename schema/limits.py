@@ -1,17 +1,17 @@
-"""Query limits: each refuses an operation before any resolver or DynamoDB call runs.
+"""Query limits: each refuses an operation before any resolver or DynamoDB call runs
+(`schema.operations` applies them).
 
-depth     nesting of selections, through fragments (strawberry's QueryDepthLimiter)
-aliases   aliased fields, through fragment spreads (MaxAliasesLimiter)
-tokens    lexical tokens of the document (MaxTokensLimiter)
+depth     nesting of selections, through fragments (strawberry's QueryDepthLimiter's rule)
+aliases   aliased fields, through fragment spreads (MaxAliasesLimiter's rule)
+tokens    lexical tokens of the document (graphql-core's parser stops at the limit)
 cost      every field costs 1; a field with a `first` argument (a connection) multiplies
           what it selects by `first` (its default when omitted), so nested pages multiply
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache, partial
 from typing import Any
 
 from graphql import (
@@ -28,26 +28,12 @@ from graphql import (
     SelectionSetNode,
     VariableNode,
     get_named_type,
-    validate,
 )
-from graphql.validation import ASTValidationRule
-from strawberry.extensions import (
-    AddValidationRules,
-    MaxAliasesLimiter,
-    MaxTokensLimiter,
-    ParserCache,
-    QueryDepthLimiter,
-    SchemaExtension,
-)
-from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
-from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
 # What a connection without `first` returns (resolvers.queries.DEFAULT_PAGE_SIZE).
 DEFAULT_FIRST = 20
 # The largest page a list returns; a larger `first` is refused when the list runs.
 MAX_FIRST = 100
-# Distinct query texts kept parsed and validated; clients send a handful of fixed operations.
-CACHED_DOCUMENTS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,91 +44,43 @@ class QueryLimits:
     max_cost: int = 10_000
 
 
-def limit_extensions(
-    limits: QueryLimits, *, production: bool = False
-) -> list[Callable[[], SchemaExtension]]:
-    """Factories, so every operation gets extensions of its own, with parsing and validation
-    cached: a query text seen before is neither parsed nor validated again. In `production`,
-    validation errors carry no "Did you mean ...?" hints.
-
-    The depth and alias rules are built once here: the validation cache is keyed by the rule
-    classes, and the limiters would make new ones for every operation.
-    """
-    rules = [
-        *QueryDepthLimiter(max_depth=limits.max_depth).validation_rules,
-        *MaxAliasesLimiter(max_alias_count=limits.max_aliases).validation_rules,
-    ]
-    return [
-        partial(MaxTokensLimiter, max_token_count=limits.max_tokens),
-        partial(ParserCache, maxsize=CACHED_DOCUMENTS),
-        partial(AddValidationRules, rules),
-        # Before the cost limit: a cached validation result must not overwrite its refusal.
-        partial(CachedValidation, hide_suggestions=production),
-        partial(QueryCostLimiter, max_cost=limits.max_cost),
-    ]
+def cost_refusal(cost: int, limits: QueryLimits) -> GraphQLError | None:
+    """The refusal of an operation that costs more than `limits.max_cost`, or None."""
+    if cost <= limits.max_cost:
+        return None
+    return GraphQLError(
+        f"The query costs {cost}, more than the limit of {limits.max_cost}: "
+        "ask for fewer items (`first`) or fewer nested lists.",
+        extensions={"code": "QUERY_TOO_COSTLY", "cost": cost},
+    )
 
 
-@lru_cache(maxsize=CACHED_DOCUMENTS)
-def _validate(
-    schema: GraphQLSchema,
-    document: DocumentNode,
-    rules: tuple[type[ASTValidationRule], ...],
-    hide_suggestions: bool,
-) -> list[GraphQLError]:
-    # The rules strawberry's own validation (strawberry.schema.schema.validate_document) adds.
-    rules = (*rules, MaybeNullValidationRule, OneOfInputValidationRule)
-    return validate(schema, document, rules, hide_suggestions=hide_suggestions)
+class _VariablesRead(Exception):
+    pass
 
 
-class CachedValidation(SchemaExtension):
-    """Strawberry's ValidationCache, with a switch for graphql-core's hints at names ("Did you
-    mean 'amountCents'?"), which would map the schema out for a caller without introspection."""
+class _NoVariables(Mapping[str, Any]):
+    """Variables that cannot be read: costing with them says whether the cost depends on any."""
 
-    def __init__(self, *, hide_suggestions: bool) -> None:
-        self.hide_suggestions = hide_suggestions
+    def __getitem__(self, name: str) -> Any:
+        raise _VariablesRead
 
-    def on_validate(self) -> Iterator[None]:
-        context = self.execution_context
-        assert context.graphql_document is not None  # validation follows a successful parse
-        context.pre_execution_errors = _validate(
-            context.schema._schema,
-            context.graphql_document,
-            context.validation_rules,
-            self.hide_suggestions,
-        )
-        yield
+    def __iter__(self) -> Iterator[str]:
+        raise _VariablesRead
+
+    def __len__(self) -> int:
+        raise _VariablesRead
 
 
-class QueryCostLimiter(SchemaExtension):
-    """Refuses an operation whose cost exceeds `max_cost`, before it is validated.
-
-    Cost needs the variables (`first: $n`), which validation rules do not see; so it is an
-    extension that runs as validation starts, on the parsed document, and a refusal takes the
-    place of validation's errors. The document may still be invalid here: unknown fields cost
-    1 and unknown or cyclic fragments nothing, and validation then reports them.
-    """
-
-    def __init__(self, *, max_cost: int) -> None:
-        self.max_cost = max_cost
-
-    def on_validate(self) -> Iterator[None]:
-        context = self.execution_context
-        document = context.graphql_document
-        if context.pre_execution_errors or document is None:
-            yield
-            return
-        cost = operation_cost(
-            context.schema._schema, document, context.operation_name, context.variables or {}
-        )
-        if cost > self.max_cost:
-            context.pre_execution_errors = [
-                GraphQLError(
-                    f"The query costs {cost}, more than the limit of {self.max_cost}: "
-                    "ask for fewer items (`first`) or fewer nested lists.",
-                    extensions={"code": "QUERY_TOO_COSTLY", "cost": cost},
-                )
-            ]
-        yield
+def fixed_cost(
+    schema: GraphQLSchema, document: DocumentNode, operation_name: str | None
+) -> int | None:
+    """The operation's cost if no `first` in it is a variable (so it can be kept with the
+    document), else None: then it is costed per request, with the request's variables."""
+    try:
+        return operation_cost(schema, document, operation_name, _NoVariables())
+    except _VariablesRead:
+        return None
 
 
 def operation_cost(

@@ -1,4 +1,4 @@
-"""How errors and request accounting reach the response.
+"""How errors reach the response.
 
 `errors[]` carries three kinds of failure, each with `extensions.code`:
 - caller refusals (`UNAUTHENTICATED`, `FORBIDDEN`);
@@ -9,19 +9,13 @@ GraphQL's own syntax and validation errors pass through as graphql-core words th
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from graphql import GraphQLError
-from strawberry.extensions import SchemaExtension
 
-from datasource.accounting import CallCount, count_calls
 from domain.errors import InvalidInput, PaymentsError
 from resolvers.callers import CallerError
-
-logger = logging.getLogger("loc_payments.graphql")
 
 UNEXPECTED = "Unexpected error."
 
@@ -76,39 +70,3 @@ def public_error(error: GraphQLError) -> GraphQLError:
         path=error.path,
         extensions=extensions,
     )
-
-
-class PublicErrors(SchemaExtension):
-    def on_operation(self) -> Iterator[None]:
-        yield
-        result = self.execution_context.result
-        if result is not None and result.errors:
-            result.errors = [public_error(error) for error in result.errors]
-
-
-class DynamoDBAccounting(SchemaExtension):
-    """Counts every operation's DynamoDB calls (for its log line and metrics) into the context,
-    and reports them as `extensions.dynamodb` when the request asked for it (SPEC §8)."""
-
-    def __init__(self) -> None:
-        self._count: CallCount | None = None
-        self._report = False
-
-    def on_operation(self) -> Iterator[None]:
-        context = self.execution_context.context
-        self._report = bool(getattr(context, "debug_dynamodb", False))
-        with count_calls() as count:
-            self._count = count
-            if hasattr(context, "calls"):
-                context.calls = count
-            yield
-
-    def get_results(self) -> dict[str, Any]:
-        if self._count is None or not self._report:
-            return {}
-        return {
-            "dynamodb": {
-                "requests": self._count.requests,
-                "operations": dict(self._count.operations),
-            }
-        }

@@ -83,7 +83,7 @@ def create_app(
                 max_cost=settings.max_query_cost,
             ),
             production=settings.production,
-            observers=[metrics.observer()],
+            observers=[metrics.observe],
         ),
         store=current_store,
         auth=AuthConfig.build(

@@ -1,4 +1,4 @@
-"""Per-request log line and Prometheus metrics, from one schema extension.
+"""Per-request log line and Prometheus metrics, from one observer of finished operations.
 
 Metrics (`prometheus-client`, one registry per app):
     loc_payments_requests_total{operation, outcome}          GraphQL operations
@@ -11,16 +11,12 @@ Metrics (`prometheus-client`, one registry per app):
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 
-from graphql import DocumentNode, FieldNode, OperationDefinitionNode
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context
+from schema.operations import Observed
 
 request_log = logging.getLogger("loc_payments.request")
 
@@ -59,58 +55,35 @@ class Metrics:
             "loc_payments_errors", "Errors and UserError answers", ["code"], registry=r
         )
 
-    def observer(self) -> Callable[[], SchemaExtension]:
-        return partial(RequestObserver, metrics=self)
-
-
-def _first_field(document: DocumentNode | None) -> str:
-    """An unnamed operation is known by its first root field (`createPayment`)."""
-    for definition in document.definitions if document else ():
-        if isinstance(definition, OperationDefinitionNode):
-            for selection in definition.selection_set.selections:
-                if isinstance(selection, FieldNode):
-                    return selection.name.value
-    return "anonymous"
-
-
-class RequestObserver(SchemaExtension):
-    def __init__(self, *, metrics: Metrics) -> None:
-        self.metrics = metrics
-
-    def on_operation(self) -> Iterator[None]:
-        started = time.perf_counter()
-        yield
-        duration = time.perf_counter() - started
-        execution = self.execution_context
-        context = execution.context
+    def observe(self, observed: Observed) -> None:
+        """Count a finished operation and write its request log line."""
+        context = observed.context
         if not isinstance(context, Context):
             return
-        operation = execution.operation_name or _first_field(execution.graphql_document)
-        result = execution.result
+        operation = observed.operation
         codes = [
             str((error.extensions or {}).get("code", "GRAPHQL_VALIDATION_FAILED"))
-            for error in (getattr(result, "errors", None) or [])
+            for error in observed.errors
         ] + context.user_errors
         outcome = codes[0] if codes else "OK"
         calls = context.calls
-        m = self.metrics
-        m.requests.labels(operation, outcome).inc()
-        m.duration.labels(operation).observe(duration)
+        self.requests.labels(operation, outcome).inc()
+        self.duration.labels(operation).observe(observed.duration)
         for code in codes:
-            m.errors.labels(code).inc()
+            self.errors.labels(code).inc()
         if calls is not None:
             for (api, answer), count in calls.outcomes.items():
-                m.dynamodb_calls.labels(api, answer).inc(count)
+                self.dynamodb_calls.labels(api, answer).inc(count)
             unanswered = {
                 api: count - sum(n for (a, _), n in calls.outcomes.items() if a == api)
                 for api, count in calls.operations.items()
             }
             for api, count in unanswered.items():
                 if count > 0:
-                    m.dynamodb_calls.labels(api, "no_answer").inc(count)
+                    self.dynamodb_calls.labels(api, "no_answer").inc(count)
         for source, target in context.writes:
-            m.transitions.labels(source.value if source else "NEW", target.value).inc()
-        duration_ms = round(duration * 1000, 3)
+            self.transitions.labels(source.value if source else "NEW", target.value).inc()
+        duration_ms = round(observed.duration * 1000, 3)
         request_log.info(
             "%s %s %s in %.1f ms, %d DynamoDB calls",
             operation,
