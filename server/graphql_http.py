@@ -1,4 +1,10 @@
-"""`/graphql` over HTTP: Strawberry's ASGI view, with a fresh context for every request."""
+"""`/graphql` over HTTP: Strawberry's ASGI view, with a fresh context for every request.
+
+A JSON POST (every operation of a front-end app or a job) takes a short path of its own: the
+body read and checked as the view checks it, the operation run, the result encoded with orjson,
+and Strawberry's refusals answered with the same statuses and words. Everything else (GraphiQL,
+GET queries, forms, streaming) goes through the view as it is.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,16 @@ from collections.abc import Callable
 from datetime import datetime
 
 import orjson
+from cross_web import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import MissingQueryError
+from strawberry.http import process_result
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types.graphql import OperationType
+from strawberry.types.unset import UNSET
 
 from datasource import PaymentStore
 from resolvers.callers import AuthConfig, Caller, CallerError, authenticate
@@ -20,6 +32,9 @@ from schema import PaymentsSchema
 
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
 REQUEST_ID_HEADER = "x-request-id"
+_POST_OPERATIONS = frozenset({OperationType.QUERY, OperationType.MUTATION})
+# Accept headers that ask for a streamed answer (multipart, server-sent events): the view's.
+_STREAMING = ("multipart/mixed", "text/event-stream")
 # A caller's request id is kept when it is a plain token; anything else gets a fresh one, so
 # no header can write arbitrary text into the logs.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -52,6 +67,47 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._clock = clock
         self._accounting_allowed = accounting_allowed
 
+    async def run(  # type: ignore[override]
+        self,
+        request: Request | WebSocket,
+        context: Context = UNSET,
+        root_value: None = UNSET,
+    ) -> Response | WebSocket:
+        if isinstance(request, Request) and context is UNSET and _plain_json_post(request):
+            return await self._answer_json_post(request)
+        return await super().run(request, context, root_value)
+
+    async def _answer_json_post(self, request: Request) -> Response:
+        response = Response(media_type="application/json")
+        context = await self.get_context(request, response)
+        data = self.parse_json(await request.body())
+        if isinstance(data, list):
+            raise HTTPException(400, "Batching is not enabled")
+        if not isinstance(data, dict):
+            raise HTTPException(400, "The request body must be a JSON object")
+        for name, kind in _REQUEST_FIELDS.items():
+            value = data.get(name)
+            if value is not None and not isinstance(value, kind):
+                raise HTTPException(400, _REFUSED_FIELD[name])
+        try:
+            result = await self.schema.execute(
+                data.get("query"),
+                variable_values=data.get("variables"),
+                context_value=context,
+                operation_name=data.get("operationName"),
+                allowed_operation_types=_POST_OPERATIONS,
+                operation_extensions=data.get("extensions"),
+            )
+        except CannotGetOperationTypeError as error:
+            raise HTTPException(400, error.as_http_error_reason()) from error
+        except InvalidOperationTypeError as error:
+            raise HTTPException(400, error.as_http_error_reason("POST")) from error
+        except MissingQueryError as error:
+            raise HTTPException(400, "No GraphQL query found in the request") from error
+        response.body = self.encode_json(process_result(result))
+        response.headers["content-length"] = str(len(response.body))
+        return response
+
     def encode_json(self, data: object) -> bytes:
         # orjson: several times faster than json.dumps on a page of payments.
         return orjson.dumps(data)
@@ -83,3 +139,21 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 self._accounting_allowed and request.headers.get(DEBUG_DYNAMODB_HEADER) == "1"
             ),
         )
+
+
+_REQUEST_FIELDS: dict[str, type] = {"query": str, "variables": dict, "extensions": dict}
+# Strawberry's own words for each refusal.
+_REFUSED_FIELD = {
+    "query": "The GraphQL operation's `query` must be a string or null, if provided.",
+    "variables": "The GraphQL operation's `variables` must be an object or null, if provided.",
+    "extensions": "The GraphQL operation's `extensions` must be an object or null, if provided.",
+}
+
+
+def _plain_json_post(request: Request) -> bool:
+    if request.method != "POST":
+        return False
+    headers = request.headers
+    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    accept = headers.get("accept", "")
+    return content_type == "application/json" and not any(kind in accept for kind in _STREAMING)
