@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import dataset, workloads
-from bench.processes import Server, load_generator_core
+from bench.processes import Server, load_generator_core, memory_record
 from bench.runs import Run, answer, post, service_headers, summary, timed_run
 from bench.workloads import Workload
 
@@ -87,12 +87,15 @@ def check_same_data(
 
 async def _rotating_runs(
     servers: list[Server],
+    service: Server,
     work: list[Workload],
     headers: dict[str, str],
     options: EngineOptions,
     log: Callable[[str], None],
-) -> list[Run]:
-    """A warm-up of every peer on every workload, then the repetitions in rotating order."""
+) -> tuple[list[Run], list[float]]:
+    """A warm-up of every peer on every workload, then the repetitions in rotating order; the
+    runs, and the service's resident memory (MiB) after each repetition."""
+    resident: list[float] = []
     for workload in work if options.warmup_seconds else []:
         for server in servers:
             await timed_run(
@@ -123,8 +126,9 @@ async def _rotating_runs(
                             repetition=repetition,
                         )
                     )
+        resident.append(service.resident_mib())
         log(f"repetition {repetition + 1} of {options.repetitions} done")
-    return runs
+    return runs, resident
 
 
 class EnginePass:
@@ -164,6 +168,7 @@ class EnginePass:
         for server in self.servers:
             server.wait_ready()
         floor, *engines = self.servers
+        service = {server.name: server for server in engines}["P3"]
         work, headers = self.work, service_headers()
         log(f"fake DynamoDB: {len(self.stored)} payments; P0-P3 listening; checking answers")
         service_bytes, calls = check_same_data(
@@ -177,7 +182,9 @@ class EnginePass:
                 raise RuntimeError(f"P0 does not answer P3's bytes for {workload.name}")
         log("P0-P3 return the same data for every workload; warming up")
         with load_generator_core():
-            runs = await _rotating_runs(self.servers, work, headers, self.options, log)
+            runs, resident = await _rotating_runs(
+                self.servers, service, work, headers, self.options, log
+            )
         return {
             "payments": len(self.stored),
             "peers": PEERS,
@@ -203,4 +210,5 @@ class EnginePass:
                 for peer in PEERS
             ],
             "runs": [{k: v for k, v in asdict(run).items() if k != "latencies_ns"} for run in runs],
+            "service_memory": memory_record(service, resident),
         }

@@ -35,12 +35,20 @@ class LoadResult:
         return self.requests / self.seconds if self.seconds else 0.0
 
 
-def http_request(host: str, port: int, path: str, body: bytes, headers: dict[str, str]) -> bytes:
+def http_request(
+    host: str,
+    port: int,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    content_type: str = "application/json",
+) -> bytes:
     """A POST with a fixed body, as raw bytes, sent as is on every request."""
     lines = [
         f"POST {path} HTTP/1.1",
         f"Host: {host}:{port}",
-        "Content-Type: application/json",
+        f"Content-Type: {content_type}",
         f"Content-Length: {len(body)}",
         *(f"{name}: {value}" for name, value in headers.items()),
     ]

@@ -6,7 +6,9 @@ both cores. Then DynamoDB Local is moved to the load generator's core, as if it 
 machine, and a service (`loc-payments serve`) per table runs on the server core.
 
 1. The service on `base` against raw aioboto3 making the one call each workload needs (same
-   client settings, same concurrency, same core), in rotating order.
+   client settings, same concurrency, same core), and against the same call sent over raw HTTP
+   with no SDK (DynamoDB Local's own rate: the limit of anything in front of it), in rotating
+   order. The service's resident memory is read after each repetition.
 2. Scale: p50 at one connection of a loan's first page and of `paymentsByStatus`, on `base` and
    on `scale` in rotating order; the loan and the page are the same in both tables, so only the
    table's size differs. Raw aioboto3 makes the same two calls on both tables, which shows how
@@ -33,6 +35,7 @@ from bench.processes import (
     Server,
     children,
     load_generator_core,
+    memory_record,
     pin_process,
     pinning,
 )
@@ -44,6 +47,8 @@ from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
 COMPARED = ("loan_page", "by_status", "payment")
+# Who makes the calls compared: raw aioboto3, the service, the same call over raw HTTP.
+SIDES = ("raw", "service", "http")
 SCALED = ("loan_page", "by_status")
 SCALE_TABLE = "bench-scale-loc-service"
 DEBUG_DYNAMODB = {"X-Debug-DynamoDB": "1"}
@@ -61,7 +66,8 @@ class LocalOptions:
 
 
 class RawClient:
-    """The `bench.raw_dynamodb` worker process: one command, one timed loop of raw calls."""
+    """The `bench.raw_dynamodb` worker process: one command, one timed loop of raw calls, made
+    by aioboto3 or over raw HTTP."""
 
     def __init__(self, endpoint: str) -> None:
         command = [sys.executable, "-m", "bench.raw_dynamodb", "--endpoint", endpoint]
@@ -72,10 +78,17 @@ class RawClient:
         )
 
     def run(
-        self, workload: Workload, *, table: str, connections: int, seconds: float
+        self,
+        workload: Workload,
+        *,
+        table: str,
+        connections: int,
+        seconds: float,
+        client: str = "aioboto3",
     ) -> dict[str, float]:
         assert self._process.stdin is not None and self._process.stdout is not None
         command = {
+            "client": client,
             "call": workload.name,
             "variables": workload.variables,
             "table": table,
@@ -86,8 +99,10 @@ class RawClient:
         self._process.stdin.flush()
         line = self._process.stdout.readline()
         if not line:
-            raise RuntimeError("the raw aioboto3 worker exited")
+            raise RuntimeError("the raw DynamoDB worker exited")
         result: dict[str, float] = json.loads(line)
+        if result["errors"]:
+            raise RuntimeError(f"{client} {workload.name}: {result['errors']:.0f} failed calls")
         return result
 
     def stop(self) -> None:
@@ -121,15 +136,20 @@ def _items(options: LocalOptions, users: range) -> Iterator[Item]:
     )
 
 
-async def _compare(setup: _Setup, options: LocalOptions) -> list[dict[str, Any]]:
-    """Service and raw aioboto3 taking turns at going first, each workload, each repetition."""
+async def _compare(
+    setup: _Setup, options: LocalOptions
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """The service, raw aioboto3 and raw HTTP taking turns at going first, each workload, each
+    repetition; the rows, and the service's resident memory (MiB) after each repetition."""
     rows: list[dict[str, Any]] = []
+    resident: list[float] = []
     for repetition in range(-1 if options.warmup_seconds else 0, options.repetitions):
         warmup = repetition < 0
         seconds = options.warmup_seconds if warmup else options.seconds
         for turn, name in enumerate(COMPARED):
             workload = setup.work[name]
-            for side in ("service", "raw") if (repetition + turn) % 2 else ("raw", "service"):
+            first = (repetition + turn) % len(SIDES)
+            for side in SIDES[first:] + SIDES[:first]:
                 if side == "service":
                     run = await timed_run(
                         setup.base, workload.body, setup.headers, workload=name,
@@ -142,14 +162,19 @@ async def _compare(setup: _Setup, options: LocalOptions) -> list[dict[str, Any]]
                         table=setup.base_table,
                         connections=options.connections,
                         seconds=seconds,
+                        client="http" if side == "http" else "aioboto3",
                     )
                     row = {
                         "rate": result["calls"] / result["seconds"],
                         "cpu_ms_per_call": 1000 * result["cpu_seconds"] / max(1, result["calls"]),
+                        "p50_ms": result["p50_ms"],
+                        "p99_ms": result["p99_ms"],
                     }
                 if not warmup:
                     rows.append({"side": side, "workload": name} | row)
-    return rows
+        if not warmup:
+            resident.append(setup.base.resident_mib())
+    return rows, resident
 
 
 async def _scale_latencies(setup: _Setup, options: LocalOptions) -> dict[str, Any]:
@@ -266,8 +291,8 @@ class LocalPass:
             for name in COMPARED
         }
         with load_generator_core():
-            comparison = await _compare(setup, options)
-            log("service against raw aioboto3 done; p50 at both sizes")
+            comparison, resident = await _compare(setup, options)
+            log("service against raw aioboto3 and raw HTTP done; p50 at both sizes")
             scale = await _scale_latencies(setup, options)
         return {
             "connections": options.connections,
@@ -283,4 +308,5 @@ class LocalPass:
                 "writers": generator.WRITERS,
             },
             "scale": scale,
+            "service_memory": memory_record(setup.base, resident),
         }

@@ -1,4 +1,4 @@
-"""Server processes: started, pinned to a core, waited for, timed from /proc, stopped.
+"""Server processes: started, pinned to a core, waited for, timed and weighed from /proc, stopped.
 
 CPU placement (2 cores): the load generator (this process) runs on core 0 and every server on
 core 1, set with `os.sched_setaffinity` on each of the server's threads once it listens (the same
@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -72,6 +73,17 @@ def cpu_seconds(pid: int) -> float:
     fields = stat[stat.rindex(")") + 2 :].split()
     # Fields 14 and 15 of stat(5); `fields` starts at field 3.
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def memory_mib(pid: int, field: str) -> float:
+    """A memory figure of /proc/<pid>/status in MiB: `VmRSS` (resident now) or `VmHWM` (the
+    peak resident since the process started)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name == field:
+            # "VmRSS:	   81234 kB"
+            return int(value.split()[0]) / 1024
+    raise KeyError(f"{field} not in /proc/{pid}/status")
 
 
 def free_port() -> int:
@@ -135,6 +147,12 @@ class Server:
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pid)
 
+    def resident_mib(self) -> float:
+        return memory_mib(self.pid, "VmRSS")
+
+    def peak_resident_mib(self) -> float:
+        return memory_mib(self.pid, "VmHWM")
+
     def log_tail(self, limit: int = 3000) -> str:
         self._log.seek(0)
         return self._log.read().decode(errors="replace")[-limit:]
@@ -149,6 +167,15 @@ class Server:
                 process.kill()
                 process.wait()
         self._log.close()
+
+
+def memory_record(server: Server, resident_after_repetitions: list[float]) -> dict[str, Any]:
+    """What a leak would show: the server's resident memory after each repetition, in MiB, and
+    its peak since it started (so read while it still runs)."""
+    return {
+        "rss_mib_after_repetition": resident_after_repetitions,
+        "peak_rss_mib": server.peak_resident_mib(),
+    }
 
 
 def children(command_name: str) -> list[int]:

@@ -1,31 +1,41 @@
-"""Raw aioboto3, the DynamoDB Local pass's reference: the one call a workload needs, in a loop,
-on as many connections as the service is given, in a process of its own on the server's core.
+"""The DynamoDB Local pass's references, in a process of their own on the server's core: the one
+call a workload needs, in a loop, on as many connections as the service is given, made either by
+raw aioboto3 or by hand over raw HTTP.
 
     python -m bench.raw_dynamodb --endpoint URL [--core 1]
 
-It keeps one client open, like the service, and reads commands from stdin, one JSON object a
-line: the workload, its GraphQL variables, the table, the concurrency and how long to run,
-`{"call": "loan_page", "variables": {"u": "user-0000", "l": "loan-00"}, "table": "...",
-"connections": 16, "seconds": 2.0}`. For each it answers one JSON line,
-`{"calls": ..., "seconds": ..., "cpu_seconds": ..., "p50_ms": ..., "p99_ms": ...}`.
-End of input ends it.
+It keeps one aioboto3 client open, like the service, and reads commands from stdin, one JSON
+object a line: the client, the workload, its GraphQL variables, the table, the concurrency and
+how long to run, `{"client": "aioboto3", "call": "loan_page", "variables": {"u": "user-0000",
+"l": "loan-00"}, "table": "...", "connections": 16, "seconds": 2.0}`. For each it answers one JSON
+line, `{"calls": ..., "errors": ..., "seconds": ..., "cpu_seconds": ..., "p50_ms": ...,
+"p99_ms": ...}`. End of input ends it.
+
+Over raw HTTP (`"client": "http"`) the load generator of `bench.loadgen` sends the SDK's request
+body with no SDK at all, which gives DynamoDB Local's own rate for the call: the physical limit
+of anything in front of it on this machine. DynamoDB Local checks no signature, but it refuses a
+request without an `Authorization` header and takes the access key and region from it (its
+database is per key and region unless started with -sharedDb), so they are the service's. Before
+each such run the raw request must get the same items as aioboto3's call.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import sys
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import aioboto3
 import uvloop
 from aiobotocore.config import AioConfig
 
-from bench.loadgen import percentile
+from bench.loadgen import http_request, percentile, run_load
 from datasource.table import GSI2
 from domain import keys
 from domain.enums import PaymentStatus
@@ -33,6 +43,8 @@ from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
 # What the service asks for a page of 100: one item more, to learn whether a next page exists.
 PAGE_LIMIT = 101
+CONTENT_TYPE = "application/x-amz-json-1.0"
+TARGET_PREFIX = "DynamoDB_20120810."
 
 
 def _parameters(call: str, variables: dict[str, str], table_name: str) -> dict[str, Any]:
@@ -75,20 +87,100 @@ async def _calls(
         latencies.append(time.perf_counter_ns() - started)
 
 
-async def _timed(client: Any, command: dict[str, Any]) -> dict[str, float]:
-    call = command["call"]
-    operation = client.batch_get_item if call == "payment" else client.query
-    parameters = _parameters(call, command["variables"], command["table"])
+def _operation_name(call: str) -> str:
+    return "BatchGetItem" if call == "payment" else "Query"
+
+
+def _items(call: str, response: dict[str, Any], table_name: str) -> Any:
+    return response["Responses"][table_name] if call == "payment" else response["Items"]
+
+
+def _http_headers(call: str, region: str) -> dict[str, str]:
+    """Unsigned: the scope names the service's access key and region, the signature is none."""
+    key, day = LOCAL_AWS_CREDENTIALS["aws_access_key_id"], time.strftime("%Y%m%d", time.gmtime())
+    scope = f"{key}/{day}/{region}/dynamodb/aws4_request"
+    return {
+        "X-Amz-Target": TARGET_PREFIX + _operation_name(call),
+        "Authorization": (f"AWS4-HMAC-SHA256 Credential={scope}, SignedHeaders=host, Signature=0"),
+    }
+
+
+def _post(host: str, port: int, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        connection.request(
+            "POST", "/", body=body, headers={"Content-Type": CONTENT_TYPE, **headers}
+        )
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+class Call:
+    """One workload's DynamoDB call, ready for either client."""
+
+    def __init__(self, client: Any, endpoint: str, region: str, command: dict[str, Any]) -> None:
+        self.call: str = command["call"]
+        self.table: str = command["table"]
+        self.parameters = _parameters(self.call, command["variables"], self.table)
+        self.operation = client.batch_get_item if self.call == "payment" else client.query
+        address = urlsplit(endpoint)
+        assert address.hostname is not None and address.port is not None
+        self.host, self.port = address.hostname, address.port
+        # The wire format is the SDK's parameters as JSON: they are DynamoDB's own shapes.
+        self.body = json.dumps(self.parameters).encode()
+        self.headers = _http_headers(self.call, region)
+
+    async def check_http(self) -> None:
+        """The raw request must get what the SDK's call gets, or the rates compare nothing."""
+        expected = _items(self.call, await self.operation(**self.parameters), self.table)
+        loop = asyncio.get_running_loop()
+        status, raw = await loop.run_in_executor(
+            None, _post, self.host, self.port, self.body, self.headers
+        )
+        what = f"raw HTTP {_operation_name(self.call)} on {self.table}"
+        if status != 200:
+            raise RuntimeError(f"{what}: HTTP {status} {raw[:500]!r}")
+        found = _items(self.call, json.loads(raw), self.table)
+        if found != expected:
+            raise RuntimeError(
+                f"{what}: {len(found)} items, aioboto3's call {len(expected)} (or other ones)"
+            )
+
+    def http_request(self) -> bytes:
+        return http_request(
+            self.host, self.port, "/", self.body, self.headers, content_type=CONTENT_TYPE
+        )
+
+
+async def _timed(call: Call, command: dict[str, Any]) -> dict[str, float]:
     latencies: list[int] = []
+    errors = 0
     cpu = time.process_time()
     started = time.perf_counter()
-    deadline = started + command["seconds"]
-    await asyncio.gather(
-        *(_calls(operation, parameters, deadline, latencies) for _ in range(command["connections"]))
-    )
+    if command["client"] == "http":
+        result = await run_load(
+            call.host,
+            call.port,
+            call.http_request(),
+            connections=command["connections"],
+            seconds=command["seconds"],
+        )
+        latencies, errors, seconds = result.latencies_ns, result.errors, result.seconds
+    else:
+        deadline = started + command["seconds"]
+        await asyncio.gather(
+            *(
+                _calls(call.operation, call.parameters, deadline, latencies)
+                for _ in range(command["connections"])
+            )
+        )
+        seconds = time.perf_counter() - started
     return {
         "calls": len(latencies),
-        "seconds": time.perf_counter() - started,
+        "errors": errors,
+        "seconds": seconds,
         "cpu_seconds": time.process_time() - cpu,
         "p50_ms": percentile(latencies, 0.50) / 1e6,
         "p99_ms": percentile(latencies, 0.99) / 1e6,
@@ -109,7 +201,11 @@ async def serve_commands(endpoint: str) -> None:
         **LOCAL_AWS_CREDENTIALS,
     ) as client:
         while line := await loop.run_in_executor(None, sys.stdin.readline):
-            print(json.dumps(await _timed(client, json.loads(line))), flush=True)
+            command = json.loads(line)
+            call = Call(client, endpoint, settings.region, command)
+            if command["client"] == "http":
+                await call.check_http()
+            print(json.dumps(await _timed(call, command)), flush=True)
 
 
 def main() -> None:

@@ -3,15 +3,49 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+NEW_TARGETS = {
+    "P3 p99 / P1 p99 at 16 connections, same workload": {
+        "payment", "loan_page", "by_status", "nodes", "nested",
+    },
+    "service / raw aioboto3 on DynamoDB Local, 16 connections, 100-item lists": {
+        "loan_page", "by_status",
+    },
+    "service / raw aioboto3 on DynamoDB Local, 16 connections, one payment": {"payment"},
+    "P3 RSS after last repetition / after first": {"fake", "DynamoDB Local"},
+}  # fmt: skip
+NEW_REFERENCES = {
+    "  service / DynamoDB Local over raw HTTP (the physical limit on this machine)": {
+        "payment", "loan_page", "by_status",
+    },
+    "  P3 peak RSS, MiB": {"fake", "DynamoDB Local"},
+}  # fmt: skip
 
 
-def test_the_harness_runs_end_to_end_and_reports_every_target(tmp_path: Path) -> None:
-    output = tmp_path / "latest.json"
+@dataclass
+class QuickRun:
+    results: dict[str, Any]
+    stdout: str
+
+    def target_line(self, name: str) -> str:
+        """The row of the printed Targets table that reports `name`."""
+        table = self.stdout[self.stdout.index("Targets (issue 6)") :].splitlines()
+        (line,) = [line for line in table if line.startswith(name + "  ")]
+        return line
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
+    output = tmp_path_factory.mktemp("bench") / "latest.json"
     finished = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--output", str(output)],
         cwd=ROOT,
@@ -20,8 +54,11 @@ def test_the_harness_runs_end_to_end_and_reports_every_target(tmp_path: Path) ->
         timeout=240,
     )
     assert finished.returncode == 0, finished.stderr[-3000:]
-    results = json.loads(output.read_text())
+    return QuickRun(json.loads(output.read_text()), finished.stdout)
 
+
+def test_the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -> None:
+    results = quick_run.results
     # The peers returned the same data for every workload (the run stops otherwise), and the
     # service made the fewest DynamoDB calls for each.
     engine = results["engine"]
@@ -32,7 +69,39 @@ def test_the_harness_runs_end_to_end_and_reports_every_target(tmp_path: Path) ->
     }
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
-    assert len(targets) == 6
+    assert len(targets) == 9
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
-    assert "Targets (issue 6)" in finished.stdout
+    for target in results["targets"]:
+        line = quick_run.target_line(target["name"])
+        assert re.search(r"\d\.\d\d", line), line
+        if not target["reference"]:
+            assert re.search(r"  (met|MISSED)  ", line), line
+
+
+def test_the_new_targets_are_measured_on_what_they_name(quick_run: QuickRun) -> None:
+    targets = {target["name"]: target for target in quick_run.results["targets"]}
+    for name, measured_on in (NEW_TARGETS | NEW_REFERENCES).items():
+        assert set(targets[name]["measured"]) == measured_on, name
+        assert targets[name]["reference"] == (name in NEW_REFERENCES)
+    assert targets["P3 RSS after last repetition / after first"]["bound"] == 1.10
+    assert all(value > 0 for value in targets["  P3 peak RSS, MiB"]["measured"].values())
+    assert targets["  P3 peak RSS, MiB"]["met"] is None
+
+
+def test_dynamodb_local_is_loaded_over_raw_http_beside_the_service(quick_run: QuickRun) -> None:
+    local = quick_run.results["dynamodb_local"]
+    # A run over raw HTTP starts only after its request got aioboto3's items, and fails on any
+    # answer that is not a 200.
+    http = [row for row in local["comparison"] if row["side"] == "http"]
+    assert {row["workload"] for row in http} == {"payment", "loan_page", "by_status"}
+    assert all(row["rate"] > 0 for row in http)
+    assert "raw HTTP calls/s" in quick_run.stdout
+
+
+def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) -> None:
+    repetitions = quick_run.results["settings"]["repetitions"]
+    for run in (quick_run.results["engine"], quick_run.results["dynamodb_local"]):
+        memory = run["service_memory"]
+        assert len(memory["rss_mib_after_repetition"]) == repetitions
+        assert memory["peak_rss_mib"] >= max(memory["rss_mib_after_repetition"]) > 0
