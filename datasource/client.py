@@ -4,8 +4,10 @@ service's own parser of DynamoDB's data answers (`datasource.responses`)."""
 
 from __future__ import annotations
 
+import platform
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from typing import Any
 
 import aioboto3
@@ -14,10 +16,19 @@ from aiobotocore.config import AioConfig
 from datasource.config import DynamoConfig
 from datasource.responses import check_fast_parsing, fast_session
 
+# What DynamoDB's request logs (and CloudTrail) see as the caller.
+USER_AGENT = (
+    f"loc-payments/{version('loc-payments')} aiobotocore/{version('aiobotocore')} "
+    f"botocore/{version('botocore')} Python/{platform.python_version()}"
+)
+
 
 @asynccontextmanager
 async def open_client(config: DynamoConfig) -> AsyncIterator[Any]:
     client_config = AioConfig(
+        # A fixed string, built once: botocore otherwise assembles and sanitizes a dozen
+        # components for every call, a sixth of the client's CPU on a one-item read.
+        user_agent=USER_AGENT,
         max_pool_connections=config.max_pool_connections,
         connect_timeout=config.connect_timeout,
         read_timeout=config.read_timeout,

@@ -13,7 +13,6 @@ exist once a confirmation id does.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from domain import keys
@@ -109,58 +108,75 @@ def applications_value(applications: tuple[Application, ...]) -> Item:
     }
 
 
+# Enum members by stored value: a dict lookup, where calling the enum walks its machinery.
+_STATUSES = {status.value: status for status in PaymentStatus}
+_METHODS = {method.value: method for method in PaymentMethod}
+_PROCESSES = {process.value: process for process in PaymentProcess}
+
+
 def from_item(item: Item) -> Payment:
+    """The payment an item holds, in one pass over its attributes (a list page maps a hundred)."""
+    optional = {name: value["S"] for name, value in item.items() if name in _OPTIONAL_TEXT}
+    try:
+        status = _STATUSES[item["loc_status"]["S"]]
+        method = _METHODS[item["loc_payment_method"]["S"]]
+        process = _PROCESSES[item["loc_process"]["S"]]
+    except KeyError as missing:
+        raise ValueError(f"not a stored payment: {missing}") from None
+    first_presented = optional.get("loc_first_presented_date")
+    completed = optional.get("loc_completed_date")
     return Payment(
-        user_id=_text(item, "loc_user_id"),
-        loan_id=_text(item, "loc_loan_id"),
-        payment_id=_text(item, "loc_payment_id"),
-        amount_cents=_int(item, "loc_amount"),
-        status=PaymentStatus(_text(item, "loc_status")),
-        method=PaymentMethod(_text(item, "loc_payment_method")),
-        process=PaymentProcess(_text(item, "loc_process")),
-        attempts=_int(item, "loc_payment_attempts"),
-        update_reason=_text(item, "loc_update_reason"),
-        created_at=parse_timestamp("loc_created_date", _text(item, "loc_created_date")),
-        updated_at=parse_timestamp("loc_last_updated", _text(item, "loc_last_updated")),
-        version=_int(item, "loc_version"),
-        confirmation_id=_optional_text(item, "loc_confirmation_id"),
-        account_last_four=_optional_text(item, "loc_account_last_four"),
-        intended_installment_id=_optional_text(item, "loc_intended_installment_id"),
+        user_id=item["loc_user_id"]["S"],
+        loan_id=item["loc_loan_id"]["S"],
+        payment_id=item["loc_payment_id"]["S"],
+        # Our numbers are whole cents and counters, written by `_number`; int() refuses the rest.
+        amount_cents=int(item["loc_amount"]["N"]),
+        status=status,
+        method=method,
+        process=process,
+        attempts=int(item["loc_payment_attempts"]["N"]),
+        update_reason=item["loc_update_reason"]["S"],
+        created_at=parse_timestamp("loc_created_date", item["loc_created_date"]["S"]),
+        updated_at=parse_timestamp("loc_last_updated", item["loc_last_updated"]["S"]),
+        version=int(item["loc_version"]["N"]),
+        confirmation_id=optional.get("loc_confirmation_id"),
+        account_last_four=optional.get("loc_account_last_four"),
+        intended_installment_id=optional.get("loc_intended_installment_id"),
         applications=tuple(
-            _application(value["M"]) for value in item.get("loc_applications", {}).get("L", [])
+            _application(value["M"]) for value in item.get("loc_applications", {}).get("L", ())
         ),
-        return_code=_optional_text(item, "loc_return_code"),
-        first_presented_at=_optional_timestamp(item, "loc_first_presented_date"),
-        completed_at=_optional_timestamp(item, "loc_completed_date"),
+        return_code=optional.get("loc_return_code"),
+        first_presented_at=(
+            None
+            if first_presented is None
+            else parse_timestamp("loc_first_presented_date", first_presented)
+        ),
+        completed_at=(
+            None if completed is None else parse_timestamp("loc_completed_date", completed)
+        ),
     )
+
+
+_OPTIONAL_TEXT = frozenset(
+    {
+        "loc_confirmation_id",
+        "loc_account_last_four",
+        "loc_intended_installment_id",
+        "loc_return_code",
+        "loc_first_presented_date",
+        "loc_completed_date",
+    }
+)
 
 
 def _application(value: Item) -> Application:
     return Application(
-        payment_id=_text(value, "payment_id"),
-        installment_id=_text(value, "installment_id"),
-        amount_cents=_int(value, "amount"),
-        payment_date=parse_timestamp("payment_date", _text(value, "payment_date")),
+        payment_id=value["payment_id"]["S"],
+        installment_id=value["installment_id"]["S"],
+        amount_cents=int(value["amount"]["N"]),
+        payment_date=parse_timestamp("payment_date", value["payment_date"]["S"]),
     )
 
 
 def _number(value: int) -> dict[str, str]:
     return {"N": str(value)}
-
-
-def _text(item: Item, name: str) -> str:
-    value: str = item[name]["S"]
-    return value
-
-
-def _optional_text(item: Item, name: str) -> str | None:
-    return _text(item, name) if name in item else None
-
-
-def _optional_timestamp(item: Item, name: str) -> datetime | None:
-    return parse_timestamp(name, _text(item, name)) if name in item else None
-
-
-def _int(item: Item, name: str) -> int:
-    # Our numbers are whole cents and counters, written by `_number`; int() refuses anything else.
-    return int(item[name]["N"])
