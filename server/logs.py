@@ -12,7 +12,7 @@ import logging
 import sys
 from typing import Literal, TextIO
 
-from pythonjsonlogger.json import JsonFormatter
+from pythonjsonlogger.orjson import OrjsonFormatter as JsonFormatter
 
 LogFormat = Literal["auto", "json", "text"]
 
