@@ -22,6 +22,7 @@ NEW_TARGETS = {
     },
     "service / raw aioboto3 on DynamoDB Local, 16 connections, one payment": {"payment"},
     "P3 RSS after last repetition / after first": {"fake", "DynamoDB Local"},
+    "P3 / P1 req/s, one payment, 16 connections": {"payment"},
 }  # fmt: skip
 NEW_REFERENCES = {
     "  service / DynamoDB Local over raw HTTP (the physical limit on this machine)": {
@@ -38,7 +39,7 @@ class QuickRun:
 
     def target_line(self, name: str) -> str:
         """The row of the printed Targets table that reports `name`."""
-        table = self.stdout[self.stdout.index("Targets (issue 6)") :].splitlines()
+        table = self.stdout[self.stdout.index("Targets (issues 6 and 11)") :].splitlines()
         (line,) = [line for line in table if line.startswith(name + "  ")]
         return line
 
@@ -69,7 +70,7 @@ def test_the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRu
     }
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
-    assert len(targets) == 9
+    assert len(targets) == 10
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
