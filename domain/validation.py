@@ -33,6 +33,8 @@ _GROUPED_DIGITS = re.compile(
 )
 _LAST_FOUR = re.compile(r"[0-9]{4}")
 _RETURN_CODE = re.compile(r"R[0-9]{2}")
+# What str(uuid.UUID(...)) gives: the only spelling of a payment id the service accepts.
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def _text(field: str, value: str, *, max_length: int) -> str:
@@ -81,13 +83,13 @@ def identifier(field: str, value: str) -> str:
 def payment_id(field: str, value: str) -> str:
     """Payment ids are UUIDs the service made; anything else cannot name a payment."""
     identifier(field, value)
+    if _CANONICAL_UUID.fullmatch(value):
+        return value
     try:
-        parsed = uuid.UUID(value)
+        uuid.UUID(value)
     except ValueError:
         raise InvalidInput(field, "must be a payment id (a UUID)") from None
-    if str(parsed) != value:
-        raise InvalidInput(field, "must be a UUID in its canonical lower-case form")
-    return value
+    raise InvalidInput(field, "must be a UUID in its canonical lower-case form")
 
 
 def amount_cents(field: str, value: int) -> int:
