@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from datasource.errors import storage_errors
+from datasource.deadline import pause, storage_call
 from datasource.items import Item
 from domain.errors import StorageUnavailable
 
@@ -61,9 +61,9 @@ async def _get_chunk(
     pending = keys
     for attempt in range(backoff.retries + 1):
         if attempt:
-            await asyncio.sleep(backoff.delay(attempt - 1))
+            await pause(backoff.delay(attempt - 1))
         request = {table_name: {"Keys": pending, "ConsistentRead": True}}
-        with storage_errors():
+        async with storage_call():
             response = await client.batch_get_item(RequestItems=request)
         found.extend(response.get("Responses", {}).get(table_name, []))
         pending = response.get("UnprocessedKeys", {}).get(table_name, {}).get("Keys", [])

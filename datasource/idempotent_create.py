@@ -10,11 +10,10 @@ tried again after a jittered wait, a bounded number of times.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from datasource.batch import Backoff
-from datasource.errors import storage_errors
+from datasource.deadline import pause, storage_call
 from datasource.items import Item, from_item, primary_key
 from datasource.table import TTL_ATTRIBUTE
 from datasource.transactions import cancellation_reasons
@@ -87,12 +86,12 @@ async def put_new_with_key(
             raise Conflict(None, "a payment with this id exists already")
         elif "TransactionConflict" not in codes:
             raise StorageUnavailable()
-        await asyncio.sleep(backoff.delay(attempt))
+        await pause(backoff.delay(attempt))
     raise StorageUnavailable("the idempotency key is busy with a concurrent request; retry")
 
 
 async def _read_record(client: Any, table_name: str, claim: IdempotencyClaim) -> Item | None:
-    with storage_errors():
+    async with storage_call():
         response = await client.get_item(
             TableName=table_name, Key=record_key(claim), ConsistentRead=True
         )
@@ -104,7 +103,7 @@ async def _replay(client: Any, table_name: str, claim: IdempotencyClaim, record:
     if record["loc_request_fingerprint"]["S"] != claim.fingerprint:
         raise IdempotencyMismatch()
     ref = PaymentRef(claim.user_id, record["loc_loan_id"]["S"], record["loc_payment_id"]["S"])
-    with storage_errors():
+    async with storage_call():
         response = await client.get_item(
             TableName=table_name, Key=primary_key(ref), ConsistentRead=True
         )

@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 
 from datasource.cursors import CursorCodec, ListScope
-from datasource.errors import storage_errors
+from datasource.deadline import storage_call
 from datasource.items import Item, from_item
 from datasource.table import page_key_attributes
 from domain.errors import InvalidInput
@@ -109,7 +109,7 @@ async def query_page(
         parameters = query.parameters(table_name) | {"Limit": wanted - len(items)}
         if start_key is not None:
             parameters["ExclusiveStartKey"] = start_key
-        with storage_errors():
+        async with storage_call():
             response = await client.query(**parameters)
         items.extend(response.get("Items", []))
         start_key = response.get("LastEvaluatedKey")

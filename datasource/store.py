@@ -22,7 +22,7 @@ from datasource.batch import Backoff, batch_get_items
 from datasource.client import open_client
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
-from datasource.errors import storage_errors
+from datasource.deadline import storage_call
 from datasource.idempotent_create import put_new_with_key
 from datasource.items import from_item, primary_key, to_item
 from datasource.pages import Page, PageQuery, page_size, query_page
@@ -91,7 +91,7 @@ class PaymentStore:
 
     async def get(self, ref: PaymentRef) -> Payment | None:
         ref = _checked(ref)
-        with storage_errors():
+        async with storage_call():
             response = await self._client.get_item(
                 TableName=self._table, Key=primary_key(ref), ConsistentRead=True
             )
@@ -163,7 +163,7 @@ class PaymentStore:
     ) -> Payment | None:
         user_id = validation.identifier("userId", user_id)
         confirmation_id = validation.identifier("confirmationId", confirmation_id)
-        with storage_errors():
+        async with storage_call():
             response = await self._client.query(
                 TableName=self._table,
                 IndexName=GSI3,
@@ -196,7 +196,7 @@ class PaymentStore:
     async def ping(self) -> None:
         """Raise StorageUnavailable unless the table answers (readiness)."""
         try:
-            with storage_errors():
+            async with storage_call():
                 await self._client.describe_table(TableName=self._table)
         except PaymentsError as error:
             # Denied access or a wrong region is as unready as a timeout, whatever the cause.

@@ -8,13 +8,13 @@ items, so it is tried again after a jittered wait, a bounded number of times.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from datasource.batch import Backoff
-from datasource.errors import error_code, storage_errors
+from datasource.deadline import pause, storage_call
+from datasource.errors import error_code
 from datasource.items import Item
 from domain.errors import StorageUnavailable
 
@@ -25,7 +25,7 @@ _CANCELLED = "TransactionCanceledException"
 
 async def cancellation_reasons(client: Any, transaction: list[Item]) -> list[Item] | None:
     """None when the transaction went through; else why each of its writes was cancelled."""
-    with storage_errors():
+    async with storage_call():
         try:
             await client.transact_write_items(TransactItems=transaction)
         except ClientError as error:
@@ -50,5 +50,5 @@ async def run_transaction(
             return reasons
         if TRANSACTION_CONFLICT_REASON not in codes:
             raise StorageUnavailable()
-        await asyncio.sleep(backoff.delay(attempt))
+        await pause(backoff.delay(attempt))
     raise StorageUnavailable("the payment is busy with a concurrent request; retry")

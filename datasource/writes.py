@@ -14,7 +14,8 @@ from botocore.exceptions import ClientError
 
 from datasource import confirmation_claims
 from datasource.batch import Backoff
-from datasource.errors import error_code, storage_errors
+from datasource.deadline import storage_call
+from datasource.errors import error_code
 from datasource.items import (
     Item,
     applications_value,
@@ -133,7 +134,7 @@ def _claims_confirmation(current: Payment, updated: Payment) -> bool:
 
 async def _conditional_write(operation: Any, **parameters: Any) -> Item:
     """Run a conditional write; on refusal raise ConditionFailed with the stored item."""
-    with storage_errors():
+    async with storage_call():
         try:
             response: Item = await operation(
                 **parameters, ReturnValuesOnConditionCheckFailure="ALL_OLD"

@@ -30,7 +30,8 @@ class PaymentsSchema(strawberry.Schema):
     """The schema with its query limits; `production` turns introspection off and has
     graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing
     variables), which would reveal the schema piece by piece. `observers` are what the server
-    adds (its request log and metrics)."""
+    adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
+    on DynamoDB (`datasource.deadline`)."""
 
     def __init__(
         self,
@@ -38,6 +39,7 @@ class PaymentsSchema(strawberry.Schema):
         *,
         production: bool = False,
         observers: Sequence[Observer] = (),
+        dynamodb_budget: float | None = None,
     ) -> None:
         super().__init__(
             query=Query,
@@ -53,6 +55,7 @@ class PaymentsSchema(strawberry.Schema):
             executor_class=PaymentsExecutionContext,
             on_errors=self.process_errors,
             observers=observers,
+            dynamodb_budget=dynamodb_budget,
         )
 
     async def execute(
@@ -90,5 +93,8 @@ def build_schema(
     *,
     production: bool = False,
     observers: Sequence[Observer] = (),
+    dynamodb_budget: float | None = None,
 ) -> PaymentsSchema:
-    return PaymentsSchema(limits, production=production, observers=observers)
+    return PaymentsSchema(
+        limits, production=production, observers=observers, dynamodb_budget=dynamodb_budget
+    )

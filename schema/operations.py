@@ -6,7 +6,8 @@
                own rules, no introspection in production; no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
                `first` in it is a variable
-    execute    graphql-core with `PaymentsExecutionContext`, counting the DynamoDB calls it makes
+    execute    graphql-core with `PaymentsExecutionContext`, counting the DynamoDB calls it makes,
+               which must all end within the operation's budget (`datasource.deadline`)
     errors     the unexpected logged and masked, the rest made public (`schema.public_errors`)
     observe    the server's observers (request log, metrics) see the finished operation
 
@@ -47,6 +48,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.utils.operation import get_operation_type
 
+from datasource import deadline
 from datasource.accounting import count_calls
 from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
 from schema.public_errors import public_error
@@ -84,6 +86,7 @@ class OperationRunner:
         executor_class: type[Executor[Any]],
         on_errors: Callable[[list[GraphQLError]], None],
         observers: Sequence[Observer],
+        dynamodb_budget: float | None = None,
     ) -> None:
         self._schema = schema
         self._limits = limits
@@ -91,6 +94,7 @@ class OperationRunner:
         self._executor_class = executor_class
         self._on_errors = on_errors
         self._observers = tuple(observers)
+        self._budget = dynamodb_budget
         self._rules: tuple[type[ASTValidationRule], ...] = (
             *specified_rules,
             *QueryDepthLimiter(max_depth=limits.max_depth).validation_rules,
@@ -134,7 +138,7 @@ class OperationRunner:
         started = time.perf_counter()
         prepared = self._prepare(query)
         document = prepared.document
-        with count_calls() as calls:
+        with count_calls() as calls, deadline.budget(self._budget):
             if hasattr(context, "calls"):
                 context.calls = calls
             if document is not None:

@@ -84,6 +84,7 @@ def create_app(
             ),
             production=settings.production,
             observers=[metrics.observe],
+            dynamodb_budget=settings.dynamodb_budget,
         ),
         store=current_store,
         auth=AuthConfig.build(

@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     dynamodb_read_timeout: Annotated[float, Field(gt=0)] = 5.0
     dynamodb_max_attempts: Annotated[int, Field(ge=1)] = 5
     dynamodb_retry_mode: Literal["standard", "adaptive"] = "standard"
+    # Seconds one GraphQL operation may spend on DynamoDB, across all its calls and retries.
+    dynamodb_budget: Annotated[float, Field(gt=0)] = 3.0
 
     @model_validator(mode="before")
     @classmethod

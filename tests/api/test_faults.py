@@ -73,6 +73,8 @@ def faulty_settings(fault: FaultyDynamoDB) -> dict[str, Any]:
         "dynamodb_read_timeout": 0.3,
         "dynamodb_connect_timeout": 0.3,
         "dynamodb_max_attempts": 2,
+        # These tests are about the SDK's own retries: a budget that never cuts them short.
+        "dynamodb_budget": 60.0,
     }
 
 
@@ -116,3 +118,45 @@ async def test_a_mutation_against_throttled_storage_is_unavailable(
             "createPayment", {"userId": "alice", "loanId": "l", "amountCents": 1, "method": "ACH"}
         )
     assert (result["__typename"], result["code"]) == ("UnavailableError", "UNAVAILABLE")
+
+
+async def test_a_query_answers_unavailable_when_its_budget_is_spent(
+    faulty: FaultyDynamoDB,
+) -> None:
+    # Without a budget: four tries of a 2 s read timeout each, with backoff between them.
+    faulty.mode, faulty.delay = "slow", 5.0
+    config = DynamoConfig(table_name="payments", region="us-west-2", endpoint_url=faulty.url)
+    slow_sdk = faulty_settings(faulty) | {
+        "dynamodb_read_timeout": 2.0,
+        "dynamodb_max_attempts": 4,
+        "dynamodb_budget": 0.5,
+    }
+
+    async with api_client(config, **slow_sdk) as api:
+        started = time.monotonic()
+        body = await api.post(READS[0])
+        elapsed = time.monotonic() - started
+
+    assert error_codes(body) == ["UNAVAILABLE"]
+    assert "time budget" in body["errors"][0]["message"]
+    assert 0.5 <= elapsed < 1.5
+    assert len(faulty.requests) == 1  # the one try the budget allowed
+
+
+async def test_retries_of_a_throttled_mutation_stop_at_the_budget(
+    faulty: FaultyDynamoDB,
+) -> None:
+    config = DynamoConfig(table_name="payments", region="us-west-2", endpoint_url=faulty.url)
+    many_retries = faulty_settings(faulty) | {"dynamodb_max_attempts": 30, "dynamodb_budget": 0.4}
+
+    async with api_client(config, **many_retries) as api:
+        started = time.monotonic()
+        result = await api.mutate(
+            "createPayment", {"userId": "alice", "loanId": "l", "amountCents": 1, "method": "ACH"}
+        )
+        elapsed = time.monotonic() - started
+
+    assert (result["__typename"], result["code"]) == ("UnavailableError", "UNAVAILABLE")
+    assert elapsed < 1.2
+    # botocore's backoff grows; the budget cut its retries short of the thirty allowed.
+    assert 1 <= len(faulty.requests) < 30

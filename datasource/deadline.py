@@ -1,0 +1,58 @@
+"""The time budget of one GraphQL operation's DynamoDB work, across every call and every retry.
+
+`budget(seconds)` sets a deadline for the block (and the tasks it starts, such as DataLoader
+batches, which copy the context); every DynamoDB call runs inside `storage_call()`, which stops
+it (botocore's retries and backoff included) when the deadline passes and raises
+`StorageUnavailable`, so an operation answers UNAVAILABLE at once instead of waiting out every
+retry of every call. Outside a budget (the collection job, tools) calls are bounded by the
+client's own timeouts and retries alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+
+from datasource.errors import storage_errors
+from domain.errors import StorageUnavailable
+
+_deadline: ContextVar[float | None] = ContextVar("dynamodb_deadline", default=None)
+
+OUT_OF_TIME = "the payments store did not answer within the request's time budget; retry shortly"
+
+
+@contextmanager
+def budget(seconds: float | None) -> Iterator[None]:
+    """The DynamoDB calls made inside the block must finish within `seconds` (None: no limit)."""
+    deadline = None if seconds is None else asyncio.get_running_loop().time() + seconds
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+@asynccontextmanager
+async def storage_call() -> AsyncIterator[None]:
+    """One DynamoDB call: its errors become domain errors, and it ends by the deadline."""
+    deadline = _deadline.get()
+    if deadline is None:
+        with storage_errors():
+            yield
+        return
+    try:
+        async with asyncio.timeout_at(deadline):
+            with storage_errors():
+                yield
+    except TimeoutError:
+        raise StorageUnavailable(OUT_OF_TIME) from None
+
+
+async def pause(seconds: float) -> None:
+    """A wait before trying again, never past the deadline."""
+    deadline = _deadline.get()
+    if deadline is not None and asyncio.get_running_loop().time() + seconds >= deadline:
+        raise StorageUnavailable(OUT_OF_TIME)
+    await asyncio.sleep(seconds)
