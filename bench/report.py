@@ -70,45 +70,9 @@ def targets(engine: dict[str, Any], local: dict[str, Any] | None) -> list[Target
             1.0,
             "equal",
         ),
-        Target(
-            "P3 / P1 req/s, 100-item lists, 16 connections",
-            {name: _ratio(_rate(engine, "P3", name), _rate(engine, "P1", name)) for name in lists},
-            1.2,
-            "min",
-        ),
-        Target(
-            "  P3 / P1 by server CPU per request",
-            {name: _cpu_ratio(engine, "P1", name) for name in lists},
-            1.2,
-            "min",
-            reference=True,
-        ),
-        Target(
-            "P3 / P1 req/s, one payment, 16 connections",
-            {name: _ratio(_rate(engine, "P3", name), _rate(engine, "P1", name)) for name in single},
-            0.9,
-            "min",
-        ),
-        Target(
-            "  P3 / P1 by server CPU per request, one payment",
-            {name: _cpu_ratio(engine, "P1", name) for name in single},
-            0.9,
-            "min",
-            reference=True,
-        ),
-        Target(
-            "P3 / P2 req/s, 16 connections",
-            {name: _ratio(_rate(engine, "P3", name), _rate(engine, "P2", name)) for name in names},
-            1.8,
-            "min",
-        ),
-        Target(
-            "  P3 / P2 by server CPU per request",
-            {name: _cpu_ratio(engine, "P2", name) for name in names},
-            1.8,
-            "min",
-            reference=True,
-        ),
+        *_against(engine, "P1", lists, 1.2, "100-item lists, 16 connections", ""),
+        *_against(engine, "P1", single, 0.9, "one payment, 16 connections", ", one payment"),
+        *_against(engine, "P2", names, 1.8, "16 connections", ""),
         Target(
             "P3 p99 / p50 at 16 connections",
             {
@@ -221,6 +185,32 @@ def _memory_targets(engine: dict[str, Any], local: dict[str, Any] | None) -> lis
             {where: found["peak_rss_mib"] for where, found in memory.items()},
             None,
             "none",
+            reference=True,
+        ),
+    ]
+
+
+def _against(
+    engine: dict[str, Any],
+    peer: str,
+    names: list[str],
+    bound: float,
+    what: str,
+    cpu_what: str,
+) -> list[Target]:
+    """P3 against `peer` by request rate, and the same by server CPU (for reference)."""
+    return [
+        Target(
+            f"P3 / {peer} req/s, {what}",
+            {name: _ratio(_rate(engine, "P3", name), _rate(engine, peer, name)) for name in names},
+            bound,
+            "min",
+        ),
+        Target(
+            f"  P3 / {peer} by server CPU per request{cpu_what}",
+            {name: _cpu_ratio(engine, peer, name) for name in names},
+            bound,
+            "min",
             reference=True,
         ),
     ]

@@ -37,16 +37,14 @@ def budget(seconds: float | None) -> Iterator[None]:
 @asynccontextmanager
 async def storage_call() -> AsyncIterator[None]:
     """One DynamoDB call: its errors become domain errors, and it ends by the deadline."""
-    deadline = _deadline.get()
-    if deadline is None:
-        with storage_errors():
-            yield
-        return
+    timeout = asyncio.timeout_at(_deadline.get())  # no deadline: no limit of ours
     try:
-        async with asyncio.timeout_at(deadline):
+        async with timeout:
             with storage_errors():
                 yield
     except TimeoutError:
+        if not timeout.expired():
+            raise
         raise StorageUnavailable(OUT_OF_TIME) from None
 
 

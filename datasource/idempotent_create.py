@@ -16,7 +16,11 @@ from datasource.batch import Backoff
 from datasource.deadline import pause, storage_call
 from datasource.items import Item, from_item, primary_key
 from datasource.table import TTL_ATTRIBUTE
-from datasource.transactions import cancellation_reasons
+from datasource.transactions import (
+    CONDITION_FAILED_REASON,
+    TRANSACTION_CONFLICT_REASON,
+    cancellation_reasons,
+)
 from domain import keys
 from domain.errors import Conflict, IdempotencyMismatch, NotFound, StorageUnavailable
 from domain.idempotency import IdempotencyClaim
@@ -78,13 +82,13 @@ async def put_new_with_key(
         if reasons is None:
             return payment
         codes = [reason.get("Code") for reason in reasons]
-        if len(codes) == 2 and codes[1] == "ConditionalCheckFailed":
+        if len(codes) == 2 and codes[1] == CONDITION_FAILED_REASON:
             record = reasons[1].get("Item") or await _read_record(client, table_name, claim)
             if record is not None:
                 return await _replay(client, table_name, claim, record)
-        elif codes and codes[0] == "ConditionalCheckFailed":
+        elif codes and codes[0] == CONDITION_FAILED_REASON:
             raise Conflict(None, "a payment with this id exists already")
-        elif "TransactionConflict" not in codes:
+        elif TRANSACTION_CONFLICT_REASON not in codes:
             raise StorageUnavailable()
         await pause(backoff.delay(attempt))
     raise StorageUnavailable("the idempotency key is busy with a concurrent request; retry")

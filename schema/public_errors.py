@@ -42,16 +42,9 @@ def public_error(error: GraphQLError) -> GraphQLError:
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
         message = _last_four_only(error.message)
-        if message != error.message:
-            return GraphQLError(
-                message,
-                nodes=error.nodes,
-                source=error.source,
-                positions=error.positions,
-                path=error.path,
-                extensions=error.extensions,
-            )
-        return error
+        if message == error.message:
+            return error
+        return _reworded(error, message, error.extensions)
     extensions: dict[str, Any]
     if is_unexpected(error):
         message = UNEXPECTED
@@ -62,6 +55,11 @@ def public_error(error: GraphQLError) -> GraphQLError:
         extensions = {"code": original.code}
         if isinstance(original, InvalidInput):
             extensions["field"] = original.field
+    return _reworded(error, message, extensions)
+
+
+def _reworded(error: GraphQLError, message: str, extensions: Any) -> GraphQLError:
+    """The same error, where it was, in other words (and without its original exception)."""
     return GraphQLError(
         message,
         nodes=error.nodes,

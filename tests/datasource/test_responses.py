@@ -16,7 +16,7 @@ from botocore.parsers import JSONParser
 import datasource.client
 from datasource import PaymentStore
 from datasource.client import open_client
-from datasource.items import Item, primary_key, to_item
+from datasource.items import Item, to_item
 from datasource.responses import FastParsingMissing
 from tests.backends import REGION, TEST_KEY, Backend, backend_config
 from tests.payment_samples import ref_of, sample_payment
@@ -72,8 +72,12 @@ async def stored(store: PaymentStore) -> list[Item]:
 CAPACITY = {"ReturnConsumedCapacity": "INDEXES"}
 
 
+def primary_key_of(item: Item) -> Item:
+    return {"PK": item["PK"], "SK": item["SK"]}
+
+
 async def test_get_item(store: PaymentStore, botocore_client: Any, stored: list[Item]) -> None:
-    key = {"PK": stored[0]["PK"], "SK": stored[0]["SK"]}
+    key = primary_key_of(stored[0])
 
     answer = await _same_answer(
         store,
@@ -89,7 +93,7 @@ async def test_get_item(store: PaymentStore, botocore_client: Any, stored: list[
 async def test_batch_get_item(
     store: PaymentStore, botocore_client: Any, stored: list[Item]
 ) -> None:
-    keys = [{"PK": item["PK"], "SK": item["SK"]} for item in stored]
+    keys = [primary_key_of(item) for item in stored]
     missing = {"PK": {"S": "USER#nobody"}, "SK": {"S": "LOAN#l#PAYMENT#p"}}
 
     async def call(client: Any) -> dict[str, Any]:
@@ -148,7 +152,7 @@ async def test_update_item(store: PaymentStore, botocore_client: Any, stored: li
         botocore_client,
         lambda client: client.update_item(
             TableName=store.table_name,
-            Key={"PK": stored[0]["PK"], "SK": stored[0]["SK"]},
+            Key=primary_key_of(stored[0]),
             UpdateExpression="SET loc_update_reason = :reason",
             ExpressionAttributeValues={":reason": {"S": "contract"}},
             ReturnValues="ALL_NEW",
@@ -167,7 +171,7 @@ async def test_a_failed_condition_returns_the_old_item(
         botocore_client,
         lambda client: client.update_item(
             TableName=store.table_name,
-            Key={"PK": stored[0]["PK"], "SK": stored[0]["SK"]},
+            Key=primary_key_of(stored[0]),
             UpdateExpression="SET loc_update_reason = :reason",
             ConditionExpression="loc_version = :other",
             ExpressionAttributeValues={":reason": {"S": "never"}, ":other": {"N": "99"}},
@@ -225,10 +229,6 @@ async def test_describe_table_keeps_botocores_parsing(
     assert answer["Table"]["CreationDateTime"].tzinfo is not None
 
 
-def primary_key_of(item: Item) -> Item:
-    return {"PK": item["PK"], "SK": item["SK"]}
-
-
 async def test_data_answers_never_reach_the_shape_walker(
     store: PaymentStore, stored: list[Item], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -252,8 +252,3 @@ async def test_a_client_without_the_fast_parser_is_refused(
     with pytest.raises(FastParsingMissing, match="response parser"):
         async with open_client(backend_config(moto_backend.endpoint_url, "any")):
             pass
-
-
-def test_primary_key_of_matches_the_items_module() -> None:
-    payment = sample_payment()
-    assert primary_key_of(to_item(payment)) == primary_key(payment)
