@@ -1,7 +1,9 @@
 """The payment store: every read and write of the one table, behind domain-named methods.
 
-Ids are validated before anything is sent and keys are built by `domain.keys` only. One aioboto3
-client, with explicit timeouts and retries, serves the whole process.
+Its arguments are checked values (`PaymentRef`, `LoanRef`, payments from `new_payment` or
+`apply_transition`): input is checked once, where it enters, and not again here. Keys are built by
+`domain.keys` only. One aioboto3 client, with explicit timeouts and retries, serves the whole
+process.
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ from datasource.idempotent_create import put_new_with_key
 from datasource.items import from_item, primary_key, to_item
 from datasource.pages import Page, PageQuery, page_size, query_page
 from datasource.table import GSI1, GSI2, GSI3
-from domain import keys, validation
+from domain import keys
 from domain.enums import PaymentStatus
-from domain.errors import InvalidInput, PaymentsError, StorageUnavailable
+from domain.errors import PaymentsError, StorageUnavailable
 from domain.idempotency import IdempotencyClaim
-from domain.payment import Payment, PaymentRef
+from domain.payment import LoanRef, Payment, PaymentRef
 
 
 @asynccontextmanager
@@ -84,13 +86,12 @@ class PaymentStore:
         return await put_new_with_key(
             self._client,
             table_name=self._table,
-            payment_item=to_item(writes.checked_payment(payment)),
+            payment_item=to_item(payment),
             claim=idempotency,
             backoff=self._backoff,
         )
 
     async def get(self, ref: PaymentRef) -> Payment | None:
-        ref = _checked(ref)
         async with storage_call():
             response = await self._client.get_item(
                 TableName=self._table, Key=primary_key(ref), ConsistentRead=True
@@ -100,8 +101,7 @@ class PaymentStore:
 
     async def batch_get(self, refs: Sequence[PaymentRef]) -> list[Payment | None]:
         """The payments in `refs` order, None where there is none; duplicates are read once."""
-        checked = [_checked(ref) for ref in refs]
-        distinct = list(dict.fromkeys(checked))
+        distinct = list(dict.fromkeys(refs))
         items = await batch_get_items(
             self._client,
             table_name=self._table,
@@ -109,20 +109,18 @@ class PaymentStore:
             backoff=self._backoff,
         )
         found = {(item["PK"]["S"], item["SK"]["S"]): from_item(item) for item in items}
-        return [found.get(_key_strings(ref)) for ref in checked]
+        return [found.get(_key_strings(ref)) for ref in refs]
 
     async def loan_payments(
         self,
+        loan: LoanRef,
         *,
-        user_id: str,
-        loan_id: str,
         status: PaymentStatus | None,
         first: int,
         after: str | None,
     ) -> Page:
         """A loan's payments, newest first; only those in `status` when given (GSI1)."""
-        user_id = validation.identifier("userId", user_id)
-        loan_id = validation.identifier("loanId", loan_id)
+        user_id, loan_id = loan.user_id, loan.loan_id
         first = page_size(first)
         if status is None:
             query = PageQuery(
@@ -133,7 +131,6 @@ class PaymentStore:
                 sort_prefix=keys.loan_payments_prefix(loan_id),
             )
         else:
-            status = _checked_status(status)
             query = PageQuery(
                 scope=ListScope(GSI1, user_id, loan_id, status),
                 partition_attribute="GSI1PK",
@@ -147,7 +144,6 @@ class PaymentStore:
         self, *, status: PaymentStatus, first: int, after: str | None
     ) -> Page:
         """Every user's payments in one status, newest first (GSI2), for the jobs."""
-        status = _checked_status(status)
         first = page_size(first)
         query = PageQuery(
             scope=ListScope(GSI2, status=status),
@@ -161,8 +157,7 @@ class PaymentStore:
     async def payment_by_confirmation(
         self, *, user_id: str, confirmation_id: str
     ) -> Payment | None:
-        user_id = validation.identifier("userId", user_id)
-        confirmation_id = validation.identifier("confirmationId", confirmation_id)
+        """The user's payment with this confirmation id (GSI3); both ids checked by the caller."""
         async with storage_call():
             response = await self._client.query(
                 TableName=self._table,
@@ -213,17 +208,6 @@ class PaymentStore:
             first=first,
             after=after,
         )
-
-
-def _checked(ref: PaymentRef) -> PaymentRef:
-    return PaymentRef.checked(ref.user_id, ref.loan_id, ref.payment_id)
-
-
-def _checked_status(status: PaymentStatus) -> PaymentStatus:
-    try:
-        return PaymentStatus(status)
-    except ValueError:
-        raise InvalidInput("status", "is not a payment status") from None
 
 
 def _key_strings(ref: PaymentRef) -> tuple[str, str]:

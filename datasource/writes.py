@@ -7,7 +7,6 @@ that takes a confirmation id is a transaction: the payment's update and the id's
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -28,8 +27,8 @@ from datasource.items import (
 )
 from datasource.transactions import CONDITION_FAILED_REASON, run_transaction
 from domain import validation
-from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
-from domain.errors import Conflict, InvalidInput, NotFound
+from domain.enums import PaymentStatus
+from domain.errors import Conflict, NotFound
 from domain.payment import Payment
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
@@ -38,7 +37,7 @@ _ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
 
 async def put_new(client: Any, *, table_name: str, payment: Payment) -> Payment:
     """Store `payment` unless an item with its key exists; Conflict (status found) if one does."""
-    item = to_item(checked_payment(payment))
+    item = to_item(payment)
     try:
         await _conditional_write(
             client.put_item,
@@ -67,7 +66,6 @@ async def update_status(
     another payment of the user holds it, and nothing is written.
     """
     _check_same_payment(current, updated)
-    checked_payment(updated)
     move = _move_update(table_name, current, updated)
     if not _claims_confirmation(current, updated):
         try:
@@ -160,41 +158,6 @@ class ConditionFailed(Exception):
         if self.found_status is None:
             return NotFound()
         return Conflict(self.found_status)
-
-
-def checked_payment(payment: Payment) -> Payment:
-    """Refuse a payment that must not be stored, before anything is sent."""
-    validation.identifier("userId", payment.user_id)
-    validation.identifier("loanId", payment.loan_id)
-    validation.payment_id("paymentId", payment.payment_id)
-    validation.amount_cents("amountCents", payment.amount_cents)
-    validation.reason("reason", payment.update_reason)
-    _enum_member("status", PaymentStatus, payment.status)
-    _enum_member("method", PaymentMethod, payment.method)
-    _enum_member("process", PaymentProcess, payment.process)
-    for field, count in (("attempts", payment.attempts), ("version", payment.version)):
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise InvalidInput(field, "must be a whole number, not negative")
-    optional_ids = {
-        "confirmationId": payment.confirmation_id,
-        "intendedInstallmentId": payment.intended_installment_id,
-    }
-    for field, value in optional_ids.items():
-        if value is not None:
-            validation.identifier(field, value)
-    if payment.account_last_four is not None:
-        validation.account_last_four("accountLastFour", payment.account_last_four)
-    if payment.return_code is not None:
-        validation.return_code("returnCode", payment.return_code)
-    for index, application in enumerate(payment.applications):
-        validation.identifier(f"applications[{index}].installmentId", application.installment_id)
-        validation.amount_cents(f"applications[{index}].amountCents", application.amount_cents)
-    return payment
-
-
-def _enum_member(field: str, enum: type[StrEnum], value: object) -> None:
-    if not isinstance(value, enum):
-        raise InvalidInput(field, f"must be one of {', '.join(member.value for member in enum)}")
 
 
 def _check_same_payment(current: Payment, updated: Payment) -> None:

@@ -1,13 +1,15 @@
-"""The audit trail: one event per write, on its own logger.
+"""The audit trail: one event per write, on its own logger, and who made the write.
 
 `loc_update_reason` is the item's record of its last write; the audit log is the history:
-which payment, from which status to which, why, who (the caller's `sub` and kind), when, and the
-version the write produced.
+which payment, from which status to which, why, who (the actor's kind and id), when, and the
+version the write produced. Every write emits it through `resolvers.workflow`.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from enum import StrEnum
 
 from domain.payment import Payment
 from domain.validation import format_timestamp
@@ -15,14 +17,23 @@ from domain.validation import format_timestamp
 audit_log = logging.getLogger("loc_payments.audit")
 
 
-def audit_write(
-    before: Payment | None,
-    after: Payment,
-    *,
-    actor_id: str,
-    actor_kind: str,
-    request_id: str | None = None,
-) -> None:
+class ActorKind(StrEnum):
+    CUSTOMER = "customer"
+    SERVICE = "service"
+    # The service's own jobs: the collection run, the demonstration data.
+    JOB = "job"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who writes: a caller of the API (its token's `sub`) or a job, and the request if any."""
+
+    kind: ActorKind
+    id: str
+    request_id: str | None = None
+
+
+def audit_write(before: Payment | None, after: Payment, actor: Actor) -> None:
     event = "payment.created" if before is None else "payment.transitioned"
     audit_log.info(
         "%s %s/%s/%s %s -> %s",
@@ -40,10 +51,10 @@ def audit_write(
             "from_status": None if before is None else before.status.value,
             "to_status": after.status.value,
             "reason": after.update_reason,
-            "actor_id": actor_id,
-            "actor_kind": actor_kind,
+            "actor_id": actor.id,
+            "actor_kind": actor.kind.value,
             "at": format_timestamp(after.updated_at),
             "version": after.version,
-            "request_id": request_id,
+            "request_id": actor.request_id,
         },
     )

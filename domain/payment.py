@@ -47,14 +47,23 @@ class Payment:
     first_presented_at: datetime | None = None
     completed_at: datetime | None = None
 
+    # A payment's own ids were checked when it was made (`new_payment`) or come from the table.
     @property
     def ref(self) -> PaymentRef:
         return PaymentRef(self.user_id, self.loan_id, self.payment_id)
 
+    @property
+    def loan(self) -> LoanRef:
+        return LoanRef(self.user_id, self.loan_id)
+
 
 @dataclass(frozen=True, slots=True)
 class PaymentRef:
-    """What names one payment: the table's primary key, in domain terms."""
+    """What names one payment: the table's primary key, in domain terms.
+
+    Made from outside input by `checked` only (or by a payment, from its own ids): the store and
+    the loaders take a PaymentRef as valid and check nothing again.
+    """
 
     user_id: str
     loan_id: str
@@ -71,7 +80,10 @@ class PaymentRef:
 
 @dataclass(frozen=True, slots=True)
 class LoanRef:
-    """A loan of a user; the table holds no loan item, only the loan's payments."""
+    """A loan of a user; the table holds no loan item, only the loan's payments.
+
+    Made like a PaymentRef: by `checked`, or by a payment.
+    """
 
     user_id: str
     loan_id: str
@@ -95,15 +107,16 @@ def new_payment(
     account_last_four: str | None = None,
     intended_installment_id: str | None = None,
 ) -> Payment:
-    """A PENDING payment with a fresh version-7 UUID, so ids sort by creation time."""
+    """A PENDING payment with a fresh version-7 UUID, so ids sort by creation time; every value
+    is checked here, the one place a new payment is made, and nowhere after."""
     return Payment(
         user_id=validation.identifier("userId", user_id),
         loan_id=validation.identifier("loanId", loan_id),
         payment_id=str(uuid7()),
         amount_cents=validation.amount_cents("amountCents", amount_cents),
         status=PaymentStatus.PENDING,
-        method=PaymentMethod(method),
-        process=PaymentProcess(process),
+        method=validation.member("method", PaymentMethod, method),
+        process=validation.member("process", PaymentProcess, process),
         attempts=0,
         update_reason=validation.reason("reason", reason),
         created_at=now,

@@ -99,13 +99,40 @@ class ApplicationRequest:
 
 @dataclass(frozen=True, slots=True)
 class TransitionRequest:
-    """What a caller asks for: a target status, why, and what that move may need."""
+    """What a caller asks for: a target status, why, and what that move may need.
+
+    Made from outside input by `checked` only, where the input enters (the API, the collection
+    job); `apply_transition` takes it as valid.
+    """
 
     target: PaymentStatus
     reason: str
     confirmation_id: str | None = None
     applications: Sequence[ApplicationRequest] | None = None
     return_code: str | None = None
+
+    @classmethod
+    def checked(
+        cls,
+        target: PaymentStatus,
+        reason: str,
+        *,
+        confirmation_id: str | None = None,
+        applications: Sequence[ApplicationRequest] | None = None,
+        return_code: str | None = None,
+    ) -> TransitionRequest:
+        """The request, or InvalidInput naming the first bad field, whatever the payment."""
+        validation.reason("reason", reason)
+        if confirmation_id is not None:
+            validation.identifier("confirmationId", confirmation_id)
+        if return_code is not None:
+            validation.return_code("returnCode", return_code)
+        for index, application in enumerate(applications or ()):
+            validation.identifier(
+                f"applications[{index}].installmentId", application.installment_id
+            )
+            validation.amount_cents(f"applications[{index}].amountCents", application.amount_cents)
+        return cls(target, reason, confirmation_id, applications, return_code)
 
 
 def rule_for(payment: Payment, target: PaymentStatus) -> Rule | None:
@@ -131,7 +158,6 @@ def apply_transition(
     payment: Payment, request: TransitionRequest, *, max_attempts: int, now: datetime
 ) -> Payment:
     """The payment as it is after the move, or an error; nothing here touches storage."""
-    check_request(request)
     rule = _check_move(payment, request.target, max_attempts=max_attempts)
     refusal = _ach_refusal(payment, rule, request.return_code, max_attempts=max_attempts, now=now)
     if refusal is not None:
@@ -156,18 +182,6 @@ def apply_transition(
         ),
         completed_at=now if rule.target is S.COMPLETED else payment.completed_at,
     )
-
-
-def check_request(request: TransitionRequest) -> None:
-    """Refuse a malformed request, whatever the payment it names."""
-    validation.reason("reason", request.reason)
-    if request.confirmation_id is not None:
-        validation.identifier("confirmationId", request.confirmation_id)
-    if request.return_code is not None:
-        validation.return_code("returnCode", request.return_code)
-    for index, application in enumerate(request.applications or ()):
-        validation.identifier(f"applications[{index}].installmentId", application.installment_id)
-        validation.amount_cents(f"applications[{index}].amountCents", application.amount_cents)
 
 
 def _check_move(payment: Payment, target: PaymentStatus, *, max_attempts: int) -> Rule:

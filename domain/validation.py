@@ -9,8 +9,12 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TypeVar
 
 from domain.errors import InvalidInput
+
+E = TypeVar("E", bound=StrEnum)
 
 MAX_ID_LENGTH = 128
 MAX_REASON_LENGTH = 500
@@ -90,6 +94,13 @@ def payment_id(field: str, value: str) -> str:
     except ValueError:
         raise InvalidInput(field, "must be a payment id (a UUID)") from None
     raise InvalidInput(field, "must be a UUID in its canonical lower-case form")
+
+
+def member(field: str, enum: type[E], value: object) -> E:
+    """A member of `enum` (the value itself, typed); its own members only, not their strings."""
+    if not isinstance(value, enum):
+        raise InvalidInput(field, f"must be one of {', '.join(member.value for member in enum)}")
+    return value
 
 
 def amount_cents(field: str, value: int) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from datasource import CallCount, PaymentStore
-from domain import validation
+from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from resolvers.callers import Caller, CallerError, Forbidden
@@ -51,11 +51,21 @@ class Context:
             raise Forbidden("this field is for services only")
         return caller
 
+    def actor(self) -> Actor:
+        """Who the audit trail names for this request's writes."""
+        caller = self.caller()
+        kind = ActorKind.SERVICE if caller.is_service else ActorKind.CUSTOMER
+        return Actor(kind, caller.user_id, self.request_id or None)
+
     def owner(self, user_id: str | None) -> str:
-        """The user a request is about: a customer's own by default; a service must say."""
+        """The user a request is about: a customer's own by default; a service must say.
+
+        Not checked here: it is checked with the rest of the key it is part of (`PaymentRef`,
+        `LoanRef`, `new_payment`).
+        """
         caller = self.caller()
         if user_id is None:
             if caller.is_service:
                 raise InvalidInput("userId", "is required when a service calls")
             return caller.user_id
-        return validation.identifier("userId", user_id)
+        return user_id

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from strawberry.dataloader import DataLoader
 
 from datasource import Page, PaymentStore
+from domain import validation
 from domain.enums import PaymentStatus
-from domain.payment import Payment, PaymentRef
+from domain.payment import LoanRef, Payment, PaymentRef
 
 
 @dataclass(frozen=True, slots=True)
 class LoanPageKey:
-    user_id: str
-    loan_id: str
+    loan: LoanRef
     status: PaymentStatus | None
     first: int
     after: str | None
@@ -32,6 +32,13 @@ class LoanPageKey:
 class ConfirmationKey:
     user_id: str
     confirmation_id: str
+
+    @classmethod
+    def checked(cls, user_id: str, confirmation_id: str) -> ConfirmationKey:
+        return cls(
+            validation.identifier("userId", user_id),
+            validation.identifier("confirmationId", confirmation_id),
+        )
 
 
 class Loaders:
@@ -60,8 +67,7 @@ class Loaders:
         pages = await asyncio.gather(
             *(
                 self._store.loan_payments(
-                    user_id=key.user_id,
-                    loan_id=key.loan_id,
+                    key.loan,
                     status=key.status,
                     first=key.first,
                     after=key.after,

@@ -1,18 +1,21 @@
-"""What each mutation does: check the caller, apply the domain's rules, write conditionally.
+"""What each mutation does: check the caller and the input, then write through the workflow.
 
-Every transition goes through the one engine: `domain.transitions.apply_transition` computes the
-new payment, `PaymentStore.transition` writes it only if nobody changed the payment meanwhile.
+Every write goes through `resolvers.workflow`: the domain's rule, the conditional write, the
+audit event. What is left here is the request's part: who may, and what the rest of the response
+must see.
 """
 
 from __future__ import annotations
 
-from domain.audit import audit_write
-from domain.enums import PaymentMethod, PaymentProcess
+from collections.abc import Sequence
+
+from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.errors import NotFound
 from domain.idempotency import claim_for
 from domain.payment import Payment, PaymentRef, new_payment
-from domain.transitions import TransitionRequest, apply_transition, check_request
-from resolvers.callers import Caller, Forbidden
+from domain.transitions import ApplicationRequest, TransitionRequest
+from resolvers import workflow
+from resolvers.callers import Forbidden
 from resolvers.context import Context
 
 DEFAULT_CREATE_REASON = "payment created"
@@ -48,11 +51,13 @@ async def create_payment(
         raise NotFound("loan not found")
     if process is not PaymentProcess.MANUAL and not caller.is_service:
         raise Forbidden("only services create AUTO and RETRY payments")
-    created = await context.store.create(payment, idempotency=claim)
-    if created.payment_id == payment.payment_id:  # not the replay of an idempotency key
-        _record_write(context, caller, None, created)
-    _remember_write(context, created)
-    return created
+    created = await workflow.create_payment(
+        context.store, payment, actor=context.actor(), idempotency=claim
+    )
+    if created.written:
+        context.writes.append((None, created.payment.status))
+    _remember_write(context, created.payment)
+    return created.payment
 
 
 async def transition_payment(
@@ -61,32 +66,36 @@ async def transition_payment(
     user_id: str,
     loan_id: str,
     payment_id: str,
-    request: TransitionRequest,
+    target: PaymentStatus,
+    reason: str,
+    confirmation_id: str | None = None,
+    applications: Sequence[ApplicationRequest] | None = None,
+    return_code: str | None = None,
 ) -> Payment:
-    caller = context.service()
+    context.service()
+    # Bad input is refused before anything is read; past here every value is checked.
     ref = PaymentRef.checked(user_id, loan_id, payment_id)
-    check_request(request)  # bad input is refused before anything is read
+    request = TransitionRequest.checked(
+        target,
+        reason,
+        confirmation_id=confirmation_id,
+        applications=applications,
+        return_code=return_code,
+    )
     current = await context.loaders.payments.load(ref)
     if current is None:
         raise NotFound()
-    updated = apply_transition(
-        current, request, max_attempts=context.max_attempts, now=context.clock()
+    saved = await workflow.move_payment(
+        context.store,
+        current,
+        request,
+        actor=context.actor(),
+        clock=context.clock,
+        max_attempts=context.max_attempts,
     )
-    saved = await context.store.transition(current, updated)
-    _record_write(context, caller, current, saved)
+    context.writes.append((current.status, saved.status))
     _remember_write(context, saved)
     return saved
-
-
-def _record_write(context: Context, caller: Caller, before: Payment | None, after: Payment) -> None:
-    audit_write(
-        before,
-        after,
-        actor_id=caller.user_id,
-        actor_kind=context.caller_kind,
-        request_id=context.request_id,
-    )
-    context.writes.append((None if before is None else before.status, after.status))
 
 
 def _remember_write(context: Context, payment: Payment) -> None:

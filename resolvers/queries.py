@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from datasource import Page
-from domain import validation
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from domain.payment import LoanRef, Payment, PaymentRef
@@ -43,18 +42,15 @@ async def loan_payments(
 ) -> Page:
     if not context.caller().sees(loan.user_id):
         return EMPTY_PAGE
-    key = LoanPageKey(
-        loan.user_id, loan.loan_id, status, DEFAULT_PAGE_SIZE if first is None else first, after
-    )
+    key = LoanPageKey(loan, status, DEFAULT_PAGE_SIZE if first is None else first, after)
     return await context.loaders.loan_pages.load(key)
 
 
 async def payment_by_confirmation(
     context: Context, *, user_id: str | None, confirmation_id: str
 ) -> Payment | None:
-    owner = context.owner(user_id)
-    key = ConfirmationKey(owner, validation.identifier("confirmationId", confirmation_id))
-    if not context.caller().sees(owner):
+    key = ConfirmationKey.checked(context.owner(user_id), confirmation_id)
+    if not context.caller().sees(key.user_id):
         return None
     return await context.loaders.confirmations.load(key)
 

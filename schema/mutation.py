@@ -9,7 +9,6 @@ import strawberry
 
 from domain.errors import PaymentsError
 from domain.payment import Payment
-from domain.transitions import TransitionRequest
 from resolvers import mutations
 from resolvers.context import Context
 from schema import inputs
@@ -37,7 +36,11 @@ def _move(
     applications: list[inputs.ApplicationInput] | None = None,
     return_code: str | None = None,
 ) -> Awaitable[Payment]:
-    request = TransitionRequest(
+    return mutations.transition_payment(
+        info.context,
+        user_id=named.user_id,
+        loan_id=named.loan_id,
+        payment_id=named.payment_id,
         target=target,
         reason=named.reason,
         confirmation_id=confirmation_id,
@@ -45,13 +48,6 @@ def _move(
             None if applications is None else [item.to_request() for item in applications]
         ),
         return_code=return_code,
-    )
-    return mutations.transition_payment(
-        info.context,
-        user_id=named.user_id,
-        loan_id=named.loan_id,
-        payment_id=named.payment_id,
-        request=request,
     )
 
 

@@ -119,7 +119,7 @@ class PaymentType(Node):
 
     @strawberry.field
     def loan(self, root: strawberry.Parent[Payment]) -> LoanType:
-        return cast(LoanType, LoanRef(root.user_id, root.loan_id))
+        return cast(LoanType, root.loan)
 
     @strawberry.field(description="The statuses this payment may move to now.")
     def allowed_transitions(

@@ -1,9 +1,9 @@
 """The collection job (`loc-payments collect`): every user's RETRY payments, decided one by one.
 
 A payment that may no longer be presented (`domain.ach_returns.retry_eligibility`) moves to
-FAILED through the one transition engine and its conditional write; one that may is reported
-to the submitter as a JSON line. The job reads GSI2 (`STATUS#RETRY#PAYMENT#<id>`, newest first)
-a page at a time, and for each page:
+FAILED through the one workflow of every write (`resolvers.workflow.move_payment`); one that may
+is reported to the submitter as a JSON line. The job reads GSI2 (`STATUS#RETRY#PAYMENT#<id>`,
+newest first) a page at a time, and for each page:
 
     1. reads the page's payments again from the table (consistent: the index may lag),
     2. decides them, a few at a time, failing the ones the rules close,
@@ -38,12 +38,13 @@ from typing import IO
 from datasource import Page, PaymentStore, open_store
 from datasource.table import create_table_if_missing
 from domain.ach_returns import RetryEligibility, retry_eligibility
-from domain.audit import audit_write
+from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound
 from domain.payment import Payment
-from domain.transitions import TransitionRequest, apply_transition
+from domain.transitions import TransitionRequest
 from domain.validation import format_timestamp
+from resolvers.workflow import move_payment
 from server.checkpoint import (
     Checkpoint,
     CollectionCounts,
@@ -57,7 +58,7 @@ DEFAULT_PAGE_SIZE = 100
 DEFAULT_CONCURRENCY = 8
 FAILED_REASON_PREFIX = "collections: "
 # Who the audit trail names for the job's writes.
-JOB_ACTOR = "loc-payments-collect"
+JOB = Actor(ActorKind.JOB, "loc-payments-collect")
 
 logger = logging.getLogger("loc_payments.collect")
 
@@ -202,15 +203,15 @@ async def _decide(
     if run.dry_run:
         logger.info("would fail %s: %s", _name(payment), reason)
         return Outcome.FAILED, None
-    request = TransitionRequest(target=PaymentStatus.FAILED, reason=reason)
-    updated = apply_transition(payment, request, max_attempts=run.max_attempts, now=now)
+    request = TransitionRequest.checked(PaymentStatus.FAILED, reason)
     try:
-        saved = await store.transition(payment, updated)
+        await move_payment(
+            store, payment, request, actor=JOB, clock=lambda: now, max_attempts=run.max_attempts
+        )
     except (Conflict, NotFound) as error:
         # Someone else moved it since we read it; whatever they did stands.
         logger.info("left %s to the writer that changed it: %s", _name(payment), error.message)
         return Outcome.CONFLICT, None
-    audit_write(payment, saved, actor_id=JOB_ACTOR, actor_kind="job")
     return Outcome.FAILED, None
 
 

@@ -3,8 +3,8 @@
 Two customers with a loan each; each loan has one payment in every status its method can reach,
 so all eight statuses between them. Some have confirmation ids and applications; one ACH payment was
 returned and waits to be presented again; one payment of each method was presented as often as
-allowed and then failed. Written through the domain's transition engine, like any other payment,
-and every confirmation id is a payment's own, as a user's must be.
+allowed and then failed. Written through the one workflow of every write (`resolvers.workflow`),
+like any other payment, and every confirmation id is a payment's own, as a user's must be.
 """
 
 from __future__ import annotations
@@ -13,13 +13,17 @@ from collections.abc import Callable
 from datetime import datetime
 
 from datasource import PaymentStore
+from domain.audit import Actor, ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.payment import Payment, new_payment
-from domain.transitions import ApplicationRequest, TransitionRequest, apply_transition
+from domain.transitions import ApplicationRequest, TransitionRequest
+from resolvers import workflow
 
 S = PaymentStatus
 ACH = PaymentMethod.ACH
 PINLESS = PaymentMethod.PINLESS
+# Who the audit trail names for the demonstration payments.
+DEMO = Actor(ActorKind.JOB, "loc-payments-demo-data")
 
 
 def _move(
@@ -29,9 +33,9 @@ def _move(
     applications: list[ApplicationRequest] | None = None,
     return_code: str | None = None,
 ) -> TransitionRequest:
-    return TransitionRequest(
-        target=target,
-        reason=f"demonstration: {target.value.lower()}",
+    return TransitionRequest.checked(
+        target,
+        f"demonstration: {target.value.lower()}",
         confirmation_id=confirmation_id,
         applications=applications,
         return_code=return_code,
@@ -105,7 +109,8 @@ async def seed_demo_payments(
 ) -> list[Payment]:
     seeded = []
     for number, (user, loan, method, cents, moves) in enumerate(_plan(max_attempts), start=1):
-        payment = await store.create(
+        created = await workflow.create_payment(
+            store,
             new_payment(
                 user_id=user,
                 loan_id=loan,
@@ -116,10 +121,13 @@ async def seed_demo_payments(
                 now=clock(),
                 account_last_four="4242",
                 intended_installment_id=f"inst-{loan.removeprefix('loan-')}-{number}",
-            )
+            ),
+            actor=DEMO,
         )
+        payment = created.payment
         for request in moves:
-            updated = apply_transition(payment, request, max_attempts=max_attempts, now=clock())
-            payment = await store.transition(payment, updated)
+            payment = await workflow.move_payment(
+                store, payment, request, actor=DEMO, clock=clock, max_attempts=max_attempts
+            )
         seeded.append(payment)
     return seeded

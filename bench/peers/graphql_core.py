@@ -109,8 +109,7 @@ async def _loan_payments(
     after: str | None = None,
 ) -> Page:
     return await info.context.loan_payments(
-        user_id=loan.user_id,
-        loan_id=loan.loan_id,
+        loan,
         status=None if status is None else PaymentStatus(status),
         first=DEFAULT_FIRST if first is None else first,
         after=after,

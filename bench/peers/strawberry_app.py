@@ -73,8 +73,7 @@ class Loan(Node):
         after: str | None = None,
     ) -> PaymentConnection:
         page = await info.context["store"].loan_payments(
-            user_id=self.user_id,
-            loan_id=self.loan_id,
+            LoanRef(self.user_id, self.loan_id),
             status=status,
             first=20 if first is None else first,
             after=after,

@@ -10,7 +10,7 @@ from bench import dataset, generator
 from bench.fake_dynamodb import FakeDynamoDB
 from datasource import Page, PaymentStore, count_calls
 from domain.enums import PaymentStatus
-from domain.payment import PaymentRef
+from domain.payment import LoanRef, PaymentRef
 from tests.backends import CURSOR_SECRET
 
 ITEMS = list(dataset.items(users=range(2), loans_per_user=2, payments_per_loan=7))
@@ -34,9 +34,7 @@ async def status_lists(store: PaymentStore) -> list[list[Page]]:
 async def other_reads(store: PaymentStore) -> list[Any]:
     """Loan lists (a loan id that prefixes others, and by status), lookups, a missing key."""
     loan_lists = [
-        await every_page(
-            partial(store.loan_payments, user_id=user, loan_id=loan, status=status), first=3
-        )
+        await every_page(partial(store.loan_payments, LoanRef(user, loan), status=status), first=3)
         for user in ("user-0000", "user-0001")
         for loan in ("loan-00", "loan-01", "loan-0")
         for status in (None, PaymentStatus.PENDING, PaymentStatus.RETRY)

@@ -3,6 +3,7 @@
 import asyncio
 
 from datasource import PaymentStore, count_calls
+from domain.payment import LoanRef
 from tests.payment_samples import ref_of, sample_payment
 
 
@@ -12,9 +13,7 @@ async def test_each_call_is_counted_by_operation(store: PaymentStore) -> None:
         await store.create(payment)
         await store.get(ref_of(payment))
         await store.get(ref_of(payment))
-        await store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=None, first=5, after=None
-        )
+        await store.loan_payments(LoanRef("alice", "loan-1"), status=None, first=5, after=None)
     assert count.requests == 4
     assert count.operations == {"PutItem": 1, "GetItem": 2, "Query": 1}
 

@@ -18,6 +18,7 @@ from datasource import PaymentStore
 from datasource.client import open_client
 from datasource.items import Item, to_item
 from datasource.responses import FastParsingMissing
+from domain.payment import LoanRef
 from tests.backends import REGION, TEST_KEY, Backend, backend_config
 from tests.payment_samples import ref_of, sample_payment
 
@@ -237,7 +238,7 @@ async def test_data_answers_never_reach_the_shape_walker(
 
     monkeypatch.setattr(JSONParser, "_parse_shape", walk)
     payments = await store.loan_payments(
-        user_id="alice", loan_id="loan-1", status=None, first=10, after=None
+        LoanRef("alice", "loan-1"), status=None, first=10, after=None
     )
     found = await store.batch_get([ref_of(edge.payment) for edge in payments.edges])
 

@@ -7,7 +7,7 @@ import pytest
 from datasource import Page, PaymentStore, count_calls
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import InvalidCursor
-from domain.payment import Payment
+from domain.payment import LoanRef, Payment
 from tests.datasource.stored_items import put_all
 from tests.payment_samples import sample_payment
 
@@ -41,7 +41,7 @@ async def test_a_loans_payments_come_newest_first_over_several_pages(store: Paym
 
     async def fetch(*, first: int, after: str | None) -> Page:
         return await store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=None, first=first, after=after
+            LoanRef("alice", "loan-1"), status=None, first=first, after=after
         )
 
     pages = await _every_page(fetch, first=3)
@@ -54,32 +54,26 @@ async def test_a_loans_payments_come_newest_first_over_several_pages(store: Paym
 async def test_has_next_page_is_exact_at_the_boundary(store: PaymentStore) -> None:
     mine = await _seed(store, [sample_payment() for _ in range(6)])
     list_all = store.loan_payments
-    whole = await list_all(user_id="alice", loan_id="loan-1", status=None, first=6, after=None)
+    whole = await list_all(LoanRef("alice", "loan-1"), status=None, first=6, after=None)
     assert (_ids(whole), whole.has_next_page) == (_newest_first(mine), False)
-    short = await list_all(user_id="alice", loan_id="loan-1", status=None, first=5, after=None)
+    short = await list_all(LoanRef("alice", "loan-1"), status=None, first=5, after=None)
     assert short.has_next_page
-    last = await list_all(
-        user_id="alice", loan_id="loan-1", status=None, first=1, after=short.end_cursor
-    )
+    last = await list_all(LoanRef("alice", "loan-1"), status=None, first=1, after=short.end_cursor)
     assert (_ids(last), last.has_next_page) == ([mine[0].payment_id], False)
 
 
 async def test_any_edge_cursor_continues_right_after_its_edge(store: PaymentStore) -> None:
     mine = await _seed(store, [sample_payment() for _ in range(5)])
-    page = await store.loan_payments(
-        user_id="alice", loan_id="loan-1", status=None, first=5, after=None
-    )
+    page = await store.loan_payments(LoanRef("alice", "loan-1"), status=None, first=5, after=None)
     for position, edge in enumerate(page.edges):
         rest = await store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=None, first=5, after=edge.cursor
+            LoanRef("alice", "loan-1"), status=None, first=5, after=edge.cursor
         )
         assert _ids(rest) == _newest_first(mine)[position + 1 :]
 
 
 async def test_an_empty_list_is_one_empty_page(store: PaymentStore) -> None:
-    page = await store.loan_payments(
-        user_id="alice", loan_id="loan-1", status=None, first=10, after=None
-    )
+    page = await store.loan_payments(LoanRef("alice", "loan-1"), status=None, first=10, after=None)
     assert page == Page(edges=[], has_next_page=False, end_cursor=None)
 
 
@@ -90,14 +84,14 @@ async def test_a_loans_payments_in_one_status_use_gsi1(store: PaymentStore) -> N
 
     async def fetch(*, first: int, after: str | None) -> Page:
         return await store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=S.PENDING, first=first, after=after
+            LoanRef("alice", "loan-1"), status=S.PENDING, first=first, after=after
         )
 
     pages = await _every_page(fetch, first=2)
     assert [len(page.edges) for page in pages] == [2, 2, 1]
     assert [id for page in pages for id in _ids(page)] == _newest_first(pending)
     retry = await store.loan_payments(
-        user_id="alice", loan_id="loan-1", status=S.RETRY, first=10, after=None
+        LoanRef("alice", "loan-1"), status=S.RETRY, first=10, after=None
     )
     assert _ids(retry) == [others[0].payment_id]
 
@@ -130,7 +124,7 @@ async def test_a_page_is_filled_even_when_dynamodb_stops_early(
     monkeypatch.setattr(store.client, "query", short_query)
     with count_calls() as count:
         page = await store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=None, first=5, after=None
+            LoanRef("alice", "loan-1"), status=None, first=5, after=None
         )
     assert _ids(page) == _newest_first(mine)[:5]
     assert page.has_next_page
@@ -149,22 +143,22 @@ async def test_cursors_are_refused_on_every_other_list(store: PaymentStore) -> N
     )
     lists: dict[str, Any] = {
         "alice/loan-1": lambda **page: store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=None, **page
+            LoanRef("alice", "loan-1"), status=None, **page
         ),
         "alice/loan-2": lambda **page: store.loan_payments(
-            user_id="alice", loan_id="loan-2", status=None, **page
+            LoanRef("alice", "loan-2"), status=None, **page
         ),
         "bob/loan-1": lambda **page: store.loan_payments(
-            user_id="bob", loan_id="loan-1", status=None, **page
+            LoanRef("bob", "loan-1"), status=None, **page
         ),
         "alice/loan-1/PENDING": lambda **page: store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=S.PENDING, **page
+            LoanRef("alice", "loan-1"), status=S.PENDING, **page
         ),
         "alice/loan-1/COMPLETED": lambda **page: store.loan_payments(
-            user_id="alice", loan_id="loan-1", status=S.COMPLETED, **page
+            LoanRef("alice", "loan-1"), status=S.COMPLETED, **page
         ),
         "bob/loan-1/PENDING": lambda **page: store.loan_payments(
-            user_id="bob", loan_id="loan-1", status=S.PENDING, **page
+            LoanRef("bob", "loan-1"), status=S.PENDING, **page
         ),
         "PENDING": lambda **page: store.payments_by_status(status=S.PENDING, **page),
         "COMPLETED": lambda **page: store.payments_by_status(status=S.COMPLETED, **page),

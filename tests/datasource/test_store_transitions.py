@@ -10,7 +10,7 @@ from datasource import PaymentStore, count_calls
 from datasource.items import to_item
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import Conflict, InvalidTransition, NotFound
-from domain.payment import Payment
+from domain.payment import LoanRef, Payment
 from domain.transitions import RULES, Rule, apply_transition
 from tests.datasource.stored_items import raw_claim, raw_item
 from tests.payment_samples import (
@@ -35,7 +35,7 @@ async def _in_lists(store: PaymentStore, payment: Payment, status: PaymentStatus
     """Which status lists (GSI1 for its loan, GSI2) hold `payment` under `status`."""
     found = set()
     loan = await store.loan_payments(
-        user_id=payment.user_id, loan_id=payment.loan_id, status=status, first=100, after=None
+        LoanRef(payment.user_id, payment.loan_id), status=status, first=100, after=None
     )
     if payment.payment_id in {edge.payment.payment_id for edge in loan.edges}:
         found.add("GSI1")

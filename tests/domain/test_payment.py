@@ -48,6 +48,8 @@ def test_payment_ids_sort_by_creation() -> None:
         ("reason", {"reason": " "}),
         ("accountLastFour", {"account_last_four": "123456"}),
         ("intendedInstallmentId", {"intended_installment_id": "x#y"}),
+        ("method", {"method": "ACH"}),
+        ("process", {"process": "CASH"}),
     ],
 )
 def test_a_new_payment_refuses_bad_fields(field: str, change: dict[str, object]) -> None:

@@ -13,6 +13,7 @@ from domain.transitions import (
     ApplicationRequest,
     Requirement,
     Rule,
+    TransitionRequest,
     allowed_targets,
     apply_transition,
 )
@@ -227,12 +228,17 @@ def test_a_different_confirmation_id_is_refused_where_none_is_expected() -> None
     ],
 )
 def test_malformed_request_fields_are_refused(field: str, change: dict[str, object]) -> None:
-    rule = RULES[0]
+    request = dataclasses.asdict(request_for(RULES[0])) | change
     with pytest.raises(InvalidInput) as refused:
-        apply_transition(
-            payment_in(rule.source, PaymentMethod.ACH),
-            request_for(rule, **change),
-            max_attempts=3,
-            now=LATER,
-        )
+        TransitionRequest.checked(request.pop("target"), request.pop("reason"), **request)
     assert refused.value.field == field
+
+
+def test_a_checked_request_is_the_request_asked_for() -> None:
+    applications = [ApplicationRequest("inst-1", 12_345)]
+    checked = TransitionRequest.checked(
+        PaymentStatus.COMPLETED, "settled", confirmation_id="conf-1", applications=applications
+    )
+    assert checked == TransitionRequest(
+        PaymentStatus.COMPLETED, "settled", confirmation_id="conf-1", applications=applications
+    )
