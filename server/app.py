@@ -1,30 +1,35 @@
-"""The Starlette application: `/graphql`, `/healthz`, `/readyz`, on one shared store."""
+"""The Starlette application: `/graphql`, `/healthz`, `/readyz`, on one shared store.
+
+The store is opened by the app's lifespan and held on `app.state.store`; the endpoints read it
+from there. Request bodies are bounded by Starlette's own limit (`max_body_size`): a
+Content-Length over it, or a body without one that grows past it, is answered 413.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from datasource import PaymentStore, open_store
-from datasource.table import create_table_if_missing
+from datasource import PaymentStore
 from domain.errors import StorageUnavailable
-from resolvers.callers import AuthConfig
 from schema import build_schema
 from schema.limits import QueryLimits
+from server.auth import AuthConfig
+from server.bootstrap import payment_store
 from server.demo_data import seed_demo_payments
 from server.graphql_http import PaymentsGraphQL
 from server.observability import Metrics
-from server.request_limits import RequestBodyLimit
 from server.settings import Settings
 
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
@@ -40,97 +45,117 @@ def create_app(
     *,
     dynamodb_endpoint: str | None = None,
     clock: Callable[[], datetime] = utc_now,
+    token_clock: Callable[[], float] = time.time,
     seed_demo_data: bool = False,
     dynamodb_client: Any | None = None,
 ) -> Starlette:
     """The ASGI app; `dynamodb_endpoint` (the embedded one, if any) wins over the settings'.
 
+    `clock` is the payments' time; `token_clock` (seconds since the epoch) is what tokens'
+    `iat`/`nbf`/`exp` are checked against: tokens carry the wall clock's seconds.
+
     With `seed_demo_data`, a table this start creates gets the demonstration payments.
     `dynamodb_client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces
     the one the app would open.
     """
-    config = settings.dynamo_config(dynamodb_endpoint)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        secret = settings.cursor_secret.get_secret_value().encode()
-        opened = (
-            open_store(config, cursor_secret=secret)
-            if dynamodb_client is None
-            else contextlib.nullcontext(
-                PaymentStore(dynamodb_client, table_name=config.table_name, cursor_secret=secret)
-            )
-        )
-        async with opened as store:
-            if settings.creates_missing_table:
-                created = await create_table_if_missing(store.client, settings.table_name)
-                if created and seed_demo_data:
-                    await seed_demo_payments(store, clock=clock, max_attempts=settings.max_attempts)
-            app.state.store = store
-            yield
-
-    def current_store() -> PaymentStore:
-        store: PaymentStore = app.state.store
-        return store
-
     metrics = Metrics()
+    routes = [
+        graphql_route(settings, metrics=metrics, clock=clock, token_clock=token_clock),
+        *health_routes(settings),
+    ]
+    if settings.metrics == "app":
+        routes.append(Route("/metrics", metrics_page))
+    app = Starlette(
+        routes=routes,
+        max_body_size=settings.max_request_bytes,
+        lifespan=functools.partial(
+            store_lifespan,
+            settings=settings,
+            endpoint_url=dynamodb_endpoint,
+            client=dynamodb_client,
+            seed_demo_data=seed_demo_data,
+            clock=clock,
+        ),
+    )
+    app.state.metrics = metrics
+    return app
+
+
+@contextlib.asynccontextmanager
+async def store_lifespan(
+    app: Starlette,
+    *,
+    settings: Settings,
+    endpoint_url: str | None,
+    client: Any | None,
+    seed_demo_data: bool,
+    clock: Callable[[], datetime],
+) -> AsyncIterator[None]:
+    """The store on `app.state.store` for the app's life; with `seed_demo_data`, a table this
+    start creates gets the demonstration payments."""
+    async with payment_store(settings, endpoint_url=endpoint_url, client=client) as opened:
+        if opened.created_table and seed_demo_data:
+            await seed_demo_payments(opened.store, clock=clock, max_attempts=settings.max_attempts)
+        app.state.store = opened.store
+        yield
+
+
+def graphql_route(
+    settings: Settings,
+    *,
+    metrics: Metrics,
+    clock: Callable[[], datetime],
+    token_clock: Callable[[], float],
+) -> Route:
+    limits = QueryLimits(
+        max_depth=settings.max_query_depth,
+        max_aliases=settings.max_query_aliases,
+        max_tokens=settings.max_query_tokens,
+        max_cost=settings.max_query_cost,
+    )
+    schema = build_schema(
+        limits,
+        production=settings.production,
+        observers=[metrics.observe],
+        dynamodb_budget=settings.dynamodb_budget,
+    )
     graphql = PaymentsGraphQL(
-        build_schema(
-            QueryLimits(
-                max_depth=settings.max_query_depth,
-                max_aliases=settings.max_query_aliases,
-                max_tokens=settings.max_query_tokens,
-                max_cost=settings.max_query_cost,
-            ),
-            production=settings.production,
-            observers=[metrics.observe],
-            dynamodb_budget=settings.dynamodb_budget,
-        ),
-        store=current_store,
-        auth=AuthConfig.build(
-            secret=(
-                settings.auth_jwt_secret.get_secret_value()
-                if settings.auth_jwt_secret is not None
-                else None
-            ),
-            public_key_file=settings.auth_jwt_public_key_file,
-            issuer=settings.auth_jwt_issuer,
-            audience=settings.auth_jwt_audience,
-        ),
+        schema,
+        auth=AuthConfig.from_settings(settings),
+        token_clock=token_clock,
         max_attempts=settings.max_attempts,
         clock=clock,
         accounting_allowed=settings.debug_dynamodb_header_allowed,
         graphiql=not settings.production,
         queries_via_get=not settings.production,
     )
+    return Route("/graphql", graphql, methods=["GET", "POST"])
 
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
 
-    async def readyz(request: Request) -> JSONResponse:
-        try:
-            async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
-                await current_store().ping()
-        except (StorageUnavailable, TimeoutError) as error:
-            return JSONResponse(
-                {"status": "unavailable", "reason": type(error).__name__}, status_code=503
-            )
-        return JSONResponse({"status": "ok", "table": settings.table_name})
-
-    async def metrics_page(request: Request) -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    routes = [
-        Route("/graphql", graphql, methods=["GET", "POST"]),
+def health_routes(settings: Settings) -> list[Route]:
+    """`/healthz`: the process answers; `/readyz`: the table answers too."""
+    return [
         Route("/healthz", healthz),
-        Route("/readyz", readyz),
+        Route("/readyz", functools.partial(readyz, table_name=settings.table_name)),
     ]
-    if settings.metrics == "app":
-        routes.append(Route("/metrics", metrics_page))
-    app = Starlette(
-        routes=routes,
-        middleware=[Middleware(RequestBodyLimit, max_bytes=settings.max_request_bytes)],
-        lifespan=lifespan,
-    )
-    app.state.metrics = metrics
-    return app
+
+
+async def healthz(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request, *, table_name: str) -> JSONResponse:
+    store: PaymentStore = request.app.state.store
+    try:
+        async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
+            await store.ping()
+    except (StorageUnavailable, TimeoutError) as error:
+        return JSONResponse(
+            {"status": "unavailable", "reason": type(error).__name__}, status_code=503
+        )
+    return JSONResponse({"status": "ok", "table": table_name})
+
+
+async def metrics_page(request: Request) -> Response:
+    metrics: Metrics = request.app.state.metrics
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

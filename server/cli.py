@@ -4,84 +4,36 @@ table's CloudFormation template (`template`), run the collection job (`collect`)
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
-import jwt
 import pydantic
 
 from datasource.table import cloudformation_template
 from domain.errors import InvalidCursor, PaymentsError
+from server.auth import (
+    DEFAULT_TOKEN_TTL_SECONDS,
+    SERVICE_SCOPE,
+    TokenRefused,
+    mint_development_token,
+)
+from server.bootstrap import dynamodb_endpoint
 from server.checkpoint import CheckpointRefused
 from server.collect_command import add_arguments as add_collect_arguments
 from server.collect_command import run_collect
-from server.embedded_dynamodb import (
-    DynamoDBLocalFailed,
-    DynamoDBLocalMissing,
-    EmbeddedDynamoDB,
-    JavaMissing,
-)
+from server.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
 from server.logs import configure_logging
 from server.runtime import tune_garbage_collector, uvicorn_options
 from server.settings import TABLE_AND_REGION, Settings
 
-SERVICE_SCOPE = "payments:service"
-DEFAULT_TOKEN_TTL_SECONDS = 12 * 60 * 60
 STARTUP_TOKEN_USER = "local-developer"
 TEMPLATE_PATH = "infra/table.template.json"
 TEMPLATE_COMMAND = f"loc-payments template > {TEMPLATE_PATH}"
-
-
-class TokenRefused(RuntimeError):
-    pass
-
-
-def mint_development_token(
-    settings: Settings,
-    *,
-    user_id: str,
-    service: bool = False,
-    ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS,
-    now: float | None = None,
-) -> str:
-    """An HS256 token signed with the development secret, accepted by a local server.
-
-    Refused for any other secret: a tool that mints tokens for a real key is a way to forge them.
-    """
-    if not settings.uses_development_jwt_secret or settings.auth_jwt_secret is None:
-        raise TokenRefused(
-            "tokens are minted only with the development secret (LOC_ENV=local and no "
-            "LOC_AUTH_JWT_SECRET / LOC_AUTH_JWT_PUBLIC_KEY_FILE); get real tokens from the issuer"
-        )
-    if ttl_seconds <= 0:
-        raise TokenRefused("--ttl must be a positive number of seconds")
-    issued_at = int(time.time() if now is None else now)
-    claims: dict[str, object] = {
-        "sub": user_id,
-        "iat": issued_at,
-        "exp": issued_at + ttl_seconds,
-    }
-    if service:
-        claims["scope"] = SERVICE_SCOPE
-    # The server checks these when configured, so a token without them would be refused.
-    if settings.auth_jwt_issuer is not None:
-        claims["iss"] = settings.auth_jwt_issuer
-    if settings.auth_jwt_audience is not None:
-        claims["aud"] = settings.auth_jwt_audience
-    return jwt.encode(claims, settings.auth_jwt_secret.get_secret_value(), algorithm="HS256")
-
-
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SystemExit unwinds the `with` blocks, so DynamoDB Local is stopped instead of orphaned.
-    raise SystemExit(0)
 
 
 def command_as_invoked(argv0: str, *, python: str, cwd: Path) -> str:
@@ -109,7 +61,9 @@ def _pasteable_path(path: str, *, cwd: Path) -> str:
 
 
 def _print_development_access(settings: Settings) -> None:
-    token = mint_development_token(settings, user_id=STARTUP_TOKEN_USER, service=True)
+    token = mint_development_token(
+        settings, user_id=STARTUP_TOKEN_USER, service=True, now=time.time()
+    )
     command = command_as_invoked(sys.argv[0], python=sys.executable, cwd=Path.cwd())
     print(
         f"GraphiQL: http://{settings.host}:{settings.port}/graphql\n"
@@ -135,37 +89,33 @@ def serve(settings: Settings) -> int:
     configure_logging(
         log_format=settings.log_format, local=settings.env == "local", level=settings.log_level
     )
-    previous_sigterm = signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    try:
-        with contextlib.ExitStack() as stack:
-            endpoint = settings.dynamodb_endpoint
-            if settings.uses_embedded_dynamodb:
-                database = stack.enter_context(EmbeddedDynamoDB(data_dir=settings.data_dir))
-                endpoint = database.endpoint_url
-                print(f"DynamoDB Local: {endpoint} (data in {settings.data_dir})", flush=True)
-            # A local table this start creates gets demonstration payments to explore.
-            app = create_app(
-                settings, dynamodb_endpoint=endpoint, seed_demo_data=settings.env == "local"
+    # A server stopped by SIGTERM has done its job: exit 0.
+    with dynamodb_endpoint(settings, announce_to=sys.stdout, exit_status_on_sigterm=0) as endpoint:
+        # A local table this start creates gets demonstration payments to explore.
+        app = create_app(
+            settings, dynamodb_endpoint=endpoint, seed_demo_data=settings.env == "local"
+        )
+        if settings.uses_development_jwt_secret:
+            _print_development_access(settings)
+        if settings.metrics == "port":
+            # Scraped on its own port, so /metrics never shares the API's listener.
+            start_http_server(
+                settings.metrics_port, addr=settings.host, registry=app.state.metrics.registry
             )
-            if settings.uses_development_jwt_secret:
-                _print_development_access(settings)
-            if settings.metrics == "port":
-                # Scraped on its own port, so /metrics never shares the API's listener.
-                start_http_server(
-                    settings.metrics_port, addr=settings.host, registry=app.state.metrics.registry
-                )
-            tune_garbage_collector()
-            # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
-            uvicorn.run(app, **uvicorn_options(host=settings.host, port=settings.port))
-    finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
+        tune_garbage_collector()
+        # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
+        uvicorn.run(app, **uvicorn_options(host=settings.host, port=settings.port))
     return 0
 
 
 def _token(settings: Settings, arguments: argparse.Namespace) -> int:
     print(
         mint_development_token(
-            settings, user_id=arguments.user, service=arguments.service, ttl_seconds=arguments.ttl
+            settings,
+            user_id=arguments.user,
+            service=arguments.service,
+            ttl_seconds=arguments.ttl,
+            now=time.time(),
         )
     )
     return 0

@@ -35,8 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO
 
-from datasource import Page, PaymentStore, open_store
-from datasource.table import create_table_if_missing
+from datasource import Page, PaymentStore
 from domain.ach_returns import RetryEligibility, retry_eligibility
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
@@ -45,6 +44,7 @@ from domain.payment import Payment
 from domain.transitions import TransitionRequest
 from domain.validation import format_timestamp
 from resolvers.workflow import move_payment
+from server.bootstrap import payment_store
 from server.checkpoint import (
     Checkpoint,
     CollectionCounts,
@@ -126,10 +126,7 @@ async def collect_with_settings(
     on_page: Callable[[int, CollectionCounts], None] | None = None,
 ) -> Checkpoint:
     """`collect_retries` on the table the settings name (created in `local` when missing)."""
-    secret = settings.cursor_secret.get_secret_value().encode()
-    async with open_store(settings.dynamo_config(endpoint_url), cursor_secret=secret) as store:
-        if settings.creates_missing_table:
-            await create_table_if_missing(store.client, settings.table_name)
+    async with payment_store(settings, endpoint_url=endpoint_url) as (store, _created_table):
         return await collect_retries(store, run, report=report, start=start, on_page=on_page)
 
 

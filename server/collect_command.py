@@ -11,11 +11,11 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
 from datasource.pages import MAX_PAGE_SIZE
+from server.bootstrap import dynamodb_endpoint
 from server.checkpoint import Checkpoint, CollectionCounts, open_report
 from server.collect import (
     DEFAULT_CONCURRENCY,
@@ -24,7 +24,6 @@ from server.collect import (
     start_or_resume,
     summary,
 )
-from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.logs import configure_logging
 from server.settings import Settings
 
@@ -88,8 +87,13 @@ def run_collect(settings: Settings, arguments: argparse.Namespace) -> int:
     from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-untyped]
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_stopping_on_sigterm())
-        endpoint = stack.enter_context(_dynamodb_endpoint(settings))
+        # A run stopped by SIGTERM is unfinished: 128 + SIGTERM, as a shell reports it; the
+        # report file is closed and DynamoDB Local stopped on the way out.
+        endpoint = stack.enter_context(
+            dynamodb_endpoint(
+                settings, announce_to=sys.stderr, exit_status_on_sigterm=128 + signal.SIGTERM
+            )
+        )
         report = open_report(output, saved)
         if output is not None:
             stack.callback(report.close)
@@ -130,35 +134,6 @@ def run_collect(settings: Settings, arguments: argparse.Namespace) -> int:
             raise
     print(summary(final), file=sys.stderr)
     return 0
-
-
-@contextlib.contextmanager
-def _dynamodb_endpoint(settings: Settings) -> Iterator[str | None]:
-    """The endpoint the settings name, or that of a DynamoDB Local started for the block."""
-    if not settings.uses_embedded_dynamodb:
-        yield settings.dynamodb_endpoint
-        return
-    with EmbeddedDynamoDB(data_dir=settings.data_dir) as database:
-        print(
-            f"DynamoDB Local: {database.endpoint_url} (data in {settings.data_dir})",
-            file=sys.stderr,
-            flush=True,
-        )
-        yield database.endpoint_url
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    # SystemExit unwinds the `with` blocks: DynamoDB Local is stopped, the report file closed.
-    raise SystemExit(128 + signum)
-
-
-@contextlib.contextmanager
-def _stopping_on_sigterm() -> Iterator[None]:
-    previous = signal.signal(signal.SIGTERM, _stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _bounded(low: int, high: int) -> Callable[[str], int]:

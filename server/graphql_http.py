@@ -26,9 +26,10 @@ from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
 from datasource import PaymentStore
-from resolvers.callers import AuthConfig, Caller, CallerError, authenticate
+from resolvers.callers import Caller, CallerError
 from resolvers.context import Context
 from schema import PaymentsSchema
+from server.auth import AuthConfig, authenticate
 
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
 REQUEST_ID_HEADER = "x-request-id"
@@ -45,8 +46,8 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self,
         schema: PaymentsSchema,
         *,
-        store: Callable[[], PaymentStore],
         auth: AuthConfig,
+        token_clock: Callable[[], float],
         max_attempts: int,
         clock: Callable[[], datetime],
         accounting_allowed: bool,
@@ -61,8 +62,9 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             allow_queries_via_get=queries_via_get,
             multipart_uploads_enabled=False,
         )
-        self._store = store
         self._auth = auth
+        # Seconds since the epoch, as tokens carry them; `clock` is the payments' own time.
+        self._token_clock = token_clock
         self._max_attempts = max_attempts
         self._clock = clock
         self._accounting_allowed = accounting_allowed
@@ -121,7 +123,9 @@ class PaymentsGraphQL(GraphQL[Context, None]):
     ) -> Context:
         authenticated: Caller | CallerError
         try:
-            authenticated = authenticate(request.headers.get("authorization"), self._auth)
+            authenticated = authenticate(
+                request.headers.get("authorization"), self._auth, now=self._token_clock()
+            )
         except CallerError as refusal:
             authenticated = refusal
         request_id = request.headers.get(REQUEST_ID_HEADER, "")
@@ -129,9 +133,11 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             request_id = uuid.uuid4().hex
         if isinstance(response, Response):
             response.headers[REQUEST_ID_HEADER] = request_id
+        # Opened by the app's lifespan (`server.app.store_lifespan`).
+        store: PaymentStore = request.app.state.store
         return Context(
             request_id=request_id,
-            store=self._store(),
+            store=store,
             max_attempts=self._max_attempts,
             clock=self._clock,
             authenticated=authenticated,

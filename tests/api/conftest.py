@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -152,6 +152,7 @@ async def api_client(
     config: DynamoConfig,
     *,
     clock: Clock | None = None,
+    token_clock: Callable[[], float] = time.time,
     seed_demo_data: bool = False,
     **settings: Any,
 ) -> AsyncIterator[Api]:
@@ -160,6 +161,7 @@ async def api_client(
     app = create_app(
         Settings(table_name=config.table_name, dynamodb_endpoint=config.endpoint_url, **options),
         clock=clock or Clock(),
+        token_clock=token_clock,
         seed_demo_data=seed_demo_data,
     )
     async with app.router.lifespan_context(app):

@@ -12,7 +12,16 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from datasource import DynamoConfig
-from tests.api.conftest import ALICE, BOB, SERVICE, Api, error_codes, stored_items, token
+from tests.api.conftest import (
+    ALICE,
+    BOB,
+    SERVICE,
+    Api,
+    api_client,
+    error_codes,
+    stored_items,
+    token,
+)
 
 ROOT_QUERIES = [
     'query { payment(loanId: "l", paymentId: "0190f5a4-0000-7000-8000-000000000000") { id } }',
@@ -181,14 +190,13 @@ async def test_rs256_tokens_from_a_public_key_file(
         assert error_codes(await api.post(ROOT_QUERIES[3], as_=hs)) == ["UNAUTHENTICATED"]
 
 
-async def test_a_token_accepted_once_is_refused_when_it_expires(
-    api: Api, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    short = token("svc", service=True, ttl=60)
-    query = ROOT_QUERIES[3]
-    assert error_codes(await api.post(query, as_=short)) == []
+async def test_a_token_accepted_once_is_refused_when_it_expires(moto_config: DynamoConfig) -> None:
+    now = time.time()
+    async with api_client(moto_config, token_clock=lambda: now) as api:
+        short = token("svc", service=True, ttl=60)
+        query = ROOT_QUERIES[3]
+        assert error_codes(await api.post(query, as_=short)) == []
 
-    later = time.time() + 61
-    monkeypatch.setattr("resolvers.callers.time.time", lambda: later)
+        now += 61
 
-    assert error_codes(await api.post(query, as_=short)) == ["UNAUTHENTICATED"]
+        assert error_codes(await api.post(query, as_=short)) == ["UNAUTHENTICATED"]

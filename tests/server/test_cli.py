@@ -11,55 +11,12 @@ from pathlib import Path
 
 import jwt
 import pytest
-from pydantic import SecretStr
 
-from server.cli import (
-    SERVICE_SCOPE,
-    TokenRefused,
-    command_as_invoked,
-    main,
-    mint_development_token,
-)
-from server.settings import DEV_JWT_SECRET, Settings
+from server.auth import SERVICE_SCOPE
+from server.cli import command_as_invoked, main
+from server.settings import DEV_JWT_SECRET
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def test_a_customer_token_round_trips() -> None:
-    token = mint_development_token(Settings(), user_id="u-1", ttl_seconds=600, now=1_000_000)
-
-    claims = jwt.decode(token, DEV_JWT_SECRET, algorithms=["HS256"], options={"verify_exp": False})
-
-    assert claims == {"sub": "u-1", "iat": 1_000_000, "exp": 1_000_600}
-
-
-def test_a_service_token_carries_the_service_scope() -> None:
-    token = mint_development_token(Settings(), user_id="autopay", service=True)
-
-    claims = jwt.decode(token, DEV_JWT_SECRET, algorithms=["HS256"])
-
-    assert claims["scope"] == SERVICE_SCOPE
-    assert claims["exp"] > time.time()
-
-
-def test_a_token_carries_the_configured_issuer_and_audience() -> None:
-    settings = Settings(auth_jwt_issuer="https://issuer.local", auth_jwt_audience="payments")
-
-    token = mint_development_token(settings, user_id="u-1")
-
-    claims = jwt.decode(
-        token,
-        DEV_JWT_SECRET,
-        algorithms=["HS256"],
-        issuer="https://issuer.local",
-        audience="payments",
-    )
-    assert claims["sub"] == "u-1"
-
-
-def test_tokens_are_refused_for_any_other_secret() -> None:
-    with pytest.raises(TokenRefused, match="development secret"):
-        mint_development_token(Settings(auth_jwt_secret=SecretStr("x" * 40)), user_id="u-1")
 
 
 def test_the_token_command_prints_a_token(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,80 @@
+"""What `serve` and `collect` set up before they work: the DynamoDB they talk to and the store.
+
+In `local` without an endpoint the command starts DynamoDB Local for its own life, and in `local`
+a missing table is created; elsewhere both belong to the infrastructure (`Settings`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Iterator
+from types import FrameType
+from typing import Any, NamedTuple, TextIO
+
+from datasource import PaymentStore, open_store
+from datasource.table import create_table_if_missing
+from server.embedded_dynamodb import EmbeddedDynamoDB
+from server.settings import Settings
+
+
+@contextlib.contextmanager
+def dynamodb_endpoint(
+    settings: Settings, *, announce_to: TextIO, exit_status_on_sigterm: int
+) -> Iterator[str | None]:
+    """The endpoint the settings name, or that of a DynamoDB Local started for the block (its
+    address printed to `announce_to`).
+
+    While the block runs, SIGTERM raises SystemExit(`exit_status_on_sigterm`): it unwinds the
+    `with` blocks, so DynamoDB Local is stopped instead of orphaned.
+    """
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(exit_status_on_sigterm)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        if not settings.uses_embedded_dynamodb:
+            yield settings.dynamodb_endpoint
+            return
+        with EmbeddedDynamoDB(data_dir=settings.data_dir) as database:
+            print(
+                f"DynamoDB Local: {database.endpoint_url} (data in {settings.data_dir})",
+                file=announce_to,
+                flush=True,
+            )
+            yield database.endpoint_url
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class OpenedStore(NamedTuple):
+    store: PaymentStore
+    # True when this opening made the table (in `local` only).
+    created_table: bool
+
+
+@contextlib.asynccontextmanager
+async def payment_store(
+    settings: Settings, *, endpoint_url: str | None = None, client: Any | None = None
+) -> AsyncIterator[OpenedStore]:
+    """The store on the settings' table, open for the block; `endpoint_url` (the embedded
+    DynamoDB's, if any) wins over the settings'.
+
+    `client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces the one
+    this would open.
+    """
+    config = settings.dynamo_config(endpoint_url)
+    secret = settings.cursor_secret.get_secret_value().encode()
+    opened = (
+        open_store(config, cursor_secret=secret)
+        if client is None
+        else contextlib.nullcontext(
+            PaymentStore(client, table_name=config.table_name, cursor_secret=secret)
+        )
+    )
+    async with opened as store:
+        created = settings.creates_missing_table and await create_table_if_missing(
+            store.client, config.table_name
+        )
+        yield OpenedStore(store, created)
