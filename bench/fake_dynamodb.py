@@ -2,11 +2,12 @@
 a fixed injected latency, so that the engine comparisons measure our code and not a database.
 
 It answers `batch_get_item`, `query`, `get_item` and `describe_table` as DynamoDB does for the
-requests `datasource` sends (key conditions `#pk = :pk AND begins_with(#sk, :prefix)` and
-`PK = :pk AND SK = :sk`, `IndexName`, `ScanIndexForward`, `Limit`, `ExclusiveStartKey` and
-`LastEvaluatedKey`), and fires botocore's `before-call.dynamodb.<Operation>` event per call, so the
-service's request accounting counts its calls. Anything else it does not understand is refused
-loudly; writes are not served (the workloads only read).
+requests `datasource` sends (key conditions `<partition> = :pk AND begins_with(<sort>, :prefix)`
+and `<partition> = :pk AND <sort> = :sk`, with attribute names or `#` placeholders, `IndexName`,
+`ScanIndexForward`, `Limit`, `ExclusiveStartKey` and `LastEvaluatedKey`), and fires botocore's
+`before-call.dynamodb.<Operation>` event per call, so the service's request accounting counts its
+calls. Anything else it does not understand is refused loudly; writes are not served (the
+workloads only read).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
 from datasource.items import Item
-from datasource.table import GSI1, GSI2, GSI3, page_key_attributes
+from datasource.table import GSI1, GSI2, GSI3, PK, SK, page_key_attributes
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
 INJECTED_LATENCY_SECONDS = 0.002
 # DynamoDB's limit of keys per BatchGetItem.
@@ -90,7 +94,7 @@ class FakeDynamoDB:
         self._items: dict[tuple[str, str], Item] = {}
         self._partitions: dict[tuple[str | None, str], _Partition] = {}
         for item in stored:
-            self._items[item["PK"]["S"], item["SK"]["S"]] = item
+            self._items[item[PK]["S"], item[SK]["S"]] = item
         for index in _INDEXES:
             partition_attribute = page_key_attributes(index)[0]
             rows = sorted(
@@ -123,12 +127,12 @@ class FakeDynamoDB:
         self, *, TableName: str, Key: Item, ConsistentRead: bool = False
     ) -> dict[str, Any]:
         await self._call("GetItem", TableName)
-        item = self._items.get((Key["PK"]["S"], Key["SK"]["S"]))
+        item = self._items.get((Key[PK]["S"], Key[SK]["S"]))
         return {} if item is None else {"Item": item}
 
     async def batch_get_item(self, *, RequestItems: dict[str, Any]) -> dict[str, Any]:
         [(table_name, request)] = RequestItems.items()
-        keys = [(key["PK"]["S"], key["SK"]["S"]) for key in request["Keys"]]
+        keys = [(key[PK]["S"], key[SK]["S"]) for key in request["Keys"]]
         if not 0 < len(keys) <= MAX_BATCH_KEYS:
             raise _refusal("BatchGetItem", f"1 to {MAX_BATCH_KEYS} keys per request")
         if len(set(keys)) != len(keys):
@@ -153,8 +157,10 @@ class FakeDynamoDB:
         partition_name, partition_value, sort_name, sort_value, prefix = _key_condition(
             KeyConditionExpression, names, ExpressionAttributeValues
         )
+        if IndexName not in _INDEXES:
+            raise _refusal("Query", f"no index {IndexName}")
         key_attributes = page_key_attributes(IndexName)
-        if (partition_name, sort_name) != key_attributes[:2] or IndexName not in _INDEXES:
+        if (partition_name, sort_name) != key_attributes[:2]:
             raise _refusal("Query", f"the key condition does not match index {IndexName}")
         await self._call("Query", TableName)
         partition = self._partitions.get((IndexName, partition_value), _Partition())
@@ -186,6 +192,12 @@ class FakeDynamoDB:
 
     update_item = put_item
     transact_write_items = put_item
+
+
+def as_client(fake: FakeDynamoDB) -> DynamoDBClient:
+    """The fake where the store takes a client. A cast: it answers the calls `datasource` makes
+    as the client does (tests/bench compares the two), but has only those methods of it."""
+    return cast("DynamoDBClient", fake)
 
 
 def _key_condition(

@@ -10,11 +10,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from datasource.items import Item
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import WriteRequestUnionTypeDef
 
 # DynamoDB's limit of items per BatchWriteItem.
 BATCH_SIZE = 25
@@ -34,7 +38,7 @@ class LoadStats:
 
 
 async def load(
-    client: Any, table_name: str, items: Iterator[Item], *, writers: int = WRITERS
+    client: DynamoDBClient, table_name: str, items: Iterator[Item], *, writers: int = WRITERS
 ) -> LoadStats:
     """Write every item of `items`; `writers` BatchWriteItem calls in flight."""
     started = time.perf_counter()
@@ -44,7 +48,9 @@ async def load(
     async def writer() -> None:
         nonlocal written, requests
         while batch := list(itertools.islice(items, BATCH_SIZE)):
-            pending = [{"PutRequest": {"Item": item}} for item in batch]
+            pending: Sequence[WriteRequestUnionTypeDef] = [
+                {"PutRequest": {"Item": item}} for item in batch
+            ]
             while pending:
                 response = await client.batch_write_item(RequestItems={table_name: pending})
                 requests += 1

@@ -23,7 +23,7 @@ import uvloop
 from starlette.types import Message
 
 from bench import dataset, workloads
-from bench.fake_dynamodb import FakeDynamoDB
+from bench.fake_dynamodb import FakeDynamoDB, as_client
 from bench.runs import service_headers
 from bench.serve import FAKE_ENDPOINT, service_settings
 from server.app import create_app
@@ -51,7 +51,7 @@ async def _profile(arguments: argparse.Namespace) -> None:
     stored = _stored()
     work = {workload.name: workload for workload in workloads.build(stored)}[arguments.workload]
     settings = service_settings(0, FAKE_ENDPOINT)
-    client = FakeDynamoDB(settings.table_name, stored, latency=0.0)
+    client = as_client(FakeDynamoDB(settings.table_name, stored, latency=0.0))
     app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
     headers = [(b"content-type", b"application/json")] + [
         (name.lower().encode(), value.encode()) for name, value in service_headers().items()

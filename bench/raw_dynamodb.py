@@ -36,13 +36,14 @@ import uvloop
 from aiobotocore.config import AioConfig
 
 from bench.loadgen import http_request, percentile, run_load
-from datasource.table import GSI2
+from datasource.pages import MAX_PAGE_SIZE
+from datasource.table import GSI2, GSI2PK, GSI2SK, PK, SK
 from domain import keys
 from domain.enums import PaymentStatus
 from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
-# What the service asks for a page of 100: one item more, to learn whether a next page exists.
-PAGE_LIMIT = 101
+# What the service asks for a full page: one item more, to learn whether a next page exists.
+PAGE_LIMIT = MAX_PAGE_SIZE + 1
 CONTENT_TYPE = "application/x-amz-json-1.0"
 TARGET_PREFIX = "DynamoDB_20120810."
 
@@ -50,20 +51,20 @@ TARGET_PREFIX = "DynamoDB_20120810."
 def _parameters(call: str, variables: dict[str, str], table_name: str) -> dict[str, Any]:
     if call == "payment":
         key = {
-            "PK": {"S": keys.user_partition(variables["u"])},
-            "SK": {"S": keys.payment_sort_key(variables["l"], variables["p"])},
+            PK: {"S": keys.user_partition(variables["u"])},
+            SK: {"S": keys.payment_sort_key(variables["l"], variables["p"])},
         }
         return {"RequestItems": {table_name: {"Keys": [key], "ConsistentRead": True}}}
     if call == "loan_page":
         partition, prefix, index = (
-            ("PK", keys.user_partition(variables["u"])),
-            ("SK", keys.loan_payments_prefix(variables["l"])),
+            (PK, keys.user_partition(variables["u"])),
+            (SK, keys.loan_payments_prefix(variables["l"])),
             None,
         )
     else:
         partition, prefix, index = (
-            ("GSI2PK", keys.GSI2_PARTITION),
-            ("GSI2SK", keys.status_prefix(PaymentStatus.PENDING)),
+            (GSI2PK, keys.GSI2_PARTITION),
+            (GSI2SK, keys.status_prefix(PaymentStatus.PENDING)),
             GSI2,
         )
     parameters: dict[str, Any] = {

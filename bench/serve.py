@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+
     from datasource import PaymentStore
     from server.settings import Settings
 
@@ -42,20 +44,25 @@ def service_settings(port: int, endpoint: str, table_name: str | None = None) ->
     )
 
 
-def _fake_client(data: Path) -> Any:
+def _fake_client(data: Path) -> DynamoDBClient:
     from bench import dataset
-    from bench.fake_dynamodb import FakeDynamoDB
+    from bench.fake_dynamodb import FakeDynamoDB, as_client
 
-    return FakeDynamoDB(service_settings(0, FAKE_ENDPOINT).table_name, dataset.read(data))
+    return as_client(FakeDynamoDB(_fake_table_name(), dataset.read(data)))
+
+
+def _fake_table_name() -> str:
+    return service_settings(0, FAKE_ENDPOINT).table_name
 
 
 def _fake_store(data: Path) -> PaymentStore:
     from datasource import PaymentStore
     from server.settings import DEV_CURSOR_SECRET
 
-    client = _fake_client(data)
     return PaymentStore(
-        client, table_name=client.table_name, cursor_secret=DEV_CURSOR_SECRET.encode()
+        _fake_client(data),
+        table_name=_fake_table_name(),
+        cursor_secret=DEV_CURSOR_SECRET.encode(),
     )
 
 

@@ -12,11 +12,14 @@ import asyncio
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from datasource.deadline import pause, storage_call
 from datasource.items import Item
 from domain.errors import StorageUnavailable
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
 # DynamoDB's limit of keys per BatchGetItem request.
 BATCH_SIZE = 100
@@ -35,7 +38,7 @@ class Backoff:
 
 
 async def batch_get_items(
-    client: Any, *, table_name: str, keys: Sequence[Item], backoff: Backoff
+    client: DynamoDBClient, *, table_name: str, keys: Sequence[Item], backoff: Backoff
 ) -> list[Item]:
     """Every stored item among `keys` (distinct keys only), in no particular order."""
     chunks = [list(keys[start : start + BATCH_SIZE]) for start in range(0, len(keys), BATCH_SIZE)]
@@ -55,18 +58,20 @@ async def batch_get_items(
 
 
 async def _get_chunk(
-    client: Any, table_name: str, keys: list[Item], backoff: Backoff
+    client: DynamoDBClient, table_name: str, keys: list[Item], backoff: Backoff
 ) -> list[Item]:
     found: list[Item] = []
     pending = keys
     for attempt in range(backoff.retries + 1):
         if attempt:
             await pause(backoff.delay(attempt - 1))
-        request = {table_name: {"Keys": pending, "ConsistentRead": True}}
         async with storage_call():
-            response = await client.batch_get_item(RequestItems=request)
+            response = await client.batch_get_item(
+                RequestItems={table_name: {"Keys": pending, "ConsistentRead": True}}
+            )
         found.extend(response.get("Responses", {}).get(table_name, []))
-        pending = response.get("UnprocessedKeys", {}).get(table_name, {}).get("Keys", [])
+        unprocessed = response.get("UnprocessedKeys", {}).get(table_name)
+        pending = unprocessed.get("Keys", []) if unprocessed is not None else []
         if not pending:
             return found
     raise StorageUnavailable("DynamoDB left part of a batch read unanswered; retry shortly")

@@ -8,13 +8,16 @@ import platform
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING
 
 import aioboto3
 from aiobotocore.config import AioConfig
 
 from datasource.config import DynamoConfig
 from datasource.responses import check_fast_parsing, fast_session
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
 # What DynamoDB's request logs (and CloudTrail) see as the caller.
 USER_AGENT = (
@@ -24,7 +27,7 @@ USER_AGENT = (
 
 
 @asynccontextmanager
-async def open_client(config: DynamoConfig) -> AsyncIterator[Any]:
+async def open_client(config: DynamoConfig) -> AsyncIterator[DynamoDBClient]:
     client_config = AioConfig(
         # A fixed string, built once: botocore otherwise assembles and sanitizes a dozen
         # components for every call, a sixth of the client's CPU on a one-item read.

@@ -14,21 +14,27 @@ payment once does not name another later.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from datasource.items import Item
+from datasource.table import PK, SK
 from domain import keys
 from domain.errors import InvalidInput
 from domain.payment import Payment
 from domain.validation import format_timestamp
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.type_defs import UpdateTypeDef
+
 
 def claim_key(user_id: str, confirmation_id: str) -> Item:
     return {
-        "PK": {"S": keys.user_partition(user_id)},
-        "SK": {"S": keys.confirmation_sort_key(confirmation_id)},
+        PK: {"S": keys.user_partition(user_id)},
+        SK: {"S": keys.confirmation_sort_key(confirmation_id)},
     }
 
 
-def claim_update(table_name: str, payment: Payment, *, confirmation_id: str) -> Item:
+def claim_update(table_name: str, payment: Payment, *, confirmation_id: str) -> UpdateTypeDef:
     """The transaction's write that claims `confirmation_id` for `payment`, or fails its check."""
     return {
         "TableName": table_name,
@@ -38,7 +44,7 @@ def claim_update(table_name: str, payment: Payment, *, confirmation_id: str) -> 
             "loc_confirmation_id = :confirmation, "
             "loc_created_date = if_not_exists(loc_created_date, :now)"
         ),
-        "ConditionExpression": "attribute_not_exists(PK) OR loc_payment_id = :payment",
+        "ConditionExpression": f"attribute_not_exists({PK}) OR loc_payment_id = :payment",
         "ExpressionAttributeValues": {
             ":user": {"S": payment.user_id},
             ":loan": {"S": payment.loan_id},

@@ -10,12 +10,12 @@ tried again after a jittered wait, a bounded number of times.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from datasource.batch import Backoff
 from datasource.deadline import pause, storage_call
 from datasource.items import Item, from_item, primary_key
-from datasource.table import TTL_ATTRIBUTE
+from datasource.table import PK, SK, TTL_ATTRIBUTE
 from datasource.transactions import (
     CONDITION_FAILED_REASON,
     TRANSACTION_CONFLICT_REASON,
@@ -27,11 +27,15 @@ from domain.idempotency import IdempotencyClaim
 from domain.payment import Payment, PaymentRef
 from domain.validation import format_timestamp
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
+
 
 def record_key(claim: IdempotencyClaim) -> Item:
     return {
-        "PK": {"S": keys.user_partition(claim.user_id)},
-        "SK": {"S": keys.idempotency_sort_key(claim.key)},
+        PK: {"S": keys.user_partition(claim.user_id)},
+        SK: {"S": keys.idempotency_sort_key(claim.key)},
     }
 
 
@@ -48,7 +52,7 @@ def record_item(claim: IdempotencyClaim, payment: Payment) -> Item:
 
 
 async def put_new_with_key(
-    client: Any,
+    client: DynamoDBClient,
     *,
     table_name: str,
     payment_item: Item,
@@ -58,19 +62,19 @@ async def put_new_with_key(
     payment = from_item(payment_item)
     # A record whose time is up counts as gone, even before DynamoDB's TTL sweep deletes it.
     now = str(int(payment.created_at.timestamp()))
-    transaction = [
+    transaction: list[TransactWriteItemTypeDef] = [
         {
             "Put": {
                 "TableName": table_name,
                 "Item": payment_item,
-                "ConditionExpression": "attribute_not_exists(PK)",
+                "ConditionExpression": f"attribute_not_exists({PK})",
             }
         },
         {
             "Put": {
                 "TableName": table_name,
                 "Item": record_item(claim, payment),
-                "ConditionExpression": "attribute_not_exists(PK) OR #expires < :now",
+                "ConditionExpression": f"attribute_not_exists({PK}) OR #expires < :now",
                 "ExpressionAttributeNames": {"#expires": TTL_ATTRIBUTE},
                 "ExpressionAttributeValues": {":now": {"N": now}},
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -94,16 +98,19 @@ async def put_new_with_key(
     raise StorageUnavailable("the idempotency key is busy with a concurrent request; retry")
 
 
-async def _read_record(client: Any, table_name: str, claim: IdempotencyClaim) -> Item | None:
+async def _read_record(
+    client: DynamoDBClient, table_name: str, claim: IdempotencyClaim
+) -> Item | None:
     async with storage_call():
         response = await client.get_item(
             TableName=table_name, Key=record_key(claim), ConsistentRead=True
         )
-    item: Item | None = response.get("Item")
-    return item
+    return response.get("Item")
 
 
-async def _replay(client: Any, table_name: str, claim: IdempotencyClaim, record: Item) -> Payment:
+async def _replay(
+    client: DynamoDBClient, table_name: str, claim: IdempotencyClaim, record: Item
+) -> Payment:
     if record["loc_request_fingerprint"]["S"] != claim.fingerprint:
         raise IdempotencyMismatch()
     ref = PaymentRef(claim.user_id, record["loc_loan_id"]["S"], record["loc_payment_id"]["S"])

@@ -13,31 +13,37 @@ exist once a confirmation id does.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from datasource.table import GSI1PK, GSI1SK, GSI2PK, GSI2SK, GSI3PK, GSI3SK, PK, SK
 from domain import keys
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.payment import Application, Payment, PaymentRef
 from domain.validation import format_timestamp, parse_timestamp
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.type_defs import AttributeValueTypeDef
+
 # A DynamoDB item or key: attribute name -> {"S": ...} / {"N": ...} / {"L": ...} / {"M": ...}.
-Item = dict[str, Any]
+# Quoted: the stub package is for the type checker only.
+Item: TypeAlias = dict[str, "AttributeValueTypeDef"]
 
 
 def primary_key(ref: PaymentRef | Payment) -> Item:
     return {
-        "PK": {"S": keys.user_partition(ref.user_id)},
-        "SK": {"S": keys.payment_sort_key(ref.loan_id, ref.payment_id)},
+        PK: {"S": keys.user_partition(ref.user_id)},
+        SK: {"S": keys.payment_sort_key(ref.loan_id, ref.payment_id)},
     }
 
 
 def status_keys(payment: Payment) -> Item:
     """The GSI1/GSI2 sort keys, which a status change rewrites."""
     return {
-        "GSI1SK": {
+        GSI1SK: {
             "S": keys.loan_status_sort_key(payment.loan_id, payment.status, payment.payment_id)
         },
-        "GSI2SK": {"S": keys.status_sort_key(payment.status, payment.payment_id)},
+        GSI2SK: {"S": keys.status_sort_key(payment.status, payment.payment_id)},
     }
 
 
@@ -46,16 +52,16 @@ def confirmation_keys(payment: Payment) -> Item:
     if payment.confirmation_id is None:
         return {}
     return {
-        "GSI3PK": {"S": keys.user_partition(payment.user_id)},
-        "GSI3SK": {"S": keys.confirmation_sort_key(payment.confirmation_id)},
+        GSI3PK: {"S": keys.user_partition(payment.user_id)},
+        GSI3SK: {"S": keys.confirmation_sort_key(payment.confirmation_id)},
     }
 
 
 def to_item(payment: Payment) -> Item:
     item: Item = {
         **primary_key(payment),
-        "GSI1PK": {"S": keys.user_partition(payment.user_id)},
-        "GSI2PK": {"S": keys.GSI2_PARTITION},
+        GSI1PK: {"S": keys.user_partition(payment.user_id)},
+        GSI2PK: {"S": keys.GSI2_PARTITION},
         **status_keys(payment),
         **confirmation_keys(payment),
         "loc_user_id": {"S": payment.user_id},
@@ -92,7 +98,7 @@ def milestones(payment: Payment) -> Item:
     return {name: {"S": format_timestamp(moment)} for name, moment in moments.items() if moment}
 
 
-def applications_value(applications: tuple[Application, ...]) -> Item:
+def applications_value(applications: tuple[Application, ...]) -> AttributeValueTypeDef:
     return {
         "L": [
             {
@@ -169,7 +175,7 @@ _OPTIONAL_TEXT = frozenset(
 )
 
 
-def _application(value: Item) -> Application:
+def _application(value: Mapping[str, Any]) -> Application:
     return Application(
         payment_id=value["payment_id"]["S"],
         installment_id=value["installment_id"]["S"],
@@ -178,5 +184,5 @@ def _application(value: Item) -> Application:
     )
 
 
-def _number(value: int) -> dict[str, str]:
+def _number(value: int) -> AttributeValueTypeDef:
     return {"N": str(value)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
@@ -14,6 +14,12 @@ from datasource.table import page_key_attributes
 from domain.errors import InvalidInput
 from domain.payment import Payment
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import QueryInputTypeDef
+
+# A list's page when the caller names no size (`first`), and the largest page it may ask for.
+DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 
 
@@ -68,8 +74,8 @@ class PageQuery:
     sort_attribute: str
     sort_prefix: str
 
-    def parameters(self, table_name: str) -> dict[str, Any]:
-        parameters: dict[str, Any] = {
+    def parameters(self, table_name: str) -> QueryInputTypeDef:
+        parameters: QueryInputTypeDef = {
             "TableName": table_name,
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
             "ExpressionAttributeNames": {
@@ -89,7 +95,7 @@ class PageQuery:
 
 
 async def query_page(
-    client: Any,
+    client: DynamoDBClient,
     *,
     table_name: str,
     query: PageQuery,

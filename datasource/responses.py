@@ -18,11 +18,14 @@ moves the hook stops the service at start instead of leaving it slow.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
 from aiobotocore.session import AioSession
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
 # The operations whose successful answers are items, keys, counts and capacity: plain JSON.
 FAST_OPERATIONS = frozenset(
@@ -74,7 +77,7 @@ class FastParsingMissing(RuntimeError):
     """The client would parse DynamoDB's answers with botocore's shape walker."""
 
 
-def check_fast_parsing(client: Any) -> None:
+def check_fast_parsing(client: DynamoDBClient) -> None:
     """Refuse a client whose answers would not go through `DynamoDBJSONParser`."""
     factory = getattr(getattr(client, "_endpoint", None), "_response_parser_factory", None)
     parser = factory.create_parser(_JSON_PROTOCOL) if factory is not None else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from datasource import writes
 from datasource.accounting import (
@@ -28,12 +28,27 @@ from datasource.deadline import storage_call
 from datasource.idempotent_create import put_new_with_key
 from datasource.items import from_item, primary_key, to_item
 from datasource.pages import Page, PageQuery, page_size, query_page
-from datasource.table import GSI1, GSI2, GSI3
+from datasource.table import (
+    GSI1,
+    GSI1PK,
+    GSI1SK,
+    GSI2,
+    GSI2PK,
+    GSI2SK,
+    GSI3,
+    GSI3PK,
+    GSI3SK,
+    PK,
+    SK,
+)
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
 from domain.idempotency import IdempotencyClaim
 from domain.payment import LoanRef, Payment, PaymentRef
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
 
 @asynccontextmanager
@@ -46,7 +61,7 @@ async def open_store(config: DynamoConfig, *, cursor_secret: bytes) -> AsyncIter
 class PaymentStore:
     def __init__(
         self,
-        client: Any,
+        client: DynamoDBClient,
         *,
         table_name: str,
         cursor_secret: bytes,
@@ -63,7 +78,7 @@ class PaymentStore:
         )
 
     @property
-    def client(self) -> Any:
+    def client(self) -> DynamoDBClient:
         """The low-level client, for tests and tools that read raw items."""
         return self._client
 
@@ -108,7 +123,7 @@ class PaymentStore:
             keys=[primary_key(ref) for ref in distinct],
             backoff=self._backoff,
         )
-        found = {(item["PK"]["S"], item["SK"]["S"]): from_item(item) for item in items}
+        found = {(item[PK]["S"], item[SK]["S"]): from_item(item) for item in items}
         return [found.get(_key_strings(ref)) for ref in refs]
 
     async def loan_payments(
@@ -125,17 +140,17 @@ class PaymentStore:
         if status is None:
             query = PageQuery(
                 scope=ListScope(None, user_id, loan_id),
-                partition_attribute="PK",
+                partition_attribute=PK,
                 partition=keys.user_partition(user_id),
-                sort_attribute="SK",
+                sort_attribute=SK,
                 sort_prefix=keys.loan_payments_prefix(loan_id),
             )
         else:
             query = PageQuery(
                 scope=ListScope(GSI1, user_id, loan_id, status),
-                partition_attribute="GSI1PK",
+                partition_attribute=GSI1PK,
                 partition=keys.user_partition(user_id),
-                sort_attribute="GSI1SK",
+                sort_attribute=GSI1SK,
                 sort_prefix=keys.loan_status_prefix(loan_id, status),
             )
         return await self._page(query, first=first, after=after)
@@ -147,9 +162,9 @@ class PaymentStore:
         first = page_size(first)
         query = PageQuery(
             scope=ListScope(GSI2, status=status),
-            partition_attribute="GSI2PK",
+            partition_attribute=GSI2PK,
             partition=keys.GSI2_PARTITION,
-            sort_attribute="GSI2SK",
+            sort_attribute=GSI2SK,
             sort_prefix=keys.status_prefix(status),
         )
         return await self._page(query, first=first, after=after)
@@ -162,7 +177,7 @@ class PaymentStore:
             response = await self._client.query(
                 TableName=self._table,
                 IndexName=GSI3,
-                KeyConditionExpression="GSI3PK = :pk AND GSI3SK = :sk",
+                KeyConditionExpression=f"{GSI3PK} = :pk AND {GSI3SK} = :sk",
                 ExpressionAttributeValues={
                     ":pk": {"S": keys.user_partition(user_id)},
                     ":sk": {"S": keys.confirmation_sort_key(confirmation_id)},

@@ -1,54 +1,83 @@
-"""The one table's definition: keys, the three GSIs, billing, TTL.
+"""The one table's definition: its key attributes, the three GSIs, billing, TTL.
 
 The embedded DynamoDB, the tests and the CloudFormation template (`cloudformation_template`,
 printed by `loc-payments template` into `infra/table.template.json`) all build the table from
-``table_definition`` and ``time_to_live``; nothing else spells out an index.
+``table_definition`` and ``time_to_live``; nothing else spells out an index or a key attribute's
+name. `domain.keys` builds the values those attributes hold.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import (
+        CreateTableInputTypeDef,
+        GlobalSecondaryIndexTypeDef,
+        UpdateTimeToLiveInputTypeDef,
+    )
 
 GSI1 = "GSI1"
 GSI2 = "GSI2"
 GSI3 = "GSI3"
+
+# The key attributes: the table's partition and sort key, then each index's.
+PK = "PK"
+SK = "SK"
+GSI1PK = "GSI1PK"
+GSI1SK = "GSI1SK"
+GSI2PK = "GSI2PK"
+GSI2SK = "GSI2SK"
+GSI3PK = "GSI3PK"
+GSI3SK = "GSI3SK"
+
 # Epoch seconds after which DynamoDB deletes an item: idempotency records carry it, payments never.
 TTL_ATTRIBUTE = "loc_expires_at"
 
-_KEY_ATTRIBUTES = ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK")
+# (partition key, sort key) of the table (None) and of each index.
+_INDEX_KEYS: dict[str | None, tuple[str, str]] = {
+    None: (PK, SK),
+    GSI1: (GSI1PK, GSI1SK),
+    GSI2: (GSI2PK, GSI2SK),
+    GSI3: (GSI3PK, GSI3SK),
+}
 
 
-def _index(name: str) -> dict[str, Any]:
+def _index(name: str) -> GlobalSecondaryIndexTypeDef:
+    partition, sort = _INDEX_KEYS[name]
     return {
         "IndexName": name,
         "KeySchema": [
-            {"AttributeName": f"{name}PK", "KeyType": "HASH"},
-            {"AttributeName": f"{name}SK", "KeyType": "RANGE"},
+            {"AttributeName": partition, "KeyType": "HASH"},
+            {"AttributeName": sort, "KeyType": "RANGE"},
         ],
         # Every pattern returns whole payments, so every index carries every attribute.
         "Projection": {"ProjectionType": "ALL"},
     }
 
 
-def table_definition(table_name: str) -> dict[str, Any]:
+def table_definition(table_name: str) -> CreateTableInputTypeDef:
     """CreateTable arguments: PK/SK, GSI1-3 with ALL projection, on-demand billing."""
     return {
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [
-            {"AttributeName": name, "AttributeType": "S"} for name in _KEY_ATTRIBUTES
+            {"AttributeName": name, "AttributeType": "S"}
+            for attributes in _INDEX_KEYS.values()
+            for name in attributes
         ],
         "KeySchema": [
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
+            {"AttributeName": PK, "KeyType": "HASH"},
+            {"AttributeName": SK, "KeyType": "RANGE"},
         ],
         "GlobalSecondaryIndexes": [_index(GSI1), _index(GSI2), _index(GSI3)],
     }
 
 
-def time_to_live(table_name: str) -> dict[str, Any]:
+def time_to_live(table_name: str) -> UpdateTimeToLiveInputTypeDef:
     """UpdateTimeToLive arguments (TTL is not part of CreateTable)."""
     return {
         "TableName": table_name,
@@ -64,8 +93,9 @@ def cloudformation_template(table_names: Mapping[str, str]) -> dict[str, Any]:
     and a Retain policy, so that neither a stack deletion nor a replacement drops the payments.
     """
     # CreateTable's arguments and the resource's properties share their names and shapes.
-    create_arguments = table_definition("")
-    del create_arguments["TableName"]
+    create_arguments = {
+        name: value for name, value in table_definition("").items() if name != "TableName"
+    }
     properties: dict[str, Any] = {
         "TableName": {
             "Fn::If": [
@@ -135,7 +165,7 @@ def cloudformation_template(table_names: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-async def create_table_if_missing(client: Any, table_name: str) -> bool:
+async def create_table_if_missing(client: DynamoDBClient, table_name: str) -> bool:
     """Create the table unless it exists, wait until it is active and turn on its TTL; True when
     it was made."""
     try:
@@ -147,7 +177,12 @@ async def create_table_if_missing(client: Any, table_name: str) -> bool:
     with contextlib.suppress(client.exceptions.ResourceInUseException):
         await client.create_table(**table_definition(table_name))
     waiter = client.get_waiter("table_exists")
-    await waiter.wait(TableName=table_name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 150})
+    await waiter.wait(
+        TableName=table_name,
+        # The stub says whole seconds; botocore sleeps whatever it is given, and a new table on
+        # DynamoDB Local is active within a fraction of one.
+        WaiterConfig={"Delay": 0.2, "MaxAttempts": 150},  # type: ignore[typeddict-item]
+    )
     await client.update_time_to_live(**time_to_live(table_name))
     return True
 
@@ -157,6 +192,5 @@ def page_key_attributes(index: str | None) -> tuple[str, ...]:
 
     A GSI's position also needs the table key: many items can share one GSI key.
     """
-    if index is None:
-        return ("PK", "SK")
-    return (f"{index}PK", f"{index}SK", "PK", "SK")
+    attributes = _INDEX_KEYS[index]
+    return attributes if index is None else (*attributes, PK, SK)

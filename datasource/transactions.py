@@ -8,7 +8,7 @@ items, so it is tried again after a jittered wait, a bounded number of times.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from botocore.exceptions import ClientError
 
@@ -18,12 +18,27 @@ from datasource.errors import error_code
 from datasource.items import Item
 from domain.errors import StorageUnavailable
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
+
 CONDITION_FAILED_REASON = "ConditionalCheckFailed"
 TRANSACTION_CONFLICT_REASON = "TransactionConflict"
 _CANCELLED = "TransactionCanceledException"
 
 
-async def cancellation_reasons(client: Any, transaction: list[Item]) -> list[Item] | None:
+class CancellationReason(TypedDict, total=False):
+    """Why one write of a cancelled transaction was cancelled, as botocore parses the error (the
+    stub package types successful answers only)."""
+
+    Code: str
+    Message: str
+    Item: Item
+
+
+async def cancellation_reasons(
+    client: DynamoDBClient, transaction: list[TransactWriteItemTypeDef]
+) -> list[CancellationReason] | None:
     """None when the transaction went through; else why each of its writes was cancelled."""
     async with storage_call():
         try:
@@ -31,14 +46,14 @@ async def cancellation_reasons(client: Any, transaction: list[Item]) -> list[Ite
         except ClientError as error:
             if error_code(error) != _CANCELLED:
                 raise
-            reasons: list[Item] = error.response.get("CancellationReasons", [])
+            reasons: list[CancellationReason] = error.response.get("CancellationReasons", [])
             return reasons
     return None
 
 
 async def run_transaction(
-    client: Any, transaction: list[Item], *, backoff: Backoff
-) -> list[Item] | None:
+    client: DynamoDBClient, transaction: list[TransactWriteItemTypeDef], *, backoff: Backoff
+) -> list[CancellationReason] | None:
     """Like `cancellation_reasons`, with cancellations by a concurrent transaction retried; the
     reasons returned name a failed condition (StorageUnavailable for any other cause)."""
     for attempt in range(backoff.retries + 1):

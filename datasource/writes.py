@@ -7,7 +7,9 @@ that takes a confirmation id is a transaction: the payment's update and the id's
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
@@ -25,33 +27,38 @@ from datasource.items import (
     status_keys,
     to_item,
 )
+from datasource.table import PK
 from datasource.transactions import CONDITION_FAILED_REASON, run_transaction
 from domain import validation
 from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound
 from domain.payment import Payment
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+    from types_aiobotocore_dynamodb.type_defs import UpdateTypeDef
+
 _CONDITION_FAILED = "ConditionalCheckFailedException"
-_ALL_OLD = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
 
 
-async def put_new(client: Any, *, table_name: str, payment: Payment) -> Payment:
+async def put_new(client: DynamoDBClient, *, table_name: str, payment: Payment) -> Payment:
     """Store `payment` unless an item with its key exists; Conflict (status found) if one does."""
     item = to_item(payment)
     try:
-        await _conditional_write(
-            client.put_item,
-            TableName=table_name,
-            Item=item,
-            ConditionExpression="attribute_not_exists(PK)",
-        )
+        async with _conditional_write():
+            await client.put_item(
+                TableName=table_name,
+                Item=item,
+                ConditionExpression=f"attribute_not_exists({PK})",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
     except ConditionFailed as failure:
         raise Conflict(failure.found_status, "a payment with this id exists already") from None
     return from_item(item)
 
 
 async def update_status(
-    client: Any,
+    client: DynamoDBClient,
     *,
     table_name: str,
     current: Payment,
@@ -69,7 +76,8 @@ async def update_status(
     move = _move_update(table_name, current, updated)
     if not _claims_confirmation(current, updated):
         try:
-            response = await _conditional_write(client.update_item, **move, ReturnValues="ALL_NEW")
+            async with _conditional_write():
+                response = await client.update_item(**move, ReturnValues="ALL_NEW")
         except ConditionFailed as failure:
             raise failure.refusal() from None
         return from_item(response["Attributes"])
@@ -77,9 +85,7 @@ async def update_status(
     claim = confirmation_claims.claim_update(
         table_name, updated, confirmation_id=updated.confirmation_id
     )
-    reasons = await run_transaction(
-        client, [{"Update": move | _ALL_OLD}, {"Update": claim}], backoff=backoff
-    )
+    reasons = await run_transaction(client, [{"Update": move}, {"Update": claim}], backoff=backoff)
     if reasons is not None:
         if reasons[0].get("Code") == CONDITION_FAILED_REASON:
             raise ConditionFailed(reasons[0].get("Item")).refusal()
@@ -87,8 +93,11 @@ async def update_status(
     return from_item(to_item(updated))
 
 
-def _move_update(table_name: str, current: Payment, updated: Payment) -> Item:
-    """The UpdateItem of a move: every attribute a move may change, if the item is unchanged."""
+def _move_update(table_name: str, current: Payment, updated: Payment) -> UpdateTypeDef:
+    """The UpdateItem of a move: every attribute a move may change, if the item is unchanged.
+
+    A refusal carries the stored item (`ALL_OLD`), which says why: gone, or moved on.
+    """
     set_values: Item = {
         "loc_status": {"S": updated.status.value},
         **status_keys(updated),
@@ -119,6 +128,7 @@ def _move_update(table_name: str, current: Payment, updated: Payment) -> Item:
             ":current_status": {"S": current.status.value},
             ":current_version": {"N": str(current.version)},
         },
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
@@ -130,18 +140,17 @@ def _claims_confirmation(current: Payment, updated: Payment) -> bool:
     return presented or updated.confirmation_id != current.confirmation_id
 
 
-async def _conditional_write(operation: Any, **parameters: Any) -> Item:
-    """Run a conditional write; on refusal raise ConditionFailed with the stored item."""
+@asynccontextmanager
+async def _conditional_write() -> AsyncIterator[None]:
+    """One conditional write; its refusal raises ConditionFailed with the stored item (which the
+    write asks for with ``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
     async with storage_call():
         try:
-            response: Item = await operation(
-                **parameters, ReturnValuesOnConditionCheckFailure="ALL_OLD"
-            )
+            yield
         except ClientError as error:
             if error_code(error) != _CONDITION_FAILED:
                 raise
             raise ConditionFailed(error.response.get("Item")) from None
-    return response
 
 
 class ConditionFailed(Exception):

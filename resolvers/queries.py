@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from datasource import Page
+from datasource.batch import BATCH_SIZE
+from datasource.pages import DEFAULT_PAGE_SIZE
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from domain.payment import LoanRef, Payment, PaymentRef
@@ -12,9 +14,8 @@ from resolvers.context import Context
 from resolvers.loaders import ConfirmationKey, LoanPageKey
 from resolvers.node_ids import decode_node_id
 
-DEFAULT_PAGE_SIZE = 20
 # One BatchGetItem's worth.
-MAX_NODES = 100
+MAX_NODES = BATCH_SIZE
 # Another user's list reads as an empty one: the same answer as a loan with no payments.
 EMPTY_PAGE = Page(edges=[], has_next_page=False, end_cursor=None)
 

@@ -30,10 +30,7 @@ from graphql import (
     get_named_type,
 )
 
-# What a connection without `first` returns (resolvers.queries.DEFAULT_PAGE_SIZE).
-DEFAULT_FIRST = 20
-# The largest page a list returns; a larger `first` is refused when the list runs.
-MAX_FIRST = 100
+from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +159,10 @@ class _Costing:
                 given = self.variables.get(value.name.value)
                 if isinstance(given, int):
                     return _page(given)
-        return DEFAULT_FIRST
+        # What a connection without `first` returns.
+        return DEFAULT_PAGE_SIZE
 
 
 def _page(first: int) -> int:
-    return min(max(1, first), MAX_FIRST)
+    # A larger `first` is refused when the list runs, so it costs no more than the largest page.
+    return min(max(1, first), MAX_PAGE_SIZE)

@@ -13,7 +13,7 @@ import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
@@ -32,6 +32,9 @@ from server.graphql_http import PaymentsGraphQL
 from server.observability import Metrics
 from server.settings import Settings
 
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
+
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
 READINESS_TIMEOUT_SECONDS = 2.0
 
@@ -47,7 +50,7 @@ def create_app(
     clock: Callable[[], datetime] = utc_now,
     token_clock: Callable[[], float] = time.time,
     seed_demo_data: bool = False,
-    dynamodb_client: Any | None = None,
+    dynamodb_client: DynamoDBClient | None = None,
 ) -> Starlette:
     """The ASGI app; `dynamodb_endpoint` (the embedded one, if any) wins over the settings'.
 
@@ -87,7 +90,7 @@ async def store_lifespan(
     *,
     settings: Settings,
     endpoint_url: str | None,
-    client: Any | None,
+    client: DynamoDBClient | None,
     seed_demo_data: bool,
     clock: Callable[[], datetime],
 ) -> AsyncIterator[None]:

@@ -10,12 +10,15 @@ import contextlib
 import signal
 from collections.abc import AsyncIterator, Iterator
 from types import FrameType
-from typing import Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from datasource import PaymentStore, open_store
 from datasource.table import create_table_if_missing
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
 
 @contextlib.contextmanager
@@ -56,7 +59,7 @@ class OpenedStore(NamedTuple):
 
 @contextlib.asynccontextmanager
 async def payment_store(
-    settings: Settings, *, endpoint_url: str | None = None, client: Any | None = None
+    settings: Settings, *, endpoint_url: str | None = None, client: DynamoDBClient | None = None
 ) -> AsyncIterator[OpenedStore]:
     """The store on the settings' table, open for the block; `endpoint_url` (the embedded
     DynamoDB's, if any) wins over the settings'.

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from datasource import Page, PaymentStore
+from datasource.pages import MAX_PAGE_SIZE
 from domain.ach_returns import RetryEligibility, retry_eligibility
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
@@ -54,7 +55,6 @@ from server.checkpoint import (
 )
 from server.settings import Settings
 
-DEFAULT_PAGE_SIZE = 100
 DEFAULT_CONCURRENCY = 8
 FAILED_REASON_PREFIX = "collections: "
 # Who the audit trail names for the job's writes.
@@ -81,7 +81,7 @@ class CollectionRun:
     max_attempts: int
     clock: Callable[[], datetime] = utc_now
     dry_run: bool = False
-    page_size: int = DEFAULT_PAGE_SIZE
+    page_size: int = MAX_PAGE_SIZE
     concurrency: int = DEFAULT_CONCURRENCY
     checkpoint_path: Path | None = None
 

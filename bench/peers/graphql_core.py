@@ -29,13 +29,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from datasource import Page, PaymentStore
+from datasource.pages import DEFAULT_PAGE_SIZE
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
 from domain.validation import format_timestamp
 from resolvers.node_ids import decode_node_id, loan_node_id, payment_node_id
 
 SDL = Path(__file__).resolve().parents[2] / "schema.graphql"
-DEFAULT_FIRST = 20
 
 Resolver = Callable[..., Any]
 # The context of every resolver is the store.
@@ -111,7 +111,7 @@ async def _loan_payments(
     return await info.context.loan_payments(
         loan,
         status=None if status is None else PaymentStatus(status),
-        first=DEFAULT_FIRST if first is None else first,
+        first=DEFAULT_PAGE_SIZE if first is None else first,
         after=after,
     )
 
@@ -124,7 +124,9 @@ async def _payments_by_status(
     after: str | None = None,
 ) -> Page:
     return await info.context.payments_by_status(
-        status=PaymentStatus(status), first=DEFAULT_FIRST if first is None else first, after=after
+        status=PaymentStatus(status),
+        first=DEFAULT_PAGE_SIZE if first is None else first,
+        after=after,
     )
 
 

@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 from bench import dataset, generator
-from bench.fake_dynamodb import FakeDynamoDB
+from bench.fake_dynamodb import FakeDynamoDB, as_client
 from datasource import Page, PaymentStore, count_calls
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, PaymentRef
@@ -54,7 +54,9 @@ async def other_reads(store: PaymentStore) -> list[Any]:
 async def test_the_fake_answers_every_read_as_dynamodb_does(moto_store: PaymentStore) -> None:
     await generator.load(moto_store.client, moto_store.table_name, iter(ITEMS))
     fake = FakeDynamoDB(moto_store.table_name, ITEMS, latency=0)
-    fake_store = PaymentStore(fake, table_name=moto_store.table_name, cursor_secret=CURSOR_SECRET)
+    fake_store = PaymentStore(
+        as_client(fake), table_name=moto_store.table_name, cursor_secret=CURSOR_SECRET
+    )
 
     with count_calls() as calls:
         by_status = await status_lists(fake_store)

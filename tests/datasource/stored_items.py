@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from datasource import PaymentStore
 from datasource.confirmation_claims import claim_key
 from datasource.items import Item, primary_key, to_item
 from domain.payment import Payment
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.type_defs import WriteRequestTypeDef
 
 
 async def raw_item(store: PaymentStore, payment: Payment) -> Item | None:
@@ -40,6 +44,8 @@ async def all_items(store: PaymentStore) -> list[Item]:
 async def put_all(store: PaymentStore, payments: Sequence[Payment]) -> None:
     """Seed many payments fast: BatchWriteItem, 25 at a time."""
     for start in range(0, len(payments), 25):
-        requests = [{"PutRequest": {"Item": to_item(p)}} for p in payments[start : start + 25]]
+        requests: list[WriteRequestTypeDef] = [
+            {"PutRequest": {"Item": to_item(p)}} for p in payments[start : start + 25]
+        ]
         response = await store.client.batch_write_item(RequestItems={store.table_name: requests})
         assert not response.get("UnprocessedItems")
