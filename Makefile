@@ -17,7 +17,7 @@ API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
 
 PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
-TYPED_PACKAGES := domain datasource resolvers schema server bench
+TYPED_PACKAGES := domain datasource resolvers schema server bench tests
 
 .PHONY: help install run test test-races lint schema clean bench
 

@@ -313,6 +313,7 @@ async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
 async def test_storage_that_does_not_answer_is_a_retryable_error(
     api: Api, moto_config: DynamoConfig, monkeypatch: pytest.MonkeyPatch, mutation: str
 ) -> None:
+    extra: dict[str, Any]
     if mutation == "createPayment":
         payment, extra = None, {}
     else:

@@ -58,7 +58,7 @@ def export_lock(path: Path) -> Path:
 
 def run_pip_audit(requirements: Path, output: Path) -> dict[str, Any]:
     """pip-audit's JSON report; skips when pip-audit produced none (no network, no service)."""
-    command = [
+    command: list[str | Path] = [
         BIN / "pip-audit",
         f"--requirement={requirements}",
         "--require-hashes",  # every pin is exact: nothing is resolved, nothing installed

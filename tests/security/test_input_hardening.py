@@ -283,7 +283,7 @@ def base_variables(route: Route, valid: dict[str, Any]) -> dict[str, Any]:
 
 
 def replaced(variables: dict[str, Any], path: tuple[str | int, ...], new: Any) -> dict[str, Any]:
-    copy = json.loads(json.dumps(variables))
+    copy: dict[str, Any] = json.loads(json.dumps(variables))
     holder: Any = copy
     for part in path[:-1]:
         holder = holder[part]
@@ -305,6 +305,7 @@ def outcome(route: Route, body: dict[str, Any]) -> tuple[str | None, str | None]
     if errors:
         extensions = errors[0].get("extensions", {})
         return extensions.get("code"), extensions.get("field")
+    assert data is not None, body
     answer = data[route.parent or route.field]
     if isinstance(answer, dict) and "code" in answer:
         return answer["code"], answer.get("field")

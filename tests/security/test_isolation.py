@@ -545,7 +545,8 @@ def confusions(world: World) -> list[tuple[str, str, str | None]]:
 
 def node_argument(route: Route) -> str:
     field = SCHEMA.query_type.fields[route.target[1]]  # type: ignore[union-attr]
-    (name,) = [name for name in field.args if AIMED.get(name) == "node"]
+    names: list[str] = [name for name in field.args if AIMED.get(name) == "node"]
+    (name,) = names
     return name
 
 

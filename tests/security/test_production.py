@@ -12,7 +12,7 @@ import pytest
 from datasource import DynamoConfig
 from tests.api.conftest import Api, api_client, error_codes
 
-PROD_SETTINGS = {
+PROD_SETTINGS: dict[str, Any] = {
     "env": "prod",
     "region": "us-west-2",  # where the test table lives; prod's default is us-east-2
     "auth_jwt_secret": "a-production-secret-that-is-long-enough-0123",
