@@ -2,7 +2,19 @@
 
 from datasource.accounting import CallCount, count_calls
 from datasource.config import DynamoConfig
-from datasource.pages import Edge, Page
+from datasource.history import EventEdge, HistoryPage
+from datasource.pages import Edge, Page, PageOf
 from datasource.store import PaymentStore, open_store
 
-__all__ = ["CallCount", "DynamoConfig", "Edge", "Page", "PaymentStore", "count_calls", "open_store"]
+__all__ = [
+    "CallCount",
+    "DynamoConfig",
+    "Edge",
+    "EventEdge",
+    "HistoryPage",
+    "Page",
+    "PageOf",
+    "PaymentStore",
+    "count_calls",
+    "open_store",
+]

@@ -1,8 +1,9 @@
 """Opaque, signed pagination cursors.
 
 A cursor is base64url(key values + HMAC-SHA256). The MAC covers the list the cursor belongs to
-(index, user, loan, status) as well as the key, but only the key travels: a cursor that was
-altered, or that is handed to another user's, loan's, index's or status's list, fails the check.
+(index, user, loan, status; the payment, for a payment's history) as well as the key, but only
+the key travels: a cursor that was altered, or that is handed to another user's, loan's,
+payment's, index's or status's list, fails the check.
 Nothing in it is secret (the key holds ids the caller already knows); the signature only stops a
 caller from steering a query to a start key of its choosing.
 """
@@ -35,10 +36,16 @@ class ListScope:
     user_id: str | None = None
     loan_id: str | None = None
     status: PaymentStatus | None = None
+    payment_id: str | None = None  # a payment's history
 
     def signed_bytes(self) -> bytes:
         status = self.status.value if self.status is not None else None
-        return json.dumps([self.index, self.user_id, self.loan_id, status]).encode()
+        signed = [self.index, self.user_id, self.loan_id, status]
+        # Only a history's scope names a payment; the payment lists' cursors sign what they
+        # always signed, so the cursors clients hold stay valid.
+        if self.payment_id is not None:
+            signed.append(self.payment_id)
+        return json.dumps(signed).encode()
 
 
 class CursorCodec:

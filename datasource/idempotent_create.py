@@ -1,4 +1,5 @@
-"""Creation under an idempotency key: the payment and its key record in one transaction.
+"""Creation under an idempotency key: the payment, its key record and the creation's event in
+one transaction.
 
 The record (``PK = USER#u``, ``SK = IDEMPOTENCY#<digest>``) carries no index keys, so no access
 pattern ever sees it, and ``loc_expires_at`` (epoch seconds) is the table's TTL attribute. When
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from datasource.batch import Backoff
 from datasource.deadline import pause, storage_call
+from datasource.history import event_put, history_taken
 from datasource.items import Item, from_item, primary_key
 from datasource.table import PK, SK, TTL_ATTRIBUTE
 from datasource.transactions import (
@@ -23,6 +25,7 @@ from datasource.transactions import (
 )
 from domain import keys
 from domain.errors import Conflict, IdempotencyMismatch, NotFound, StorageUnavailable
+from domain.history import PaymentEvent
 from domain.idempotency import IdempotencyClaim
 from domain.payment import Payment, PaymentRef
 from domain.validation import format_timestamp
@@ -56,6 +59,7 @@ async def put_new_with_key(
     *,
     table_name: str,
     payment_item: Item,
+    event: PaymentEvent,
     claim: IdempotencyClaim,
     backoff: Backoff,
 ) -> Payment:
@@ -80,19 +84,22 @@ async def put_new_with_key(
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         },
+        event_put(table_name, event),
     ]
     for attempt in range(backoff.retries + 1):
         reasons = await cancellation_reasons(client, transaction)
         if reasons is None:
             return payment
-        codes = [reason.get("Code") for reason in reasons]
-        if len(codes) == 2 and codes[1] == CONDITION_FAILED_REASON:
+        payment_code, record_code, event_code = (reason.get("Code") for reason in reasons)
+        if record_code == CONDITION_FAILED_REASON:
             record = reasons[1].get("Item") or await _read_record(client, table_name, claim)
             if record is not None:
                 return await _replay(client, table_name, claim, record)
-        elif codes and codes[0] == CONDITION_FAILED_REASON:
+        elif payment_code == CONDITION_FAILED_REASON:
             raise Conflict(None, "a payment with this id exists already")
-        elif TRANSACTION_CONFLICT_REASON not in codes:
+        elif event_code == CONDITION_FAILED_REASON:
+            raise history_taken(event)
+        elif TRANSACTION_CONFLICT_REASON not in (payment_code, record_code, event_code):
             raise StorageUnavailable()
         await pause(backoff.delay(attempt))
     raise StorageUnavailable("the idempotency key is busy with a concurrent request; retry")

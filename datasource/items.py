@@ -6,7 +6,9 @@ visible here, numbers come back as ``int`` (never ``Decimal``), and nothing is i
 Beyond SPEC §3 the item carries ``loc_version`` (N, +1 per write; conditional writes check it),
 ``loc_return_code`` (S, the ACH return code, absent until one is recorded), and
 ``loc_first_presented_date`` / ``loc_completed_date`` (S, RFC 3339, absent until they happen),
-from which the ACH return windows run.
+from which the ACH return windows run, and ``loc_history_from`` (N, the first version whose write
+stored an event in the payment's history: 1 for payments made since history exists, absent on
+older ones until their next move).
 Optional attributes are absent, never null: GSI3 is sparse because ``GSI3PK``/``GSI3SK`` only
 exist once a confirmation id does.
 """
@@ -86,7 +88,15 @@ def to_item(payment: Payment) -> Item:
     }
     item.update({name: {"S": value} for name, value in optional.items() if value is not None})
     item.update(milestones(payment))
+    item.update(history_start(payment))
     return item
+
+
+def history_start(payment: Payment) -> Item:
+    """``loc_history_from``, once the payment's history has begun."""
+    if payment.history_from is None:
+        return {}
+    return {"loc_history_from": _number(payment.history_from)}
 
 
 def milestones(payment: Payment) -> Item:
@@ -131,6 +141,7 @@ def from_item(item: Item) -> Payment:
         raise ValueError(f"not a stored payment: {missing}") from None
     first_presented = optional.get("loc_first_presented_date")
     completed = optional.get("loc_completed_date")
+    history_from = item.get("loc_history_from")
     return Payment(
         user_id=item["loc_user_id"]["S"],
         loan_id=item["loc_loan_id"]["S"],
@@ -160,6 +171,7 @@ def from_item(item: Item) -> Payment:
         completed_at=(
             None if completed is None else parse_timestamp("loc_completed_date", completed)
         ),
+        history_from=None if history_from is None else int(history_from["N"]),
     )
 
 

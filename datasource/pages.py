@@ -1,15 +1,16 @@
-"""Newest-first pages of a Query, filled exactly, with a signed cursor on every edge."""
+"""Pages of a Query (newest first, or oldest first), filled exactly, with a signed cursor on
+every edge. The payment lists page payments; a payment's history pages its events."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
-from datasource.items import Item, from_item
+from datasource.items import Item
 from datasource.table import page_key_attributes
 from domain.errors import InvalidInput
 from domain.payment import Payment
@@ -23,14 +24,18 @@ DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 
 
-class Edge:
-    """A payment in its list. Its cursor (a signed key) is made the first time it is read: most
-    pages are read for their payments alone, and signing every edge costs an HMAC each."""
+NodeT = TypeVar("NodeT")
 
-    __slots__ = ("_cursor", "_sign", "payment")
 
-    def __init__(self, payment: Payment, sign: Callable[[], str]) -> None:
-        self.payment = payment
+class EdgeOf(Generic[NodeT]):
+    """An item of a list (a payment, an event) and its cursor. The cursor (a signed key) is made
+    the first time it is read: most pages are read for their items alone, and signing every edge
+    costs an HMAC each."""
+
+    __slots__ = ("_cursor", "_sign", "node")
+
+    def __init__(self, node: NodeT, sign: Callable[[], str]) -> None:
+        self.node = node
         self._sign = sign
         self._cursor: str | None = None
 
@@ -41,21 +46,26 @@ class Edge:
         return self._cursor
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Edge):
+        if not isinstance(other, EdgeOf):
             return NotImplemented
-        return self.payment == other.payment and self.cursor == other.cursor
+        return self.node == other.node and self.cursor == other.cursor
 
     __hash__ = None  # type: ignore[assignment]  # equal by value, and mutable (the cursor)
 
     def __repr__(self) -> str:
-        return f"Edge(payment={self.payment!r}, cursor={self.cursor!r})"
+        return f"Edge(node={self.node!r}, cursor={self.cursor!r})"
 
 
 @dataclass(frozen=True, slots=True)
-class Page:
-    edges: list[Edge]
+class PageOf(Generic[NodeT]):
+    edges: list[EdgeOf[NodeT]]
     has_next_page: bool
     end_cursor: str | None
+
+
+# A page of payments, the lists' page. Type aliases: instances are made as EdgeOf / PageOf.
+Edge = EdgeOf[Payment]
+Page = PageOf[Payment]
 
 
 def page_size(first: int) -> int:
@@ -73,6 +83,9 @@ class PageQuery:
     partition: str
     sort_attribute: str
     sort_prefix: str
+    # Payment lists are newest first (ids are UUIDv7 and end every sort key); a history is
+    # oldest first (its sort keys end in the zero-padded version).
+    newest_first: bool = True
 
     def parameters(self, table_name: str) -> QueryInputTypeDef:
         parameters: QueryInputTypeDef = {
@@ -86,8 +99,7 @@ class PageQuery:
                 ":pk": {"S": self.partition},
                 ":prefix": {"S": self.sort_prefix},
             },
-            # Payment ids are UUIDv7 and end every sort key, so descending is newest first.
-            "ScanIndexForward": False,
+            "ScanIndexForward": not self.newest_first,
         }
         if self.scope.index is not None:
             parameters["IndexName"] = self.scope.index
@@ -102,8 +114,9 @@ async def query_page(
     cursors: CursorCodec,
     first: int,
     after: str | None,
-) -> Page:
-    """`first` payments after the cursor `after`, and whether more follow.
+    node: Callable[[Item], NodeT],
+) -> PageOf[NodeT]:
+    """`first` items (each made by `node`) after the cursor `after`, and whether more follow.
 
     Asks for one item more than the page to learn whether a next page exists, and keeps asking
     while DynamoDB stops early (its 1 MB limit) before the page is full.
@@ -123,10 +136,10 @@ async def query_page(
             break
     names = page_key_attributes(query.scope.index)
     edges = [
-        Edge(from_item(item), partial(cursors.encode, query.scope, {n: item[n] for n in names}))
+        EdgeOf(node(item), partial(cursors.encode, query.scope, {n: item[n] for n in names}))
         for item in items[:first]
     ]
-    return Page(
+    return PageOf(
         edges=edges,
         has_next_page=len(items) > first,
         end_cursor=edges[-1].cursor if edges else None,

@@ -25,6 +25,7 @@ from datasource.client import open_client
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
+from datasource.history import HistoryPage, event_from_item, history_query
 from datasource.idempotent_create import put_new_with_key
 from datasource.items import from_item, primary_key, to_item
 from datasource.pages import Page, PageQuery, page_size, query_page
@@ -44,6 +45,7 @@ from datasource.table import (
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
+from domain.history import PaymentEvent
 from domain.idempotency import IdempotencyClaim
 from domain.payment import LoanRef, Payment, PaymentRef
 
@@ -87,21 +89,33 @@ class PaymentStore:
         return self._table
 
     async def create(
-        self, payment: Payment, *, idempotency: IdempotencyClaim | None = None
+        self,
+        payment: Payment,
+        *,
+        event: PaymentEvent,
+        idempotency: IdempotencyClaim | None = None,
     ) -> Payment:
-        """Store a new payment; Conflict if one with its key exists already.
+        """Store a new payment and its creation's event; Conflict if one with its key exists
+        already.
 
-        With an idempotency claim, the payment and the claim's record are written together, or,
+        With an idempotency claim, the claim's record is written with them, or,
         when the key was used before, the payment it made is returned (IdempotencyMismatch if
         that was for a different request). Returns the payment as stored (timestamps at the
         stored millisecond precision), equal to what a later read returns.
         """
         if idempotency is None:
-            return await writes.put_new(self._client, table_name=self._table, payment=payment)
+            return await writes.put_new(
+                self._client,
+                table_name=self._table,
+                payment=payment,
+                event=event,
+                backoff=self._backoff,
+            )
         return await put_new_with_key(
             self._client,
             table_name=self._table,
             payment_item=to_item(payment),
+            event=event,
             claim=idempotency,
             backoff=self._backoff,
         )
@@ -187,9 +201,11 @@ class PaymentStore:
         items = response.get("Items", [])
         return from_item(items[0]) if items else None
 
-    async def transition(self, current: Payment, updated: Payment) -> Payment:
-        """Write `updated` over `current` in one conditional UpdateItem (a transaction with the
-        claim of its confirmation id when the move takes one).
+    async def transition(
+        self, current: Payment, updated: Payment, *, event: PaymentEvent
+    ) -> Payment:
+        """Write `updated` over `current`, and the move's event, in one transaction (with the
+        claim of its confirmation id when the move takes one), if `current` is what is stored.
 
         NotFound if the payment is gone; Conflict (with the status found) if another writer
         changed it since `current` was read; InvalidInput on `confirmationId` if another payment
@@ -200,7 +216,20 @@ class PaymentStore:
             table_name=self._table,
             current=current,
             updated=updated,
+            event=event,
             backoff=self._backoff,
+        )
+
+    async def history(self, ref: PaymentRef, *, first: int, after: str | None) -> HistoryPage:
+        """A payment's events, oldest first (one Query; cursors bound to the payment)."""
+        return await query_page(
+            self._client,
+            table_name=self._table,
+            query=history_query(ref),
+            cursors=self._cursors,
+            first=page_size(first),
+            after=after,
+            node=event_from_item,
         )
 
     async def ping(self) -> None:
@@ -222,6 +251,7 @@ class PaymentStore:
             cursors=self._cursors,
             first=first,
             after=after,
+            node=from_item,
         )
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
 
 CONDITION_FAILED_REASON = "ConditionalCheckFailed"
+NO_REASON = "None"
 TRANSACTION_CONFLICT_REASON = "TransactionConflict"
 _CANCELLED = "TransactionCanceledException"
 
@@ -39,15 +40,19 @@ class CancellationReason(TypedDict, total=False):
 async def cancellation_reasons(
     client: DynamoDBClient, transaction: list[TransactWriteItemTypeDef]
 ) -> list[CancellationReason] | None:
-    """None when the transaction went through; else why each of its writes was cancelled."""
+    """None when the transaction went through; else why each of its writes was cancelled, one
+    reason per write, in the transaction's order (code "None" for a write that was not the cause).
+    """
     async with storage_call():
         try:
             await client.transact_write_items(TransactItems=transaction)
         except ClientError as error:
             if error_code(error) != _CANCELLED:
                 raise
-            reasons: list[CancellationReason] = error.response.get("CancellationReasons", [])
-            return reasons
+            reasons: list[CancellationReason] = list(error.response.get("CancellationReasons", []))
+            # A list that stops short (some emulators) reads as "not the cause" for the rest.
+            padding: list[CancellationReason] = [{"Code": NO_REASON}] * len(transaction)
+            return (reasons + padding)[: len(transaction)]
     return None
 
 

@@ -1,59 +1,67 @@
 """The two conditional writes: putting a new payment, and moving a payment to a new status.
 
-Both read the outcome of a failed condition from the failure itself
-(``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so a refused write costs no second read. A move
-that takes a confirmation id is a transaction: the payment's update and the id's claim.
+Each is one ``TransactWriteItems`` with the write's event (`datasource.history`): the payment and
+its history are stored together or not at all. Both read the outcome of a failed condition from
+the cancellation itself (``ReturnValuesOnConditionCheckFailure=ALL_OLD`` on the payment's write),
+so a refused write costs no second read. A move that takes a confirmation id also claims it, in
+the same transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
-
-from botocore.exceptions import ClientError
 
 from datasource import confirmation_claims
 from datasource.batch import Backoff
-from datasource.deadline import storage_call
-from datasource.errors import error_code
+from datasource.history import event_put, history_taken
 from datasource.items import (
     Item,
     applications_value,
     confirmation_keys,
     from_item,
+    history_start,
     milestones,
     primary_key,
     status_keys,
     to_item,
 )
 from datasource.table import PK
-from datasource.transactions import CONDITION_FAILED_REASON, run_transaction
+from datasource.transactions import CONDITION_FAILED_REASON, CancellationReason, run_transaction
 from domain import validation
 from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound
+from domain.history import PaymentEvent
 from domain.payment import Payment
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
-    from types_aiobotocore_dynamodb.type_defs import UpdateTypeDef
-
-_CONDITION_FAILED = "ConditionalCheckFailedException"
+    from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
 
 
-async def put_new(client: DynamoDBClient, *, table_name: str, payment: Payment) -> Payment:
-    """Store `payment` unless an item with its key exists; Conflict (status found) if one does."""
+async def put_new(
+    client: DynamoDBClient,
+    *,
+    table_name: str,
+    payment: Payment,
+    event: PaymentEvent,
+    backoff: Backoff,
+) -> Payment:
+    """Store `payment` and its creation's event unless an item with its key exists; Conflict
+    (status found) if one does."""
     item = to_item(payment)
-    try:
-        async with _conditional_write():
-            await client.put_item(
-                TableName=table_name,
-                Item=item,
-                ConditionExpression=f"attribute_not_exists({PK})",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-    except ConditionFailed as failure:
-        raise Conflict(failure.found_status, "a payment with this id exists already") from None
+    put: TransactWriteItemTypeDef = {
+        "Put": {
+            "TableName": table_name,
+            "Item": item,
+            "ConditionExpression": f"attribute_not_exists({PK})",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+    reasons = await run_transaction(client, [put, event_put(table_name, event)], backoff=backoff)
+    if reasons is not None:
+        if _failed(reasons[0]):
+            raise Conflict(_found_status(reasons[0]), "a payment with this id exists already")
+        raise history_taken(event)
     return from_item(item)
 
 
@@ -63,34 +71,39 @@ async def update_status(
     table_name: str,
     current: Payment,
     updated: Payment,
+    event: PaymentEvent,
     backoff: Backoff,
 ) -> Payment:
-    """Write `updated` (from `apply_transition`) guarded by `current`'s status and version;
-    NotFound if the item is gone, Conflict(found status) if it moved on.
+    """Write `updated` (from `apply_transition`) and its event, guarded by `current`'s status
+    and version; NotFound if the item is gone, Conflict(found status) if it moved on.
 
     A move that presents the payment with a confirmation id, or gives it a new one, also claims
     the id (`confirmation_claims`) in the same transaction: InvalidInput on `confirmationId` if
     another payment of the user holds it, and nothing is written.
     """
     _check_same_payment(current, updated)
-    move = _move_update(table_name, current, updated)
-    if not _claims_confirmation(current, updated):
-        try:
-            async with _conditional_write():
-                response = await client.update_item(**move, ReturnValues="ALL_NEW")
-        except ConditionFailed as failure:
-            raise failure.refusal() from None
-        return from_item(response["Attributes"])
-    assert updated.confirmation_id is not None
-    claim = confirmation_claims.claim_update(
-        table_name, updated, confirmation_id=updated.confirmation_id
-    )
-    reasons = await run_transaction(client, [{"Update": move}, {"Update": claim}], backoff=backoff)
+    transaction: list[TransactWriteItemTypeDef] = [
+        {"Update": _move_update(table_name, current, updated)},
+        event_put(table_name, event),
+    ]
+    if _claims_confirmation(current, updated):
+        assert updated.confirmation_id is not None
+        claim = confirmation_claims.claim_update(
+            table_name, updated, confirmation_id=updated.confirmation_id
+        )
+        transaction.append({"Update": claim})
+    reasons = await run_transaction(client, transaction, backoff=backoff)
     if reasons is not None:
-        if reasons[0].get("Code") == CONDITION_FAILED_REASON:
-            raise ConditionFailed(reasons[0].get("Item")).refusal()
+        if _failed(reasons[0]):
+            raise _refusal(reasons[0])
+        if _failed(reasons[1]):
+            raise history_taken(event)
         raise confirmation_claims.taken()
     return from_item(to_item(updated))
+
+
+def _failed(reason: CancellationReason) -> bool:
+    return reason.get("Code") == CONDITION_FAILED_REASON
 
 
 def _move_update(table_name: str, current: Payment, updated: Payment) -> UpdateTypeDef:
@@ -113,6 +126,7 @@ def _move_update(table_name: str, current: Payment, updated: Payment) -> UpdateT
     if updated.return_code is not None:
         set_values["loc_return_code"] = {"S": updated.return_code}
     set_values.update(milestones(updated))
+    set_values.update(history_start(updated))
     # Placeholders for every name too, so no attribute can ever collide with a reserved word.
     names = {f"#a{index}": name for index, name in enumerate(set_values)}
     values = {f":a{index}": value for index, value in enumerate(set_values.values())}
@@ -140,33 +154,16 @@ def _claims_confirmation(current: Payment, updated: Payment) -> bool:
     return presented or updated.confirmation_id != current.confirmation_id
 
 
-@asynccontextmanager
-async def _conditional_write() -> AsyncIterator[None]:
-    """One conditional write; its refusal raises ConditionFailed with the stored item (which the
-    write asks for with ``ReturnValuesOnConditionCheckFailure=ALL_OLD``)."""
-    async with storage_call():
-        try:
-            yield
-        except ClientError as error:
-            if error_code(error) != _CONDITION_FAILED:
-                raise
-            raise ConditionFailed(error.response.get("Item")) from None
+def _found_status(reason: CancellationReason) -> PaymentStatus | None:
+    """The status of the payment a refused write found (its `ALL_OLD` item), None if absent."""
+    old_item = reason.get("Item")
+    return None if old_item is None else PaymentStatus(old_item["loc_status"]["S"])
 
 
-class ConditionFailed(Exception):
-    """A conditional write was refused; `found_status` is the stored item's, None if absent."""
-
-    def __init__(self, old_item: Item | None) -> None:
-        super().__init__("condition failed")
-        self.found_status = (
-            PaymentStatus(old_item["loc_status"]["S"]) if old_item is not None else None
-        )
-
-    def refusal(self) -> NotFound | Conflict:
-        """What a refused move answers: the payment is gone, or another writer moved it."""
-        if self.found_status is None:
-            return NotFound()
-        return Conflict(self.found_status)
+def _refusal(reason: CancellationReason) -> NotFound | Conflict:
+    """What a refused move answers: the payment is gone, or another writer moved it."""
+    found = _found_status(reason)
+    return NotFound() if found is None else Conflict(found)
 
 
 def _check_same_payment(current: Payment, updated: Payment) -> None:

@@ -1,8 +1,9 @@
-"""The audit trail: one event per write, on its own logger, and who made the write.
+"""Who made a write, and the audit log line of every write.
 
-`loc_update_reason` is the item's record of its last write; the audit log is the history:
-which payment, from which status to which, why, who (the actor's kind and id), when, and the
-version the write produced. Every write emits it through `resolvers.workflow`.
+The history of record is the stored events (`domain.history`), written in the write's own
+transaction; the log line, on its own logger, carries the same facts to the log pipeline: which
+payment, from which status to which, why, who (the actor's kind and id), when, and the version
+the write produced. Every write emits both through `resolvers.workflow`.
 """
 
 from __future__ import annotations

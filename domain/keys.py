@@ -22,6 +22,10 @@ prefix matches):
     confirmation claim     PK = USER#<user_id>, SK = CONFIRMATION#<confirmation_id>
                            (a confirmation id names one payment of a user: the claim, written in
                            the same transaction as the move that takes the id, says which)
+    payment event          PK = USER#<user_id>,
+                           SK = HISTORY#LOAN#<loan_id>#PAYMENT#<payment_id>#V#<version, 6 digits>
+                           (one per write of the payment, written in the write's transaction;
+                           the zero-padded version sorts a payment's events oldest first)
 
 Every begins_with prefix ends in the `#` delimiter, so loan `12` never matches loan `123`. Ids are
 validated to hold no `#`, which keeps each key unambiguous.
@@ -70,3 +74,12 @@ def confirmation_sort_key(confirmation_id: str) -> str:
 def idempotency_sort_key(idempotency_key: str) -> str:
     # Hashed: a caller's key may hold any character and be 255 long; the digest is neither.
     return f"IDEMPOTENCY#{hashlib.sha256(idempotency_key.encode()).hexdigest()}"
+
+
+def history_prefix(loan_id: str, payment_id: str) -> str:
+    """The sort-key prefix of one payment's events."""
+    return f"HISTORY#LOAN#{loan_id}#PAYMENT#{payment_id}#V#"
+
+
+def history_sort_key(loan_id: str, payment_id: str, version: int) -> str:
+    return f"{history_prefix(loan_id, payment_id)}{version:06d}"

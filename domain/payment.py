@@ -46,6 +46,9 @@ class Payment:
     # re-presentment and late-return windows run from these.
     first_presented_at: datetime | None = None
     completed_at: datetime | None = None
+    # The first version whose write stored an event: 1 for a payment made since payment history
+    # exists, None for one written before (its history starts at its first move since, if any).
+    history_from: int | None = None
 
     # A payment's own ids were checked when it was made (`new_payment`) or come from the table.
     @property
@@ -121,6 +124,7 @@ def new_payment(
         update_reason=validation.reason("reason", reason),
         created_at=now,
         updated_at=now,
+        history_from=1,
         account_last_four=(
             None
             if account_last_four is None

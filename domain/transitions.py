@@ -181,6 +181,8 @@ def apply_transition(
             else payment.first_presented_at
         ),
         completed_at=now if rule.target is S.COMPLETED else payment.completed_at,
+        # A payment from before payment history gets its first event with this move.
+        history_from=payment.version + 1 if payment.history_from is None else payment.history_from,
     )
 
 

@@ -3,6 +3,7 @@
     payments       (user, loan, payment)              -> one BatchGetItem per 100 distinct keys
     loan_pages     (user, loan, status, first, after) -> one Query per distinct list
     confirmations  (user, confirmation id)            -> one GSI3 Query per distinct id
+    histories      (payment, first, after)            -> one Query per distinct page of history
 
 List pages prime `payments`, so a later lookup of a listed payment costs nothing.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from strawberry.dataloader import DataLoader
 
-from datasource import Page, PaymentStore
+from datasource import HistoryPage, Page, PageOf, PaymentStore
 from domain import validation
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
@@ -41,6 +42,13 @@ class ConfirmationKey:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryKey:
+    payment: PaymentRef
+    first: int
+    after: str | None
+
+
 class Loaders:
     def __init__(self, store: PaymentStore) -> None:
         self._store = store
@@ -49,6 +57,7 @@ class Loaders:
         self.confirmations: DataLoader[ConfirmationKey, Payment | None] = DataLoader(
             self._load_confirmations
         )
+        self.histories: DataLoader[HistoryKey, HistoryPage] = DataLoader(self._load_histories)
 
     def remember(self, payments: list[Payment]) -> None:
         self.payments.prime_many({payment.ref: payment for payment in payments}, force=True)
@@ -57,6 +66,7 @@ class Loaders:
         """After a write: lists and lookups may now be stale; single payments are re-primed."""
         self.loan_pages.clear_all()
         self.confirmations.clear_all()
+        self.histories.clear_all()
 
     async def _load_payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
         return await self._store.batch_get(refs)
@@ -77,8 +87,8 @@ class Loaders:
             return_exceptions=True,
         )
         for page in pages:
-            if isinstance(page, Page):
-                self.remember([edge.payment for edge in page.edges])
+            if isinstance(page, PageOf):
+                self.remember([edge.node for edge in page.edges])
         return list(pages)
 
     async def _load_confirmations(
@@ -95,3 +105,10 @@ class Loaders:
         )
         self.remember([payment for payment in found if isinstance(payment, Payment)])
         return list(found)
+
+    async def _load_histories(self, keys: list[HistoryKey]) -> list[HistoryPage | BaseException]:
+        pages = await asyncio.gather(
+            *(self._store.history(key.payment, first=key.first, after=key.after) for key in keys),
+            return_exceptions=True,
+        )
+        return list(pages)

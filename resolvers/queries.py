@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import asyncio
 
-from datasource import Page
+from datasource import HistoryPage, Page, PageOf
 from datasource.batch import BATCH_SIZE
 from datasource.pages import DEFAULT_PAGE_SIZE
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
+from domain.history import PaymentEvent
 from domain.payment import LoanRef, Payment, PaymentRef
 from resolvers.context import Context
-from resolvers.loaders import ConfirmationKey, LoanPageKey
+from resolvers.loaders import ConfirmationKey, HistoryKey, LoanPageKey
 from resolvers.node_ids import decode_node_id
 
 # One BatchGetItem's worth.
 MAX_NODES = BATCH_SIZE
 # Another user's list reads as an empty one: the same answer as a loan with no payments.
-EMPTY_PAGE = Page(edges=[], has_next_page=False, end_cursor=None)
+EMPTY_PAGE: Page = PageOf(edges=[], has_next_page=False, end_cursor=None)
+EMPTY_HISTORY: HistoryPage = PageOf(edges=[], has_next_page=False, end_cursor=None)
 
 
 async def payment(
@@ -47,6 +49,22 @@ async def loan_payments(
     return await context.loaders.loan_pages.load(key)
 
 
+async def payment_history(
+    context: Context, payment: Payment, *, first: int | None, after: str | None
+) -> HistoryPage:
+    # The payment was reached through a field that checked the caller; checked again here, so
+    # that no path to a payment can ever reach another user's history.
+    if not context.caller().sees(payment.user_id):
+        return EMPTY_HISTORY
+    key = HistoryKey(payment.ref, DEFAULT_PAGE_SIZE if first is None else first, after)
+    return await context.loaders.histories.load(key)
+
+
+def event_actor_id(context: Context, event: PaymentEvent) -> str | None:
+    """Who inside the lender acted is internal: a customer sees the kind of actor, not its id."""
+    return event.actor_id if context.caller().is_service else None
+
+
 async def payment_by_confirmation(
     context: Context, *, user_id: str | None, confirmation_id: str
 ) -> Payment | None:
@@ -63,7 +81,7 @@ async def payments_by_status(
     page = await context.store.payments_by_status(
         status=status, first=DEFAULT_PAGE_SIZE if first is None else first, after=after
     )
-    context.loaders.remember([edge.payment for edge in page.edges])
+    context.loaders.remember([edge.node for edge in page.edges])
     return page
 
 

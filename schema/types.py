@@ -14,14 +14,15 @@ from typing import Any, cast
 
 import strawberry
 
-from datasource import Page
+from datasource import HistoryPage, Page, PageOf
 from domain.ach_returns import retry_eligibility
+from domain.history import PaymentEvent
 from domain.payment import Application, LoanRef, Payment
 from domain.transitions import allowed_targets
 from resolvers import queries
 from resolvers.context import Context
 from resolvers.node_ids import loan_node_id, payment_node_id
-from schema.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from schema.enums import ActorKind, PaymentMethod, PaymentProcess, PaymentStatus
 
 Info = strawberry.Info[Context, None]
 
@@ -136,6 +137,47 @@ class PaymentType(Node):
         found = retry_eligibility(root, max_attempts=context.max_attempts, now=context.clock())
         return cast(RetryEligibilityType, found)
 
+    @strawberry.field(description="Every write of the payment, oldest first.")
+    async def history(
+        self,
+        root: strawberry.Parent[Payment],
+        info: Info,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> PaymentEventConnection:
+        page = await queries.payment_history(info.context, root, first=first, after=after)
+        return PaymentEventConnection.from_page(page, complete=root.history_from == 1)
+
+
+def _event_actor_id(root: strawberry.Parent[PaymentEvent], info: Info) -> strawberry.ID | None:
+    actor_id = queries.event_actor_id(info.context, root)
+    return None if actor_id is None else strawberry.ID(actor_id)
+
+
+@strawberry.type(name="PaymentEvent", description="One write of a payment, as it was stored.")
+class PaymentEventType:
+    version: int = strawberry.field(description="The payment's version this write produced.")
+    from_status: PaymentStatus | None = strawberry.field(
+        description="The status before the write; null for the creation."
+    )
+    to_status: PaymentStatus
+    at: datetime
+    reason: str
+    return_code: str | None = strawberry.field(description="The ACH return this write recorded.")
+    confirmation_id: str | None = strawberry.field(
+        description="The confirmation id this write gave the payment."
+    )
+    actor_kind: ActorKind
+    actor_id: strawberry.ID | None = strawberry.field(
+        resolver=_event_actor_id,
+        description="Who wrote (a token's subject, or a job's name); null for customers.",
+    )
+    request_id: str | None = strawberry.field(description="The API request that wrote, if any.")
+
+    @classmethod
+    def is_type_of(cls, obj: Any, info: Any) -> bool:
+        return isinstance(obj, PaymentEvent)
+
 
 @strawberry.type
 class PageInfo:
@@ -147,11 +189,20 @@ class PageInfo:
     end_cursor: str | None
 
 
+def _page_info(page: PageOf[Any]) -> PageInfo:
+    return PageInfo(
+        has_next_page=page.has_next_page,
+        has_previous_page=False,
+        start_cursor=page.edges[0].cursor if page.edges else None,
+        end_cursor=page.end_cursor,
+    )
+
+
+# Edges are served as the datasource's edges themselves: a cursor is signed only if asked for.
 @strawberry.type(name="PaymentEdge")
 class PaymentEdge:
-    # Served as the datasource's Edge itself: its cursor is signed only if a client asks.
     cursor: str
-    payment: PaymentType = strawberry.field(name="node")
+    node: PaymentType
 
 
 @strawberry.type(name="PaymentConnection")
@@ -161,13 +212,27 @@ class PaymentConnection:
 
     @classmethod
     def from_page(cls, page: Page) -> PaymentConnection:
-        edges = cast(list[PaymentEdge], page.edges)
-        return cls(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=page.has_next_page,
-                has_previous_page=False,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=page.end_cursor,
-            ),
+        return cls(edges=cast(list[PaymentEdge], page.edges), page_info=_page_info(page))
+
+
+@strawberry.type(name="PaymentEventEdge")
+class PaymentEventEdge:
+    cursor: str
+    node: PaymentEventType
+
+
+@strawberry.type(name="PaymentEventConnection")
+class PaymentEventConnection:
+    edges: list[PaymentEventEdge]
+    page_info: PageInfo
+    complete: bool = strawberry.field(
+        description=(
+            "Whether the history goes back to the payment's creation; false for a payment "
+            "written before payment history was kept (its history begins at its next move)."
         )
+    )
+
+    @classmethod
+    def from_page(cls, page: HistoryPage, *, complete: bool) -> PaymentEventConnection:
+        edges = cast(list[PaymentEventEdge], page.edges)
+        return cls(edges=edges, page_info=_page_info(page), complete=complete)

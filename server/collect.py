@@ -169,7 +169,7 @@ async def collect_retries(
 async def _decide_page(
     store: PaymentStore, run: CollectionRun, page: Page
 ) -> list[tuple[Outcome, bytes | None]]:
-    listed = [edge.payment for edge in page.edges]
+    listed = [edge.node for edge in page.edges]
     current = await store.batch_get([p.ref for p in listed])
     limit = asyncio.Semaphore(run.concurrency)
 

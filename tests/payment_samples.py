@@ -8,7 +8,11 @@ from typing import Any
 
 from uuid_utils.compat import uuid7
 
+from datasource import PaymentStore
+from domain.audit import Actor, ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from domain.history import event_of
+from domain.idempotency import IdempotencyClaim
 from domain.payment import Application, Payment, PaymentRef
 from domain.transitions import RULES, Requirement, Rule, TransitionRequest
 
@@ -88,3 +92,21 @@ def payment_in(status: PaymentStatus, method: PaymentMethod, **changes: Any) -> 
 
 
 ALLOWED_MOVES = [(rule, method) for rule in RULES for method in sorted(rule.methods)]
+
+
+# Who the store-level tests write as; the API's writes name their caller.
+TEST_ACTOR = Actor(ActorKind.SERVICE, "store-tests", "test-request")
+
+
+async def stored_new(
+    store: PaymentStore, payment: Payment, *, idempotency: IdempotencyClaim | None = None
+) -> Payment:
+    """`store.create` with the creation's event, as the workflow writes it."""
+    return await store.create(
+        payment, event=event_of(None, payment, TEST_ACTOR), idempotency=idempotency
+    )
+
+
+async def stored_move(store: PaymentStore, current: Payment, updated: Payment) -> Payment:
+    """`store.transition` with the move's event, as the workflow writes it."""
+    return await store.transition(current, updated, event=event_of(current, updated, TEST_ACTOR))

@@ -82,7 +82,7 @@ CONNECTION_FIELDS: dict[str, Resolver] = {
 
 EDGE_FIELDS: dict[str, Resolver] = {
     "cursor": lambda edge, _: edge.cursor,
-    "node": lambda edge, _: edge.payment,
+    "node": lambda edge, _: edge.node,
 }
 
 PAGE_INFO_FIELDS: dict[str, Resolver] = {

@@ -195,7 +195,7 @@ class PaymentConnection:
 
     @staticmethod
     def from_page(page: Page) -> PaymentConnection:
-        edges = [PaymentEdge(cursor=e.cursor, node=PaymentType.of(e.payment)) for e in page.edges]
+        edges = [PaymentEdge(cursor=e.cursor, node=PaymentType.of(e.node)) for e in page.edges]
         return PaymentConnection(
             edges=edges,
             page_info=PageInfo(

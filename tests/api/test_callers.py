@@ -19,6 +19,7 @@ from tests.api.conftest import (
     Api,
     api_client,
     error_codes,
+    payment_items,
     stored_items,
     token,
 )
@@ -133,7 +134,7 @@ async def test_customers_create_manual_payments_on_their_own_loans_only(
         as_=ALICE,
     )
     assert error_codes(body) == ["FORBIDDEN"]
-    assert len(stored_items(moto_config)) == 1
+    assert len(payment_items(moto_config)) == 1
 
 
 @pytest.mark.parametrize(("mutation", "extra"), TRANSITIONS)

@@ -5,18 +5,32 @@ GraphQL API. Each round creates an ACH payment, checks that the API allows both 
 from PENDING (`allowedTransitions`), then fires 25 `submitPayment` (each with its own confirmation
 id) and 25 `skipPayment` at once. Every request carries its own reason, so the stored
 `loc_update_reason` names the request that won.
+
+Each write stores its event with it, in one transaction (`datasource.history`): a round leaves
+exactly one new event, the winner's, and `history` lists the creation and that move. Two more
+tests show the transaction is all or nothing: a write whose payment condition fails (a stale
+writer) stores no event, and a move whose event cannot be stored (a hand-written item holds its
+version) stores nothing at all and answers INTERNAL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import boto3
 import pytest
 
-from datasource import DynamoConfig
-from tests.api.conftest import PAYMENT_FIELDS, RESULT_FIELDS, Api, api_client
+from datasource import DynamoConfig, PaymentStore
+from domain.audit import Actor, ActorKind
+from domain.enums import PaymentStatus
+from domain.errors import Conflict
+from domain.payment import PaymentRef
+from domain.transitions import TransitionRequest
+from resolvers.workflow import move_payment
+from tests.api.conftest import PAYMENT_FIELDS, RESULT_FIELDS, Api, api_client, error_codes
+from tests.payment_samples import LATER
 
 ROUNDS = 10
 WRITERS_PER_MOVE = 25  # of each move, so 50 writers a round
@@ -30,27 +44,72 @@ SKIP = f"""mutation($input: SkipPaymentInput!) {{
 READ = f"""query($u: ID!, $l: ID!, $p: ID!) {{
   payment(userId: $u, loanId: $l, paymentId: $p) {{ {PAYMENT_FIELDS} }}
 }}"""
+HISTORY = """query($u: ID!, $l: ID!, $p: ID!) {
+  payment(userId: $u, loanId: $l, paymentId: $p) {
+    history(first: 10) { complete edges { node { version fromStatus toStatus reason } } }
+  }
+}"""
 TARGET = {SUBMIT: "ACHSENT", SKIP: "SKIPPED"}
 LOSER_TYPES = {"ConflictError": "CONFLICT", "InvalidTransitionError": "INVALID_TRANSITION"}
 
 
-def raw_item(config: DynamoConfig, payment: dict[str, Any]) -> dict[str, Any]:
-    """The payment's item exactly as DynamoDB holds it (a strongly consistent GetItem)."""
-    client = boto3.client(
+def raw_client(config: DynamoConfig) -> Any:
+    """A plain boto3 client on the test's table: what DynamoDB holds, bypassing the service."""
+    return boto3.client(
         "dynamodb",
         region_name=config.region,
         endpoint_url=config.endpoint_url,
         aws_access_key_id=config.aws_access_key_id,
         aws_secret_access_key=config.aws_secret_access_key,
     )
+
+
+def raw_item(config: DynamoConfig, payment: dict[str, Any]) -> dict[str, Any]:
+    """The payment's item exactly as DynamoDB holds it (a strongly consistent GetItem)."""
     key = {
         "PK": {"S": f"USER#{payment['userId']}"},
         "SK": {"S": f"LOAN#{payment['loanId']}#PAYMENT#{payment['paymentId']}"},
     }
-    item: dict[str, Any] = client.get_item(
+    item: dict[str, Any] = raw_client(config).get_item(
         TableName=config.table_name, Key=key, ConsistentRead=True
     )["Item"]
     return item
+
+
+def partition(config: DynamoConfig, user: str, prefix: str = "") -> list[dict[str, Any]]:
+    """The user's items whose sort key starts with `prefix`, in key order (strongly consistent;
+    these tests store far less than a page)."""
+    values = {":pk": {"S": f"USER#{user}"}}
+    condition = "PK = :pk"
+    if prefix:  # DynamoDB refuses an empty key value, even as a prefix
+        values[":prefix"] = {"S": prefix}
+        condition += " AND begins_with(SK, :prefix)"
+    response = raw_client(config).query(
+        TableName=config.table_name,
+        KeyConditionExpression=condition,
+        ExpressionAttributeValues=values,
+        ConsistentRead=True,
+    )
+    assert "LastEvaluatedKey" not in response
+    items: list[dict[str, Any]] = response["Items"]
+    return items
+
+
+def event_items(config: DynamoConfig, payment: dict[str, Any]) -> list[dict[str, Any]]:
+    """The payment's event items, oldest first, as DynamoDB holds them."""
+    prefix = f"HISTORY#LOAN#{payment['loanId']}#PAYMENT#{payment['paymentId']}#V#"
+    return partition(config, payment["userId"], prefix)
+
+
+def versions(events: list[dict[str, Any]]) -> list[int]:
+    return [int(event["loc_version"]["N"]) for event in events]
+
+
+async def listed_history(api: Api, payment: dict[str, Any]) -> dict[str, Any]:
+    """The payment's `history`, as the API lists it."""
+    variables = {"u": payment["userId"], "l": payment["loanId"], "p": payment["paymentId"]}
+    history: dict[str, Any] = (await api.data(HISTORY, variables))["payment"]["history"]
+    return history
 
 
 async def race(
@@ -89,6 +148,8 @@ async def test_fifty_conflicting_transitions_have_exactly_one_winner(
             # Both moves are open to a fresh ACH payment: the race is real, whoever wins.
             assert {"ACHSENT", "SKIPPED"} <= set(created["allowedTransitions"]), created
             before = raw_item(ddblocal_config, created)
+            events_before = event_items(ddblocal_config, created)
+            assert versions(events_before) == [created["version"]] == [1]
 
             answers = await race(api, created, round_)
 
@@ -149,5 +210,125 @@ async def test_fifty_conflicting_transitions_have_exactly_one_winner(
             # And the API reads back exactly what the winner was told.
             read = await api.data(READ, {"u": created["userId"], "l": loan, "p": p})
             assert read["payment"] == payment
+
+            # The history gained one event, the winner's: the 49 losers stored none.
+            events = event_items(ddblocal_config, created)
+            assert events[:-1] == events_before, events
+            assert versions(events) == [1, created["version"] + 1], events
+            event = events[-1]
+            assert event["loc_from_status"] == {"S": "PENDING"}, event
+            assert event["loc_to_status"] == {"S": status}, event
+            assert event["loc_update_reason"] == {"S": won_input["reason"]}, event
+            assert event["loc_event_date"] == after["loc_last_updated"], event
+            if won_query == SUBMIT:
+                assert event["loc_confirmation_id"] == {"S": won_input["confirmationId"]}, event
+            else:
+                assert "loc_confirmation_id" not in event, event
+            history = await listed_history(api, created)
+            assert history["complete"] is True
+            assert [edge["node"] for edge in history["edges"]] == [
+                {
+                    "version": 1,
+                    "fromStatus": None,
+                    "toStatus": "PENDING",
+                    "reason": created["updateReason"],
+                },
+                {
+                    "version": 2,
+                    "fromStatus": "PENDING",
+                    "toStatus": status,
+                    "reason": won_input["reason"],
+                },
+            ]
     # The writers did race: some read PENDING and lost at the conditional write.
     assert conflicts_seen > 0
+
+
+STALE_WRITER = Actor(ActorKind.JOB, "stale-writer")
+
+
+@pytest.mark.ddblocal
+async def test_a_write_whose_condition_fails_stores_no_event(
+    ddblocal_config: DynamoConfig, ddblocal_store: PaymentStore
+) -> None:
+    async with api_client(ddblocal_config) as api:
+        created = await api.create(user="stale", loan="loan-stale", method="ACH")
+        ref = PaymentRef(created["userId"], created["loanId"], created["paymentId"])
+        stale = await ddblocal_store.get(ref)
+        assert stale is not None
+        assert stale.version == 1
+        moved = await api.move("submitPayment", created, reason="fresh", confirmationId="conf-1")
+        assert moved["__typename"] == "PaymentPayload", moved
+        before = partition(ddblocal_config, "stale")  # the payment, its claim, two events
+        assert versions(event_items(ddblocal_config, created)) == [1, 2]
+
+        skip = TransitionRequest.checked(PaymentStatus.SKIPPED, "stale skip")
+        # A writer that read version 1 (PENDING) and skips it now: its payment's condition fails
+        # (and the version its event would take is taken).
+        with pytest.raises(Conflict) as conflict:
+            await move_payment(
+                ddblocal_store, stale, skip, actor=STALE_WRITER, clock=lambda: LATER, max_attempts=3
+            )
+        assert conflict.value.found is PaymentStatus.ACHSENT
+        # One that expects a version nobody wrote: its event's version (8) is free, so only the
+        # payment's condition stands in its way, and that is enough.
+        forged = dataclasses.replace(stale, version=7)
+        with pytest.raises(Conflict):
+            await move_payment(
+                ddblocal_store,
+                forged,
+                skip,
+                actor=STALE_WRITER,
+                clock=lambda: LATER,
+                max_attempts=3,
+            )
+
+        # Not one item changed or appeared: the history is the creation and the submission.
+        assert partition(ddblocal_config, "stale") == before
+        history = await listed_history(api, created)
+        assert [
+            (edge["node"]["version"], edge["node"]["toStatus"]) for edge in history["edges"]
+        ] == [
+            (1, "PENDING"),
+            (2, "ACHSENT"),
+        ]
+
+
+@pytest.mark.ddblocal
+async def test_a_move_whose_event_cannot_be_stored_stores_nothing(
+    ddblocal_config: DynamoConfig,
+) -> None:
+    async with api_client(ddblocal_config) as api:
+        created = await api.create(user="collider", loan="loan-collide", method="ACH")
+        # By hand, an event at the version the next move produces: the move's event cannot be
+        # put (an event is never overwritten), though the payment's own condition holds.
+        [creation] = event_items(ddblocal_config, created)
+        hand_written = {
+            **creation,
+            "SK": {"S": creation["SK"]["S"].removesuffix("000001") + "000002"},
+            "loc_version": {"N": "2"},
+            "loc_from_status": {"S": "PENDING"},
+            "loc_to_status": {"S": "SKIPPED"},
+            "loc_update_reason": {"S": "written by hand"},
+        }
+        raw_client(ddblocal_config).put_item(
+            TableName=ddblocal_config.table_name, Item=hand_written
+        )
+        payment_before = raw_item(ddblocal_config, created)
+        before = partition(ddblocal_config, "collider")
+        assert before == [creation, hand_written, payment_before]  # in key order
+
+        named = {k: created[k] for k in ("userId", "loanId", "paymentId")}
+        input = {**named, "confirmationId": "conf-collide", "reason": "collide"}
+        body = await api.post(SUBMIT, {"input": input})
+
+        # Our bug or a foreign item, never the caller's doing: masked, as INTERNAL.
+        assert error_codes(body) == ["INTERNAL"], body
+        assert [error["message"] for error in body["errors"]] == ["Unexpected error."], body
+        assert body["data"] is None, body
+        # All or nothing: the payment is unchanged, the confirmation id unclaimed, and the
+        # history holds the creation and the hand-written item, untouched.
+        assert raw_item(ddblocal_config, created) == payment_before
+        assert event_items(ddblocal_config, created) == [creation, hand_written]
+        assert partition(ddblocal_config, "collider", "CONFIRMATION#") == []
+        assert partition(ddblocal_config, "collider") == before

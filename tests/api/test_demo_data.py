@@ -45,8 +45,10 @@ async def test_a_new_local_table_gets_payments_in_every_status(moto_config: Dyna
     assert len(stored_items(fresh)) == seeded
 
 
-LOAN_PAYMENTS = """query($u: ID!, $l: ID!) { loan(userId: $u, loanId: $l) { payments(first: 100) {
-  edges { node { status method attempts confirmationId } } } } }"""
+LOAN_PAYMENTS = """query($u: ID!, $l: ID!) { loan(userId: $u, loanId: $l) { payments(first: 20) {
+  edges { node { status method attempts confirmationId version
+    history(first: 10) { complete edges { node { version fromStatus toStatus actorKind actorId } } }
+  } } } } }"""
 
 
 def _reachable(method: PaymentMethod) -> list[PaymentStatus]:
@@ -77,6 +79,18 @@ async def test_each_loan_has_one_payment_in_every_status_its_method_can_reach(
             assert [p["attempts"] for p in failed] == [3], "failed only when presented 3 times"
             confirmation_ids = [p["confirmationId"] for p in payments if p["confirmationId"]]
             assert len(set(confirmation_ids)) == len(confirmation_ids)
+            # Written through the one workflow: every payment has its whole history, by the job.
+            for payment in payments:
+                history = payment["history"]
+                events = [edge["node"] for edge in history["edges"]]
+                assert history["complete"] is True
+                assert [event["version"] for event in events] == list(
+                    range(1, payment["version"] + 1)
+                )
+                assert events[-1]["toStatus"] == payment["status"]
+                assert {(e["actorKind"], e["actorId"]) for e in events} == {
+                    ("JOB", "loc-payments-demo-data")
+                }
     assert _reachable(PaymentMethod.ACH) == [
         PaymentStatus.PENDING,
         PaymentStatus.ACHSENT,

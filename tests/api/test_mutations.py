@@ -17,7 +17,7 @@ async def test_create_payment_stores_the_documented_item(
 ) -> None:
     payment = await api.create(user="alice", loan="loan-1", amount=5000, reason="autopay run")
 
-    [item] = stored_items(moto_config)
+    [item] = payment_items(moto_config)
     p = payment["paymentId"]
     assert item == {
         "PK": {"S": "USER#alice"},
@@ -41,6 +41,7 @@ async def test_create_payment_stores_the_documented_item(
         "loc_created_date": {"S": payment["createdAt"]},
         "loc_last_updated": {"S": payment["createdAt"]},
         "loc_version": {"N": "1"},
+        "loc_history_from": {"N": "1"},
     }
     # A version-7 UUID: its first 48 bits are the creation time in milliseconds.
     assert p[14] == "7"

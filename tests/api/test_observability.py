@@ -124,7 +124,11 @@ async def test_metrics(api: Api) -> None:
     )
     assert metric(text, "loc_payments_request_duration_seconds_count", operation="Retries") == 2
     assert metric(text, "loc_payments_dynamodb_calls_total", api="Query", outcome="ok") == 1
-    assert metric(text, "loc_payments_dynamodb_calls_total", api="PutItem", outcome="ok") == 1
+    # The creation and the move: each the payment's write and its event, in one transaction.
+    assert (
+        metric(text, "loc_payments_dynamodb_calls_total", api="TransactWriteItems", outcome="ok")
+        == 2
+    )
     assert (
         metric(text, "loc_payments_transitions_total", from_status="PENDING", to_status="ACHSENT")
         == 1

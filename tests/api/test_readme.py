@@ -39,3 +39,16 @@ async def test_readme_walkthrough_runs_in_order(api: Api) -> None:
                 known["paymentId"] = result["payment"]["paymentId"]
             if field == "paymentByConfirmation":
                 assert result == {"paymentId": known["paymentId"], "status": "ACHSENT"}
+            if name.group(1) == "History":
+                history = result["history"]
+                moves = [(e["node"]["fromStatus"], e["node"]["toStatus"]) for e in history["edges"]]
+                # The walkthrough's three writes, and not its refused one.
+                assert moves == [
+                    (None, "PENDING"),
+                    ("PENDING", "ACHSENT"),
+                    ("ACHSENT", "COMPLETED"),
+                ]
+                assert history["complete"] is True
+    # The walkthrough ends with the history of what it did.
+    last = re.search(r"query (\w+)", operations[-1])
+    assert last is not None and last.group(1) == "History"

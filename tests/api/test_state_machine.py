@@ -13,20 +13,34 @@ status that was not in it is refused). After every step, on moto:
 - attempts never exceed the maximum, never fall, and rise by at most one a move;
 - a terminal status (SKIPPED, FAILED, RETURNED, CHARGED_BACK) never moves again;
 - a COMPLETED payment's applications add up to its amount (and any applications always do);
-- GSI1 and GSI2 list a written payment under its current status, at its current version; when an
-  example ends, each index lists each of its payments exactly once (so under no other status),
-  and the table holds nothing that the steps did not write.
+- GSI1 and GSI2 list a written payment under its current status, at its current version;
+- the history of a payment the step wrote or tried to (its event items, read raw) replays to the
+  payment as stored: one event per version, 1 to the current one, in order (so a refused move
+  stored none, and a write stored exactly one); the first is the creation (no `from` status, to
+  PENDING, at the creation time), each next one moves from the status the one before moved to,
+  the last one is the latest write (status, time, reason); the latest confirmation id and return
+  code an event set are the payment's; and the presentments among the events (the one place
+  this test names moves: SPEC's presentments, see PRESENTMENTS) count its attempts and date its
+  first presentment, as its last move to COMPLETED dates its completion;
+- when an example ends, each index lists each of its payments exactly once (so under no other
+  status), and the table holds nothing that the steps did not write: the payments as last read,
+  their confirmation claims, and for each payment one event per version and no other.
 
 Hypothesis's state machines are synchronous, so the API runs on a dedicated event loop (one
-`asyncio.Runner`) that owns one app for the whole test. Each example is a new user; its items are
-deleted when it ends, so the table only ever holds one example's payments (moto's index queries
-scan the whole table, and GSI2's one partition would otherwise hold every example's).
+`asyncio.Runner`) that owns one app for the whole test. Each example is a new user; every item of
+its user's partition (payments, confirmation claims, events) is deleted when it ends, so the
+table only ever holds one example's items (moto's index queries scan the whole table, GSI2's one
+partition would otherwise hold every example's payments, and moto's TransactWriteItems copies
+the whole table for each item it writes).
 
-Cost: a move is about four DynamoDB calls (the service's read and conditional write, this test's
-read, and two index queries after a write), and moto's server, running in this process, spends
-3-10 ms of CPU on each. 200 examples of up to 8 steps is what fits well under a minute (about
-32 s on two idle cores, 50-60 s while other suites load them); the "loop" rule and Hypothesis's
-swarm testing (some examples only loop) make up for the short examples by driving payments to
+Cost: a move is about four DynamoDB calls (the service's read and its transactional write, this
+test's read, and two index queries after a write), and moto's server, running in this process,
+spends 3-10 ms of CPU on each, more on a transaction (a deep copy of the table per item it
+writes). This test's read is one Query of the example's partition, which brings the payment's
+item and its events together: no dearer on moto than the GetItem it replaced, where a second
+Query for the history cost a fifth more. 200 examples of up to 8 steps take 65-110 s on two
+cores (32 s before every write was a transaction); the "loop" rule and Hypothesis's swarm
+testing (some examples only loop) make up for the short examples by driving payments to
 the attempts maximum quickly.
 """
 
@@ -37,7 +51,7 @@ import itertools
 import uuid
 from collections import Counter
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import boto3
@@ -113,6 +127,15 @@ DOCUMENTS = {
 }
 # What an index entry must share with its primary item (read projected: moto is faster so).
 INDEX_PROJECTION = "loc_payment_id, loc_status, loc_version, loc_last_updated"
+# The moves that present a payment, each raising its attempts by one (SPEC §6): from PENDING or
+# RETRY to ACHSENT, to COMPLETED or RETRY (PINless), and PINless's decline from PENDING to FAILED.
+# Only the history's replay names moves; which move is allowed, the API says.
+PRESENTMENTS = frozenset(
+    {(source, target) for source in ("PENDING", "RETRY") for target in ("ACHSENT", "COMPLETED")}
+    | {("PENDING", "RETRY"), ("RETRY", "RETRY"), ("PENDING", "FAILED")}
+)
+# The caller this test writes as: the service token's subject (tests.api.conftest.SERVICE).
+SERVICE_ID = "collections-job"
 
 Item = dict[str, Any]
 
@@ -139,6 +162,7 @@ class Tracked:
     status: str
     allowed: list[str]  # `allowedTransitions` as the API last answered it
     item: Item  # the stored item, as last read
+    events: list[Item] = field(default_factory=list)  # its event items, read with it
 
     @property
     def key(self) -> Item:
@@ -146,6 +170,11 @@ class Tracked:
             "PK": {"S": f"USER#{self.user_id}"},
             "SK": {"S": f"LOAN#{self.loan_id}#PAYMENT#{self.payment_id}"},
         }
+
+    @property
+    def history_prefix(self) -> str:
+        """The sort-key prefix of the payment's event items."""
+        return f"HISTORY#LOAN#{self.loan_id}#PAYMENT#{self.payment_id}#V#"
 
     def named(self, reason: str) -> dict[str, Any]:
         return {
@@ -368,7 +397,54 @@ class PaymentLifecycle(RuleBasedStateMachine):
             entry = {name: payment.item[name] for name in INDEX_PROJECTION.split(", ")}
             assert self.in_gsi1(payment, payment.status) == [entry]
             assert self.in_gsi2(payment, payment.status) == [entry]
+        for payment in self.touched:
+            # Whether the step wrote (one event more) or was refused (none): the history replays.
+            self.check_history(payment)
         self.unchecked = False
+
+    def check_history(self, payment: Tracked) -> None:
+        """The payment's events replay to the payment, both as last read (together)."""
+        item, events = payment.item, payment.events
+        # Made since history exists: its history is complete, one event per version, in order.
+        assert item["loc_history_from"] == {"N": "1"}, item
+        assert [version(event) for event in events] == list(range(1, version(item) + 1)), events
+        for event in events:
+            assert event["SK"] == {"S": f"{payment.history_prefix}{version(event):06d}"}, event
+            assert event["loc_user_id"] == {"S": payment.user_id}, event
+            assert event["loc_loan_id"] == {"S": payment.loan_id}, event
+            assert event["loc_payment_id"] == {"S": payment.payment_id}, event
+            assert event["loc_actor_kind"] == {"S": "SERVICE"}, event
+            assert event["loc_actor_id"] == {"S": SERVICE_ID}, event
+            assert not [name for name in event if name.startswith("GSI")], event
+        # Each write was a request of its own.
+        assert len({event["loc_request_id"]["S"] for event in events}) == len(events), events
+        first, last = events[0], events[-1]
+        assert "loc_from_status" not in first, first
+        assert first["loc_to_status"] == {"S": "PENDING"}, first
+        assert first["loc_event_date"] == item["loc_created_date"], (first, item)
+        for earlier, later in itertools.pairwise(events):
+            assert later.get("loc_from_status") == earlier["loc_to_status"], (earlier, later)
+            assert earlier["loc_event_date"]["S"] < later["loc_event_date"]["S"], (earlier, later)
+        assert last["loc_to_status"] == item["loc_status"], (last, item)
+        assert last["loc_event_date"] == item["loc_last_updated"], (last, item)
+        assert last["loc_update_reason"] == item["loc_update_reason"], (last, item)
+        # No move takes a confirmation id or a return code away: the latest one set is held.
+        for name in ("loc_confirmation_id", "loc_return_code"):
+            set_by_writes = [event[name] for event in events if name in event]
+            held = set_by_writes[-1] if set_by_writes else None
+            assert item.get(name) == held, (name, item.get(name), events)
+        presentments = [
+            event
+            for event in events
+            if (event.get("loc_from_status", {}).get("S"), event["loc_to_status"]["S"])
+            in PRESENTMENTS
+        ]
+        assert attempts(item) == len(presentments), (item, events)
+        first_presented = presentments[0]["loc_event_date"] if presentments else None
+        assert item.get("loc_first_presented_date") == first_presented, (item, events)
+        completions = [event for event in events if event["loc_to_status"] == {"S": "COMPLETED"}]
+        completed = completions[-1]["loc_event_date"] if completions else None
+        assert item.get("loc_completed_date") == completed, (item, events)
 
     def in_gsi1(self, payment: Tracked, status: str) -> list[Item]:
         """The loan's payments in `status` (GSI1), narrowed to this payment."""
@@ -400,15 +476,14 @@ class PaymentLifecycle(RuleBasedStateMachine):
             if not self.unchecked:
                 self.check_whole_example()
         finally:
-            claims = self.query(
-                KeyConditionExpression="PK = :pk AND begins_with(SK, :claim)",
-                ExpressionAttributeValues={
-                    ":pk": {"S": f"USER#{self.user_id}"},
-                    ":claim": {"S": "CONFIRMATION#"},
-                },
+            # Every item of the example's user, whatever it is (payments, claims, events), even
+            # of a payment that a failed step left untracked.
+            written = self.query(
+                KeyConditionExpression="PK = :pk",
+                ExpressionAttributeValues={":pk": {"S": f"USER#{self.user_id}"}},
                 ProjectionExpression="PK, SK",
+                ConsistentRead=True,
             )
-            written = [t.key for t in self.tracked.values()] + claims
             keys = [{"DeleteRequest": {"Key": key}} for key in written]
             for start in range(0, len(keys), 25):
                 self.harness.dynamodb.batch_write_item(
@@ -416,7 +491,8 @@ class PaymentLifecycle(RuleBasedStateMachine):
                 )
 
     def check_whole_example(self) -> None:
-        """The table holds this example's payments as last read, each index lists each once."""
+        """The table holds this example's payments as last read, their claims and their events
+        (one per version), and each index lists each payment once."""
         user = {"S": f"USER#{self.user_id}"}
         fields = "SK, loc_version, loc_last_updated"
         stored = self.query(
@@ -427,7 +503,17 @@ class PaymentLifecycle(RuleBasedStateMachine):
         )
         payments = [item for item in stored if item["SK"]["S"].startswith("LOAN#")]
         claims = [item for item in stored if item["SK"]["S"].startswith("CONFIRMATION#")]
-        assert len(payments) + len(claims) == len(stored), stored
+        events = [item for item in stored if item["SK"]["S"].startswith("HISTORY#")]
+        assert len(payments) + len(claims) + len(events) == len(stored), stored
+        # Every payment's history, as the steps checked it one payment at a time, and no event
+        # of a payment the example did not make (nor of a version it did not write).
+        histories: dict[str, list[int]] = {}
+        for event in events:
+            prefix = event["SK"]["S"].rpartition("#V#")[0] + "#V#"
+            histories.setdefault(prefix, []).append(version(event))
+        assert histories == {
+            t.history_prefix: list(range(1, version(t.item) + 1)) for t in self.tracked.values()
+        }
         expected = [{f: t.item[f] for f in fields.split(", ")} for t in self.tracked.values()]
         assert sorted(
             ({f: item[f] for f in fields.split(", ")} for item in payments), key=str
@@ -467,10 +553,17 @@ class PaymentLifecycle(RuleBasedStateMachine):
         return result
 
     def read_item(self, payment: Tracked) -> Item:
-        response = self.harness.dynamodb.get_item(
-            TableName=self.harness.table_name, Key=payment.key, ConsistentRead=True
+        """The payment's item, and its events with it: one Query of the example's partition
+        (a few payments, their claims and events), no dearer on moto than a GetItem."""
+        stored = self.query(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": payment.key["PK"]},
+            ConsistentRead=True,
         )
-        payment.item = response["Item"]
+        [payment.item] = [item for item in stored if item["SK"] == payment.key["SK"]]
+        prefix = payment.history_prefix
+        # In sort-key order, which the zero-padded version makes the order of the writes.
+        payment.events = [item for item in stored if item["SK"]["S"].startswith(prefix)]
         return payment.item
 
     def query(self, **parameters: Any) -> list[Item]:
@@ -560,6 +653,8 @@ def test_payment_lifecycle_state_machine(moto_config: DynamoConfig) -> None:
                 database=None,
             ),
         )
+        # Each example deleted all it wrote, events included: the table is as it began.
+        assert dynamodb.scan(TableName=moto_config.table_name, Select="COUNT")["Count"] == 0
     finally:
         try:
             runner.run(stack.aclose())

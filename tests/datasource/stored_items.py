@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from datasource import PaymentStore
+from datasource import DynamoConfig, PaymentStore
+from datasource.client import open_client
 from datasource.confirmation_claims import claim_key
 from datasource.items import Item, primary_key, to_item
+from datasource.table import PK, SK
+from domain import keys
 from domain.payment import Payment
 
 if TYPE_CHECKING:
@@ -17,6 +20,20 @@ if TYPE_CHECKING:
 async def raw_item(store: PaymentStore, payment: Payment) -> Item | None:
     response = await store.client.get_item(
         TableName=store.table_name, Key=primary_key(payment), ConsistentRead=True
+    )
+    item: Item | None = response.get("Item")
+    return item
+
+
+async def raw_event(store: PaymentStore, payment: Payment) -> Item | None:
+    """The event of the write that gave `payment` its version, None if there is none."""
+    response = await store.client.get_item(
+        TableName=store.table_name,
+        Key={
+            PK: {"S": keys.user_partition(payment.user_id)},
+            SK: {"S": keys.history_sort_key(payment.loan_id, payment.payment_id, payment.version)},
+        },
+        ConsistentRead=True,
     )
     item: Item | None = response.get("Item")
     return item
@@ -49,3 +66,10 @@ async def put_all(store: PaymentStore, payments: Sequence[Payment]) -> None:
         ]
         response = await store.client.batch_write_item(RequestItems={store.table_name: requests})
         assert not response.get("UnprocessedItems")
+
+
+async def put_all_raw(config: DynamoConfig, items: Sequence[Item]) -> None:
+    """Seed items exactly as given (a payment as an older version of the service wrote it)."""
+    async with open_client(config) as client:
+        for item in items:
+            await client.put_item(TableName=config.table_name, Item=item)

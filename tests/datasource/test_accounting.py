@@ -4,18 +4,18 @@ import asyncio
 
 from datasource import PaymentStore, count_calls
 from domain.payment import LoanRef
-from tests.payment_samples import ref_of, sample_payment
+from tests.payment_samples import ref_of, sample_payment, stored_new
 
 
 async def test_each_call_is_counted_by_operation(store: PaymentStore) -> None:
     payment = sample_payment()
     with count_calls() as count:
-        await store.create(payment)
+        await stored_new(store, payment)
         await store.get(ref_of(payment))
         await store.get(ref_of(payment))
         await store.loan_payments(LoanRef("alice", "loan-1"), status=None, first=5, after=None)
     assert count.requests == 4
-    assert count.operations == {"PutItem": 1, "GetItem": 2, "Query": 1}
+    assert count.operations == {"TransactWriteItems": 1, "GetItem": 2, "Query": 1}
 
 
 async def test_calls_outside_a_count_are_not_counted(store: PaymentStore) -> None:

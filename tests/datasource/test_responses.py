@@ -240,7 +240,7 @@ async def test_data_answers_never_reach_the_shape_walker(
     payments = await store.loan_payments(
         LoanRef("alice", "loan-1"), status=None, first=10, after=None
     )
-    found = await store.batch_get([ref_of(edge.payment) for edge in payments.edges])
+    found = await store.batch_get([ref_of(edge.node) for edge in payments.edges])
 
     assert len(payments.edges) == len(found) == len(stored)
 

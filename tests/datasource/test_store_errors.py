@@ -14,7 +14,7 @@ from datasource import DynamoConfig, PaymentStore, count_calls, open_store
 from datasource.errors import storage_errors
 from domain.errors import PaymentsError, StorageUnavailable
 from tests.backends import CURSOR_SECRET, Backend
-from tests.payment_samples import ref_of, sample_payment
+from tests.payment_samples import ref_of, sample_payment, stored_new
 
 
 async def test_open_store_builds_a_working_store(moto_config: DynamoConfig) -> None:
@@ -27,9 +27,9 @@ async def test_open_store_builds_a_working_store(moto_config: DynamoConfig) -> N
         payment = sample_payment()
         with count_calls() as count:
             await store.ping()
-            await store.create(payment)
+            await stored_new(store, payment)
             assert await store.get(ref_of(payment)) == payment
-        assert count.operations == {"DescribeTable": 1, "PutItem": 1, "GetItem": 1}
+        assert count.operations == {"DescribeTable": 1, "TransactWriteItems": 1, "GetItem": 1}
 
 
 async def test_a_missing_table_is_unavailable(backend: Backend) -> None:

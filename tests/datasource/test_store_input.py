@@ -15,7 +15,14 @@ from domain.errors import InvalidCursor, InvalidInput
 from domain.payment import LoanRef
 from domain.transitions import RULES, apply_transition
 from tests.datasource.stored_items import all_items
-from tests.payment_samples import LATER, ref_of, request_for, sample_payment
+from tests.payment_samples import (
+    LATER,
+    ref_of,
+    request_for,
+    sample_payment,
+    stored_move,
+    stored_new,
+)
 
 GOOD = sample_payment()
 PID = GOOD.payment_id
@@ -35,7 +42,7 @@ def _by_status(**arguments: Any) -> Call:
 def _transition(**changes: Any) -> Call:
     skip = next(rule for rule in RULES if rule.target is PaymentStatus.SKIPPED)
     updated = apply_transition(GOOD, request_for(skip), max_attempts=3, now=LATER)
-    return lambda store: store.transition(GOOD, dataclasses.replace(updated, **changes))
+    return lambda store: stored_move(store, GOOD, dataclasses.replace(updated, **changes))
 
 
 # Ids, amounts and requests are checked where they enter (`PaymentRef.checked`, `new_payment`,
@@ -71,7 +78,7 @@ async def test_a_junk_cursor_is_an_invalid_cursor(moto_store: PaymentStore) -> N
 async def test_a_transition_must_keep_the_payment_and_step_the_version(
     store: PaymentStore,
 ) -> None:
-    current = await store.create(GOOD)
+    current = await stored_new(store, GOOD)
     for wrong in ({"payment_id": sample_payment().payment_id}, {"version": GOOD.version + 2}):
         with count_calls() as count, pytest.raises(ValueError):
             await _transition(**wrong)(store)

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from datasource import Page, PaymentStore, count_calls
+from datasource import Page, PageOf, PaymentStore, count_calls
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import InvalidCursor
 from domain.payment import LoanRef, Payment
@@ -20,7 +20,7 @@ async def _seed(store: PaymentStore, payments: list[Payment]) -> list[Payment]:
 
 
 def _ids(page: Page) -> list[str]:
-    return [edge.payment.payment_id for edge in page.edges]
+    return [edge.node.payment_id for edge in page.edges]
 
 
 def _newest_first(payments: list[Payment]) -> list[str]:
@@ -74,7 +74,7 @@ async def test_any_edge_cursor_continues_right_after_its_edge(store: PaymentStor
 
 async def test_an_empty_list_is_one_empty_page(store: PaymentStore) -> None:
     page = await store.loan_payments(LoanRef("alice", "loan-1"), status=None, first=10, after=None)
-    assert page == Page(edges=[], has_next_page=False, end_cursor=None)
+    assert page == PageOf(edges=[], has_next_page=False, end_cursor=None)
 
 
 async def test_a_loans_payments_in_one_status_use_gsi1(store: PaymentStore) -> None:

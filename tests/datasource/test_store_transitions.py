@@ -7,19 +7,24 @@ import itertools
 import pytest
 
 from datasource import PaymentStore, count_calls
+from datasource.history import event_item
 from datasource.items import to_item
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import Conflict, InvalidTransition, NotFound
+from domain.history import event_of
 from domain.payment import LoanRef, Payment
 from domain.transitions import RULES, Rule, apply_transition
-from tests.datasource.stored_items import raw_claim, raw_item
+from tests.datasource.stored_items import raw_claim, raw_event, raw_item
 from tests.payment_samples import (
     ALLOWED_MOVES,
     LATER,
+    TEST_ACTOR,
     payment_in,
     ref_of,
     request_for,
     sample_payment,
+    stored_move,
+    stored_new,
 )
 
 S = PaymentStatus
@@ -37,10 +42,10 @@ async def _in_lists(store: PaymentStore, payment: Payment, status: PaymentStatus
     loan = await store.loan_payments(
         LoanRef(payment.user_id, payment.loan_id), status=status, first=100, after=None
     )
-    if payment.payment_id in {edge.payment.payment_id for edge in loan.edges}:
+    if payment.payment_id in {edge.node.payment_id for edge in loan.edges}:
         found.add("GSI1")
     jobs = await store.payments_by_status(status=status, first=100, after=None)
-    if payment.payment_id in {edge.payment.payment_id for edge in jobs.edges}:
+    if payment.payment_id in {edge.node.payment_id for edge in jobs.edges}:
         found.add("GSI2")
     return found
 
@@ -50,16 +55,17 @@ async def test_every_allowed_transition_is_written(
     store: PaymentStore, move: tuple[Rule, PaymentMethod]
 ) -> None:
     rule, method = move
-    current = await store.create(payment_in(rule.source, method))
+    current = await stored_new(store, payment_in(rule.source, method))
     updated = apply_transition(current, request_for(rule), max_attempts=MAX_ATTEMPTS, now=LATER)
 
     with count_calls() as count:
-        written = await store.transition(current, updated)
+        written = await stored_move(store, current, updated)
 
-    # A presentment with a confirmation id claims the id in the same transaction.
+    # One transaction: the move, its event, and the claim of a presentment's confirmation id.
     claims = rule.presentment and updated.confirmation_id is not None
-    assert count.operations == {"TransactWriteItems" if claims else "UpdateItem": 1}
+    assert count.operations == {"TransactWriteItems": 1}
     assert written == updated
+    assert await raw_event(store, updated) == event_item(event_of(current, updated, TEST_ACTOR))
     assert await store.get(ref_of(current)) == updated
     raw = await raw_item(store, current)
     assert raw == to_item(updated)
@@ -99,7 +105,7 @@ async def test_every_allowed_transition_is_written(
 
     # The same write again is a writer that lost the race: refused, the item untouched.
     with pytest.raises(Conflict) as conflict:
-        await store.transition(current, updated)
+        await stored_move(store, current, updated)
     assert conflict.value.found is rule.target
     assert await raw_item(store, current) == raw
 
@@ -107,7 +113,7 @@ async def test_every_allowed_transition_is_written(
 async def test_refused_moves_leave_the_item_identical(store: PaymentStore) -> None:
     allowed = {(rule.source, rule.target, method) for rule, method in ALLOWED_MOVES}
     states = list(itertools.product(S, PaymentMethod))
-    stored = [await store.create(payment_in(status, method)) for status, method in states]
+    stored = [await stored_new(store, payment_in(status, method)) for status, method in states]
     before = [await raw_item(store, payment) for payment in stored]
     refused = 0
     with count_calls() as count:
@@ -123,7 +129,7 @@ async def test_refused_moves_leave_the_item_identical(store: PaymentStore) -> No
                     updated = apply_transition(
                         current, request_for(rule), max_attempts=3, now=LATER
                     )
-                    await store.transition(current, updated)
+                    await stored_move(store, current, updated)
                 refused += 1
     assert refused == len(states) * len(S) - len(allowed)
     assert set(count.operations) == {"GetItem"}
@@ -136,7 +142,7 @@ async def test_a_lost_race_is_a_conflict_naming_the_status_found(
     ddblocal_store: PaymentStore,
 ) -> None:
     store = ddblocal_store
-    current = await store.create(payment_in(S.PENDING, PaymentMethod.ACH))
+    current = await stored_new(store, payment_in(S.PENDING, PaymentMethod.ACH))
     submit = next(rule for rule in RULES if (rule.source, rule.target) == (S.PENDING, S.ACHSENT))
     skip = next(rule for rule in RULES if (rule.source, rule.target) == (S.PENDING, S.SKIPPED))
     moves = [
@@ -144,7 +150,7 @@ async def test_a_lost_race_is_a_conflict_naming_the_status_found(
         for rule in (submit, skip)
     ]
     results = await asyncio.gather(
-        *(store.transition(current, move) for move in moves), return_exceptions=True
+        *(stored_move(store, current, move) for move in moves), return_exceptions=True
     )
     [winner] = [result for result in results if isinstance(result, Payment)]
     [loser] = [result for result in results if isinstance(result, Conflict)]
@@ -153,13 +159,13 @@ async def test_a_lost_race_is_a_conflict_naming_the_status_found(
 
 
 async def test_a_same_status_race_is_caught_by_the_version(store: PaymentStore) -> None:
-    current = await store.create(payment_in(S.RETRY, PaymentMethod.PINLESS))
+    current = await stored_new(store, payment_in(S.RETRY, PaymentMethod.PINLESS))
     again = next(rule for rule in RULES if (rule.source, rule.target) == (S.RETRY, S.RETRY))
     first = apply_transition(current, request_for(again), max_attempts=3, now=LATER)
-    await store.transition(current, first)
+    await stored_move(store, current, first)
     second = dataclasses.replace(first, update_reason="declined, seen by a slower job")
     with pytest.raises(Conflict) as conflict:
-        await store.transition(current, second)
+        await stored_move(store, current, second)
     assert conflict.value.found is S.RETRY
     assert await store.get(ref_of(current)) == first
 
@@ -171,5 +177,5 @@ async def test_moving_a_missing_payment_is_not_found_and_writes_nothing(
     skip = next(rule for rule in RULES if (rule.source, rule.target) == (S.PENDING, S.SKIPPED))
     updated = apply_transition(ghost, request_for(skip), max_attempts=3, now=LATER)
     with pytest.raises(NotFound):
-        await store.transition(ghost, updated)
+        await stored_move(store, ghost, updated)
     assert await raw_item(store, ghost) is None

@@ -37,6 +37,7 @@ from schema import build_schema
 from server.app import create_app
 from server.settings import Settings
 from tests.api.conftest import ALICE, SERVICE, Clock, api_client, error_codes
+from tests.payment_samples import stored_move, stored_new
 
 USER, LOAN = "alice", "loan-1"  # ALICE's token is user "alice"
 # (payment id, method, moves from PENDING): a payment in each status a mutation can start from.
@@ -165,10 +166,10 @@ async def seed(store: PaymentStore, clock: Clock) -> None:
             ),
             payment_id=payment_id,
         )
-        payment = await store.create(payment)
+        payment = await stored_new(store, payment)
         for move in moves:
-            payment = await store.transition(
-                payment, apply_transition(payment, move, max_attempts=3, now=clock())
+            payment = await stored_move(
+                store, payment, apply_transition(payment, move, max_attempts=3, now=clock())
             )
 
 

@@ -333,6 +333,7 @@ class Setup:
     payment: dict[str, Any]
     loan_cursor: str
     status_cursor: str
+    history_cursor: str  # of `payment`'s history
 
     async def valid(self, route: Route) -> dict[str, Any]:
         """Valid values by input name; a transition gets a fresh payment its move suits."""
@@ -353,7 +354,7 @@ class Setup:
             "installmentId": "inst-1",
             "id": payment["id"],
             "ids": payment["id"],
-            "after": self.status_cursor if route.field == "paymentsByStatus" else self.loan_cursor,
+            "after": self.cursors.get(route.field, self.loan_cursor),
             "status": "PENDING",
             "first": 5,
             "reason": "hardening",
@@ -363,6 +364,11 @@ class Setup:
             "amountCents": payment["amountCents"],
             "method": "ACH",
         }
+
+    @property
+    def cursors(self) -> dict[str, str]:
+        """A valid cursor for each paginated field but a loan's payments."""
+        return {"paymentsByStatus": self.status_cursor, "history": self.history_cursor}
 
 
 async def prepare(api: Api, config: DynamoConfig) -> Setup:
@@ -375,12 +381,18 @@ async def prepare(api: Api, config: DynamoConfig) -> Setup:
     by_status = await api.data(
         "query { paymentsByStatus(status: PENDING, first: 5) { edges { cursor } } }"
     )
+    history = await api.data(
+        'query($p: ID!) { payment(userId: "alice", loanId: "loan-1", paymentId: $p) {'
+        " history(first: 1) { edges { cursor } } } }",
+        {"p": payment["paymentId"]},
+    )
     return Setup(
         api,
         config,
         payment,
         loan_cursor=loan["loan"]["payments"]["edges"][0]["cursor"],
         status_cursor=by_status["paymentsByStatus"]["edges"][0]["cursor"],
+        history_cursor=history["payment"]["history"]["edges"][0]["cursor"],
     )
 
 

@@ -15,11 +15,12 @@ import server.checkpoint
 from datasource import Page, PaymentStore
 from datasource.items import to_item
 from domain.enums import PaymentMethod, PaymentStatus
+from domain.history import PaymentEvent, event_of
 from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
 from server.checkpoint import CollectionCounts, load_checkpoint
 from tests.datasource.stored_items import put_all, raw_item
-from tests.payment_samples import NOW, ref_of
+from tests.payment_samples import NOW, TEST_ACTOR, ref_of
 from tests.server.collect_runs import (
     MAX_ATTEMPTS,
     SOON,
@@ -148,10 +149,13 @@ async def test_a_payment_another_writer_moves_first_is_a_conflict_left_alone(
     await put_all(moto_store, [spent])
     write = moto_store.transition
 
-    async def skipped_meanwhile(current: Payment, updated: Payment) -> Payment:
+    async def skipped_meanwhile(
+        current: Payment, updated: Payment, *, event: PaymentEvent
+    ) -> Payment:
         skip = TransitionRequest(target=S.SKIPPED, reason="customer paid another way")
-        await write(current, apply_transition(current, skip, max_attempts=3, now=SOON))
-        return await write(current, updated)
+        skipped = apply_transition(current, skip, max_attempts=3, now=SOON)
+        await write(current, skipped, event=event_of(current, skipped, TEST_ACTOR))
+        return await write(current, updated, event=event)
 
     monkeypatch.setattr(moto_store, "transition", skipped_meanwhile)
     final = await run_job(moto_store, tmp_path)
@@ -173,7 +177,7 @@ async def test_a_payment_that_left_retry_after_the_index_listed_it_is_skipped(
     async def presented_meanwhile(**arguments: Any) -> Page:
         page = await list_page(**arguments)
         for edge in page.edges:
-            await put_all(moto_store, [dataclasses.replace(edge.payment, status=S.ACHSENT)])
+            await put_all(moto_store, [dataclasses.replace(edge.node, status=S.ACHSENT)])
         return page
 
     monkeypatch.setattr(moto_store, "payments_by_status", presented_meanwhile)
@@ -258,12 +262,14 @@ async def test_a_thousand_retries_with_a_crash_halfway_are_each_failed_or_report
     write = store.transition
     writes = 0
 
-    async def crash_at_the_170th_write(current: Payment, updated: Payment) -> Payment:
+    async def crash_at_the_170th_write(
+        current: Payment, updated: Payment, *, event: PaymentEvent
+    ) -> Payment:
         nonlocal writes
         writes += 1
         if writes == 170:  # of 334: in the sixth page of ten, with writes in flight
             raise Stop()
-        return await write(current, updated)
+        return await write(current, updated, event=event)
 
     monkeypatch.setattr(store, "transition", crash_at_the_170th_write)
     with pytest.raises(Stop):

@@ -1,0 +1,129 @@
+"""Payment events as items, and the page of a payment's history.
+
+    PK = USER#<user_id>, SK = HISTORY#LOAN#<loan_id>#PAYMENT#<payment_id>#V#<version, 6 digits>
+    loc_user_id, loc_loan_id, loc_payment_id   the payment the event is of
+    loc_version                  N  the version the write produced
+    loc_from_status              S  the status before the write; absent on the creation's event
+    loc_to_status                S  the status after it
+    loc_event_date               S  when (RFC 3339), the payment's `loc_last_updated` of the write
+    loc_update_reason            S  why
+    loc_return_code              S  the ACH return code this write recorded, if it did
+    loc_confirmation_id          S  the confirmation id this write gave the payment, if it did
+    loc_actor_kind               S  CUSTOMER, SERVICE or JOB
+    loc_actor_id                 S  the token's subject, or the job's name
+    loc_request_id               S  the API request that wrote, if any
+
+No GSI attributes, and a sort key that no payment prefix matches: no payment access pattern sees
+an event. An event is put in the same transaction as the write it records, on the condition that
+it is new: an event is never overwritten.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from datasource.cursors import ListScope
+from datasource.items import Item
+from datasource.pages import EdgeOf, PageOf, PageQuery
+from datasource.table import PK, SK
+from domain import keys
+from domain.audit import ActorKind
+from domain.enums import PaymentStatus
+from domain.errors import PaymentsError
+from domain.history import PaymentEvent
+from domain.payment import PaymentRef
+from domain.validation import format_timestamp, parse_timestamp
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
+
+EventEdge = EdgeOf[PaymentEvent]
+HistoryPage = PageOf[PaymentEvent]
+
+_OPTIONAL_TEXT = {
+    "loc_from_status": "from_status",
+    "loc_return_code": "return_code",
+    "loc_confirmation_id": "confirmation_id",
+    "loc_request_id": "request_id",
+}
+
+
+def event_key(event: PaymentEvent) -> Item:
+    return {
+        PK: {"S": keys.user_partition(event.user_id)},
+        SK: {"S": keys.history_sort_key(event.loan_id, event.payment_id, event.version)},
+    }
+
+
+def event_item(event: PaymentEvent) -> Item:
+    item: Item = {
+        **event_key(event),
+        "loc_user_id": {"S": event.user_id},
+        "loc_loan_id": {"S": event.loan_id},
+        "loc_payment_id": {"S": event.payment_id},
+        "loc_version": {"N": str(event.version)},
+        "loc_to_status": {"S": event.to_status.value},
+        "loc_event_date": {"S": format_timestamp(event.at)},
+        "loc_update_reason": {"S": event.reason},
+        "loc_actor_kind": {"S": event.actor_kind.name},
+        "loc_actor_id": {"S": event.actor_id},
+    }
+    optional = {
+        "loc_from_status": None if event.from_status is None else event.from_status.value,
+        "loc_return_code": event.return_code,
+        "loc_confirmation_id": event.confirmation_id,
+        "loc_request_id": event.request_id,
+    }
+    item.update({name: {"S": value} for name, value in optional.items() if value is not None})
+    return item
+
+
+def event_from_item(item: Item) -> PaymentEvent:
+    optional = {field: item[name]["S"] for name, field in _OPTIONAL_TEXT.items() if name in item}
+    from_status = optional.get("from_status")
+    return PaymentEvent(
+        user_id=item["loc_user_id"]["S"],
+        loan_id=item["loc_loan_id"]["S"],
+        payment_id=item["loc_payment_id"]["S"],
+        version=int(item["loc_version"]["N"]),
+        from_status=None if from_status is None else PaymentStatus(from_status),
+        to_status=PaymentStatus(item["loc_to_status"]["S"]),
+        at=parse_timestamp("loc_event_date", item["loc_event_date"]["S"]),
+        reason=item["loc_update_reason"]["S"],
+        actor_kind=ActorKind[item["loc_actor_kind"]["S"]],
+        actor_id=item["loc_actor_id"]["S"],
+        request_id=optional.get("request_id"),
+        return_code=optional.get("return_code"),
+        confirmation_id=optional.get("confirmation_id"),
+    )
+
+
+def event_put(table_name: str, event: PaymentEvent) -> TransactWriteItemTypeDef:
+    """The transaction's write of `event`: a new item, never one over an event already stored."""
+    return {
+        "Put": {
+            "TableName": table_name,
+            "Item": event_item(event),
+            "ConditionExpression": f"attribute_not_exists({PK})",
+        }
+    }
+
+
+def history_taken(event: PaymentEvent) -> PaymentsError:
+    """The payment's history holds this version already, though the payment's own condition
+    held: never by our writes (a bug, or a hand-written item), so an internal error."""
+    return PaymentsError(
+        f"the history of payment {event.payment_id} already holds version {event.version}"
+    )
+
+
+def history_query(ref: PaymentRef) -> PageQuery:
+    """A payment's events, oldest first; its cursors are bound to the payment."""
+    return PageQuery(
+        scope=ListScope(None, ref.user_id, ref.loan_id, payment_id=ref.payment_id),
+        partition_attribute=PK,
+        partition=keys.user_partition(ref.user_id),
+        sort_attribute=SK,
+        sort_prefix=keys.history_prefix(ref.loan_id, ref.payment_id),
+        newest_first=False,
+    )
