@@ -121,7 +121,15 @@ class FakeDynamoDB:
 
     async def describe_table(self, *, TableName: str) -> dict[str, Any]:
         await self._call("DescribeTable", TableName)
-        return {"Table": {"TableName": TableName, "TableStatus": "ACTIVE"}}
+        # A stream, as the table definition asks: nothing here reads it (no live updates).
+        stream = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+        return {
+            "Table": {
+                "TableName": TableName,
+                "TableStatus": "ACTIVE",
+                "StreamSpecification": stream,
+            }
+        }
 
     async def get_item(
         self, *, TableName: str, Key: Item, ConsistentRead: bool = False

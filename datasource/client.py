@@ -1,6 +1,9 @@
 """The one low-level DynamoDB client, built from `DynamoConfig` with explicit pool, timeouts
 and retries (the SDK defaults: 10 connections, 60 s timeouts, legacy retries), and with the
-service's own parser of DynamoDB's data answers (`datasource.responses`)."""
+service's own parser of DynamoDB's data answers (`datasource.responses`).
+
+`open_streams_client` builds the DynamoDB Streams client (`datasource.streams`) from the same
+config, with botocore's own parser: its answers are few and its records stay in DynamoDB JSON."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import platform
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aioboto3
 from aiobotocore.config import AioConfig
@@ -28,6 +31,21 @@ USER_AGENT = (
 
 @asynccontextmanager
 async def open_client(config: DynamoConfig) -> AsyncIterator[DynamoDBClient]:
+    session = aioboto3.Session(botocore_session=fast_session())
+    async with session.client("dynamodb", **_client_arguments(config)) as client:
+        check_fast_parsing(client)
+        yield client
+
+
+@asynccontextmanager
+async def open_streams_client(config: DynamoConfig) -> AsyncIterator[Any]:
+    """A `dynamodbstreams` client on the endpoint, region and credentials of `open_client`, with
+    its timeouts and retries. Untyped: the project has no stubs of DynamoDB Streams."""
+    async with aioboto3.Session().client("dynamodbstreams", **_client_arguments(config)) as client:
+        yield client
+
+
+def _client_arguments(config: DynamoConfig) -> dict[str, Any]:
     client_config = AioConfig(
         # A fixed string, built once: botocore otherwise assembles and sanitizes a dozen
         # components for every call, a sixth of the client's CPU on a one-item read.
@@ -44,13 +62,9 @@ async def open_client(config: DynamoConfig) -> AsyncIterator[DynamoDBClient]:
             "aws_access_key_id": config.aws_access_key_id,
             "aws_secret_access_key": config.aws_secret_access_key,
         }
-    session = aioboto3.Session(botocore_session=fast_session())
-    async with session.client(
-        "dynamodb",
-        region_name=config.region,
-        endpoint_url=config.endpoint_url,
-        config=client_config,
+    return {
+        "region_name": config.region,
+        "endpoint_url": config.endpoint_url,
+        "config": client_config,
         **credentials,
-    ) as client:
-        check_fast_parsing(client)
-        yield client
+    }

@@ -1,4 +1,4 @@
-"""The one table's definition: its key attributes, the three GSIs, billing, TTL.
+"""The one table's definition: its key attributes, the three GSIs, billing, TTL, its stream.
 
 The embedded DynamoDB, the tests and the CloudFormation template (`cloudformation_template`,
 printed by `loc-payments template` into `infra/table.template.json`) all build the table from
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.type_defs import (
         CreateTableInputTypeDef,
         GlobalSecondaryIndexTypeDef,
+        StreamSpecificationTypeDef,
         UpdateTimeToLiveInputTypeDef,
     )
 
@@ -36,6 +37,12 @@ GSI3SK = "GSI3SK"
 
 # Epoch seconds after which DynamoDB deletes an item: idempotency records carry it, payments never.
 TTL_ATTRIBUTE = "loc_expires_at"
+
+# The table's stream, which `datasource.streams` reads for live updates: each write's new item.
+STREAM_SPECIFICATION: StreamSpecificationTypeDef = {
+    "StreamEnabled": True,
+    "StreamViewType": "NEW_IMAGE",
+}
 
 # (partition key, sort key) of the table (None) and of each index.
 _INDEX_KEYS: dict[str | None, tuple[str, str]] = {
@@ -60,7 +67,8 @@ def _index(name: str) -> GlobalSecondaryIndexTypeDef:
 
 
 def table_definition(table_name: str) -> CreateTableInputTypeDef:
-    """CreateTable arguments: PK/SK, GSI1-3 with ALL projection, on-demand billing."""
+    """CreateTable arguments: PK/SK, GSI1-3 with ALL projection, on-demand billing, a stream of
+    new images."""
     return {
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",
@@ -74,6 +82,7 @@ def table_definition(table_name: str) -> CreateTableInputTypeDef:
             {"AttributeName": SK, "KeyType": "RANGE"},
         ],
         "GlobalSecondaryIndexes": [_index(GSI1), _index(GSI2), _index(GSI3)],
+        "StreamSpecification": {**STREAM_SPECIFICATION},
     }
 
 
@@ -88,13 +97,18 @@ def time_to_live(table_name: str) -> UpdateTimeToLiveInputTypeDef:
 def cloudformation_template(table_names: Mapping[str, str]) -> dict[str, Any]:
     """A CloudFormation template of the table, for the environments in `table_names`.
 
-    The keys, indexes, billing and TTL are those of `table_definition` and `time_to_live`; AWS
-    adds what only a real table has: point-in-time recovery, deletion protection, KMS encryption,
-    and a Retain policy, so that neither a stack deletion nor a replacement drops the payments.
+    The keys, indexes, billing, stream and TTL are those of `table_definition` and `time_to_live`;
+    AWS adds what only a real table has: point-in-time recovery, deletion protection, KMS
+    encryption, and a Retain policy, so that neither a stack deletion nor a replacement drops the
+    payments.
     """
-    # CreateTable's arguments and the resource's properties share their names and shapes.
-    create_arguments = {
+    # CreateTable's arguments and the resource's properties share their names and shapes, but
+    # for the stream: the resource has one when it names a view type (no `StreamEnabled`).
+    create_arguments: dict[str, Any] = {
         name: value for name, value in table_definition("").items() if name != "TableName"
+    }
+    create_arguments["StreamSpecification"] = {
+        "StreamViewType": STREAM_SPECIFICATION["StreamViewType"]
     }
     properties: dict[str, Any] = {
         "TableName": {
@@ -165,17 +179,49 @@ def cloudformation_template(table_names: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-async def create_table_if_missing(client: DynamoDBClient, table_name: str) -> bool:
+async def create_table_if_missing(
+    client: DynamoDBClient, table_name: str, *, stream: bool = True
+) -> bool:
     """Create the table unless it exists, wait until it is active and turn on its TTL; True when
-    it was made."""
+    it was made. A table made before the stream existed gets its stream turned on.
+
+    `stream=False` (live updates off: tests on moto, whose stream copies would slow every
+    transaction) makes a table without one, and leaves an existing table as it is.
+    """
     try:
-        await client.describe_table(TableName=table_name)
-        return False
+        described = await client.describe_table(TableName=table_name)
     except client.exceptions.ResourceNotFoundException:
         pass
+    else:
+        streaming = described["Table"].get("StreamSpecification", {}).get("StreamEnabled", False)
+        if stream and not streaming:
+            await _enable_stream(client, table_name)
+        return False
+    definition = table_definition(table_name)
+    if not stream:
+        del definition["StreamSpecification"]
     # Another process may create it between our two calls; that is as good.
     with contextlib.suppress(client.exceptions.ResourceInUseException):
-        await client.create_table(**table_definition(table_name))
+        await client.create_table(**definition)
+    await _wait_until_active(client, table_name)
+    await client.update_time_to_live(**time_to_live(table_name))
+    return True
+
+
+async def _enable_stream(client: DynamoDBClient, table_name: str) -> None:
+    try:
+        await client.update_table(TableName=table_name, StreamSpecification=STREAM_SPECIFICATION)
+    except client.exceptions.ClientError as error:
+        # Another process may have turned it on first: DynamoDB then refuses ours as invalid.
+        if error.response["Error"]["Code"] != "ValidationException":
+            raise
+        described = await client.describe_table(TableName=table_name)
+        if not described["Table"].get("StreamSpecification", {}).get("StreamEnabled", False):
+            raise
+    await _wait_until_active(client, table_name)
+
+
+async def _wait_until_active(client: DynamoDBClient, table_name: str) -> None:
     waiter = client.get_waiter("table_exists")
     await waiter.wait(
         TableName=table_name,
@@ -183,8 +229,6 @@ async def create_table_if_missing(client: DynamoDBClient, table_name: str) -> bo
         # DynamoDB Local is active within a fraction of one.
         WaiterConfig={"Delay": 0.2, "MaxAttempts": 150},  # type: ignore[typeddict-item]
     )
-    await client.update_time_to_live(**time_to_live(table_name))
-    return True
 
 
 def page_key_attributes(index: str | None) -> tuple[str, ...]:

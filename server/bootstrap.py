@@ -78,6 +78,6 @@ async def payment_store(
     )
     async with opened as store:
         created = settings.creates_missing_table and await create_table_if_missing(
-            store.client, config.table_name
+            store.client, config.table_name, stream=settings.live_updates
         )
         yield OpenedStore(store, created)

@@ -76,6 +76,17 @@ def test_the_table_has_the_keys_indexes_and_billing_of_the_definition() -> None:
     assert properties["TimeToLiveSpecification"] == time_to_live("any")["TimeToLiveSpecification"]
 
 
+def test_the_table_streams_new_images_as_cloudformation_spells_it() -> None:
+    properties = _table(_committed())["Properties"]
+
+    # CreateTable turns a stream on with `StreamEnabled`; the resource has none, only the view.
+    assert table_definition("any")["StreamSpecification"] == {
+        "StreamEnabled": True,
+        "StreamViewType": "NEW_IMAGE",
+    }
+    assert properties["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+
+
 def test_the_table_is_protected_recoverable_and_encrypted() -> None:
     table = _table(_committed())
     properties = table["Properties"]

@@ -1,0 +1,302 @@
+"""The change feed: the table's DynamoDB Stream read into payment events, on DynamoDB Local."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from datasource import DynamoConfig, PaymentStore
+from datasource.batch import Backoff
+from datasource.client import open_streams_client
+from datasource.streams import ChangeSource, DynamoDBStreamSource
+from datasource.table import create_table_if_missing, table_definition
+from domain.enums import PaymentMethod, PaymentStatus
+from domain.history import PaymentEvent, event_of
+from domain.idempotency import claim_for
+from domain.payment import Payment
+from domain.transitions import RULES, apply_transition
+from tests.backends import Backend, backend_config
+from tests.payment_samples import (
+    LATER,
+    TEST_ACTOR,
+    payment_in,
+    request_for,
+    stored_move,
+    stored_new,
+)
+
+pytestmark = pytest.mark.ddblocal
+
+S = PaymentStatus
+POLL_INTERVAL = 0.05
+WAIT = 15.0
+
+
+async def eventually(check: Callable[[], bool], what: str) -> None:
+    """Wait until `check()` holds, up to WAIT seconds."""
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"waited {WAIT}s for {what}")
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    source: ChangeSource, publish: Callable[[PaymentEvent], None]
+) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(source.run(publish))
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def moved(store: PaymentStore, current: Payment, target: PaymentStatus) -> Payment:
+    rule = next(r for r in RULES if r.source is current.status and r.target is target)
+    updated = apply_transition(current, request_for(rule), max_attempts=3, now=LATER)
+    return await stored_move(store, current, updated)
+
+
+async def test_each_new_payment_event_is_published_once_in_order_and_nothing_else(
+    ddblocal_backend: Backend, ddblocal_config: DynamoConfig, ddblocal_store: PaymentStore
+) -> None:
+    store = ddblocal_store
+    before_start = await stored_new(store, payment_in(S.PENDING, PaymentMethod.ACH))
+    published: list[PaymentEvent] = []
+    async with open_streams_client(ddblocal_config) as streams:
+        source = DynamoDBStreamSource(
+            ddblocal_backend.client,
+            streams,
+            table_name=ddblocal_config.table_name,
+            poll_interval=POLL_INTERVAL,
+        )
+        async with running(source, published.append) as task:
+            await asyncio.wait_for(source.ready.wait(), WAIT)
+            assert source.healthy
+
+            # Interleaved writes of two payments, with an idempotency record and two claims.
+            ach = payment_in(S.PENDING, PaymentMethod.ACH)
+            ach = await stored_new(store, ach, idempotency=claim_for("key-1", ach))
+            pinless = await stored_new(
+                store, payment_in(S.PENDING, PaymentMethod.PINLESS, user_id="bob")
+            )
+            ach_sent = await moved(store, ach, S.ACHSENT)
+            pinless_retry = await moved(store, pinless, S.RETRY)
+            ach_done = await moved(store, ach_sent, S.COMPLETED)
+            pinless_done = await moved(store, pinless_retry, S.COMPLETED)
+            skipped = await moved(store, before_start, S.SKIPPED)
+            expected = {
+                ach.payment_id: [
+                    event_of(None, ach, TEST_ACTOR),
+                    event_of(ach, ach_sent, TEST_ACTOR),
+                    event_of(ach_sent, ach_done, TEST_ACTOR),
+                ],
+                pinless.payment_id: [
+                    event_of(None, pinless, TEST_ACTOR),
+                    event_of(pinless, pinless_retry, TEST_ACTOR),
+                    event_of(pinless_retry, pinless_done, TEST_ACTOR),
+                ],
+                before_start.payment_id: [event_of(before_start, skipped, TEST_ACTOR)],
+            }
+
+            await eventually(lambda: len(published) >= 7, f"7 events, got {published}")
+            await asyncio.sleep(10 * POLL_INTERVAL)  # time for anything else to show up
+            assert not task.done()
+
+    # The creation written before the source started is not news; its later move is.
+    assert len(published) == 7
+    by_payment = {
+        payment_id: [event for event in published if event.payment_id == payment_id]
+        for payment_id in expected
+    }
+    assert by_payment == expected
+
+
+async def test_a_table_made_without_a_stream_gets_one(ddblocal_backend: Backend) -> None:
+    client = ddblocal_backend.client
+    table_name = f"test-{uuid.uuid4().hex}"
+    old_definition: dict[str, Any] = dict(table_definition(table_name))
+    del old_definition["StreamSpecification"]
+    await client.create_table(**old_definition)
+    try:
+        assert (
+            "StreamSpecification"
+            not in (await client.describe_table(TableName=table_name))["Table"]
+        )
+
+        assert await create_table_if_missing(client, table_name) is False
+
+        table = (await client.describe_table(TableName=table_name))["Table"]
+        assert table["StreamSpecification"] == {
+            "StreamEnabled": True,
+            "StreamViewType": "NEW_IMAGE",
+        }
+        assert table["TableStatus"] == "ACTIVE"
+        # Once it has one, it keeps that one: no new stream.
+        assert await create_table_if_missing(client, table_name) is False
+        again = (await client.describe_table(TableName=table_name))["Table"]
+        assert again["LatestStreamArn"] == table["LatestStreamArn"]
+    finally:
+        await client.delete_table(TableName=table_name)
+
+
+class Switch:
+    """A streams client that is whichever client `to` names, for a stream that comes back."""
+
+    def __init__(self, client: Any) -> None:
+        self.to = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.to, name)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_an_unreachable_stream_is_unhealthy_and_retried_until_it_answers(
+    ddblocal_backend: Backend,
+    ddblocal_config: DynamoConfig,
+    ddblocal_store: PaymentStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    nowhere = dataclasses.replace(
+        backend_config(f"http://127.0.0.1:{closed_port()}", ddblocal_config.table_name),
+        connect_timeout=0.1,
+        read_timeout=0.1,
+        max_attempts=1,
+    )
+    published: list[PaymentEvent] = []
+
+    def warnings() -> int:
+        return sum(record.name == "loc_payments.streams" for record in caplog.records)
+
+    caplog.set_level(logging.WARNING, logger="loc_payments.streams")
+    async with (
+        open_streams_client(nowhere) as broken,
+        open_streams_client(ddblocal_config) as working,
+    ):
+        streams = Switch(broken)
+        source = DynamoDBStreamSource(
+            ddblocal_backend.client,
+            streams,
+            table_name=ddblocal_config.table_name,
+            poll_interval=POLL_INTERVAL,
+            backoff=Backoff(base=0.01, cap=0.05),
+        )
+        async with running(source, published.append) as task:
+            await eventually(lambda: warnings() >= 3, "three failed tries, each logged")
+            assert not source.healthy
+            assert not source.ready.is_set()
+            assert not task.done()
+
+            streams.to = working
+            await asyncio.wait_for(source.ready.wait(), WAIT)
+            assert source.healthy
+            payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+            await eventually(lambda: len(published) == 1, "the event written after recovery")
+
+    assert published == [event_of(None, payment, TEST_ACTOR)]
+
+
+async def test_a_stream_turned_off_is_unhealthy_and_the_next_one_is_read_from_its_start(
+    ddblocal_backend: Backend, ddblocal_config: DynamoConfig, ddblocal_store: PaymentStore
+) -> None:
+    client = ddblocal_backend.client
+    table_name = ddblocal_config.table_name
+    published: list[PaymentEvent] = []
+    async with open_streams_client(ddblocal_config) as streams:
+        source = DynamoDBStreamSource(
+            client,
+            streams,
+            table_name=table_name,
+            poll_interval=POLL_INTERVAL,
+            backoff=Backoff(base=0.01, cap=0.05),
+        )
+        async with running(source, published.append):
+            await asyncio.wait_for(source.ready.wait(), WAIT)
+
+            await client.update_table(
+                TableName=table_name, StreamSpecification={"StreamEnabled": False}
+            )
+            await eventually(lambda: not source.healthy, "the source to see the stream gone")
+            await create_table_if_missing(client, table_name)
+            payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+            await eventually(lambda: len(published) == 1, "the event on the new stream")
+            assert source.healthy
+
+    assert published == [event_of(None, payment, TEST_ACTOR)]
+
+
+class Expiring:
+    """A streams client whose iterators all expire while `expired` is set."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.expired = False
+        self.opened: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    async def get_records(self, **arguments: Any) -> Any:
+        if self.expired:
+            error = {"Code": "ExpiredIteratorException", "Message": "Iterator expired"}
+            raise ClientError({"Error": error}, "GetRecords")
+        return await self.client.get_records(**arguments)
+
+    async def get_shard_iterator(self, **arguments: Any) -> Any:
+        self.opened.append(arguments)
+        return await self.client.get_shard_iterator(**arguments)
+
+
+async def test_an_expired_iterator_is_reopened_after_the_last_record_read(
+    ddblocal_backend: Backend, ddblocal_config: DynamoConfig, ddblocal_store: PaymentStore
+) -> None:
+    published: list[PaymentEvent] = []
+    async with open_streams_client(ddblocal_config) as working:
+        streams = Expiring(working)
+        source = DynamoDBStreamSource(
+            ddblocal_backend.client,
+            streams,
+            table_name=ddblocal_config.table_name,
+            poll_interval=POLL_INTERVAL,
+        )
+        async with running(source, published.append):
+            await asyncio.wait_for(source.ready.wait(), WAIT)
+            first = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+            await eventually(lambda: len(published) == 1, "the first event")
+
+            streams.expired = True
+            await eventually(lambda: len(streams.opened) >= 3, "re-opening the expired iterator")
+            second = await moved(ddblocal_store, first, S.ACHSENT)
+            third = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+            streams.expired = False
+            await eventually(lambda: len(published) == 3, "the events written meanwhile")
+            await asyncio.sleep(10 * POLL_INTERVAL)
+            assert source.healthy
+
+    assert published == [
+        event_of(None, first, TEST_ACTOR),
+        event_of(first, second, TEST_ACTOR),
+        event_of(None, third, TEST_ACTOR),
+    ]
+    assert streams.opened[0]["ShardIteratorType"] == "LATEST"
+    assert {opened["ShardIteratorType"] for opened in streams.opened[1:]} == {
+        "AFTER_SEQUENCE_NUMBER"
+    }
