@@ -2,7 +2,7 @@
 
 python -m bench                  the full run (about 8 minutes on 2 cores)
 python -m bench --quick          seconds, not minutes: proves the harness works
-python -m bench --no-local       the fake pass only (no Java needed)
+python -m bench --no-local       the fake pass only (no Java needed, no live-updates pass)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import uvloop
 
-from bench import report
+from bench import live, report
 from bench.engine_pass import EngineOptions, EnginePass
 from bench.fake_dynamodb import INJECTED_LATENCY_SECONDS
 from bench.local_pass import LocalOptions, LocalPass
@@ -131,6 +131,13 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         engine.stop()
         if local is not None:
             local.stop()
+    if not arguments.no_local:
+        # Last, on its own DynamoDB Local and servers: live updates (`python -m bench.live`).
+        live_options = (
+            live.LiveOptions(subscribers=4, writes=20, users=2) if quick else live.LiveOptions()
+        )
+        log("live updates: subscribers on two instances, writes through both")
+        results["live"] = await live.measure(live_options, log=log)
     results["targets"] = report.target_records(
         report.targets(results["engine"], results.get("dynamodb_local"))
     )

@@ -342,6 +342,8 @@ def render(results: dict[str, Any]) -> str:
                 for name in service
             ],
         )
+    if "live" in results:
+        lines += ["", *_live_lines(results["live"])]
     lines += ["", "Targets (issues 6 and 11)"]
     symbol = {"min": ">=", "max": "<=", "equal": "="}
     rows = [
@@ -355,6 +357,21 @@ def render(results: dict[str, Any]) -> str:
     ]
     lines += _table(["target (indented: for reference)", "bound", "", "measured"], rows, left=4)
     return "\n".join(lines)
+
+
+def _live_lines(live: dict[str, Any]) -> list[str]:
+    """The live-updates pass (`bench.live`): delivery latency, and that nothing was lost."""
+    settings, latency = live["settings"], live["latency_ms"]
+    intact = live["missing"] == live["duplicates"] == live["unexpected"] == 0
+    return [
+        f"Live updates: {settings['subscribers']} subscribers on {settings['instances']} "
+        f"instances, {live['writes']} writes at {live['writes_per_second']}/s, stream polled "
+        f"every {settings['stream_poll_interval_s']:g} s",
+        f"  write answer -> subscriber: p50 {latency['p50']} ms, p99 {latency['p99']} ms, "
+        f"max {latency['max']} ms; {live['delivered']:,} of {live['expected']:,} delivered, "
+        f"{live['missing']} missing, {live['duplicates']} repeated"
+        + ("" if intact else f", {live['unexpected']} unexpected: LOST OR REPEATED"),
+    ]
 
 
 def _memory_line(who: str, memory: dict[str, Any]) -> str:
