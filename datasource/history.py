@@ -117,8 +117,9 @@ def history_taken(event: PaymentEvent) -> PaymentsError:
     )
 
 
-def history_query(ref: PaymentRef) -> PageQuery:
-    """A payment's events, oldest first; its cursors are bound to the payment."""
+def history_query(ref: PaymentRef, *, consistent: bool = False) -> PageQuery:
+    """A payment's events, oldest first; its cursors are bound to the payment. `consistent`:
+    a strongly consistent read, which sees every event stored before it began."""
     return PageQuery(
         scope=ListScope(None, ref.user_id, ref.loan_id, payment_id=ref.payment_id),
         partition_attribute=PK,
@@ -126,4 +127,5 @@ def history_query(ref: PaymentRef) -> PageQuery:
         sort_attribute=SK,
         sort_prefix=keys.history_prefix(ref.loan_id, ref.payment_id),
         newest_first=False,
+        consistent=consistent,
     )

@@ -86,6 +86,7 @@ class PageQuery:
     # Payment lists are newest first (ids are UUIDv7 and end every sort key); a history is
     # oldest first (its sort keys end in the zero-padded version).
     newest_first: bool = True
+    consistent: bool = False
 
     def parameters(self, table_name: str) -> QueryInputTypeDef:
         parameters: QueryInputTypeDef = {
@@ -101,6 +102,8 @@ class PageQuery:
             },
             "ScanIndexForward": not self.newest_first,
         }
+        if self.consistent:
+            parameters["ConsistentRead"] = True
         if self.scope.index is not None:
             parameters["IndexName"] = self.scope.index
         return parameters

@@ -220,12 +220,15 @@ class PaymentStore:
             backoff=self._backoff,
         )
 
-    async def history(self, ref: PaymentRef, *, first: int, after: str | None) -> HistoryPage:
-        """A payment's events, oldest first (one Query; cursors bound to the payment)."""
+    async def history(
+        self, ref: PaymentRef, *, first: int, after: str | None, consistent: bool = False
+    ) -> HistoryPage:
+        """A payment's events, oldest first (one Query; cursors bound to the payment);
+        `consistent` for a read that must see every event stored before it (a replay)."""
         return await query_page(
             self._client,
             table_name=self._table,
-            query=history_query(ref),
+            query=history_query(ref, consistent=consistent),
             cursors=self._cursors,
             first=page_size(first),
             after=after,

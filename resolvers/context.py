@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from datasource import CallCount, PaymentStore
 from domain.audit import Actor, ActorKind
@@ -12,6 +14,9 @@ from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from resolvers.callers import Caller, CallerError, Forbidden
 from resolvers.loaders import Loaders
+
+if TYPE_CHECKING:
+    from resolvers.live import EventHub
 
 
 @dataclass
@@ -30,9 +35,19 @@ class Context:
     calls: CallCount | None = None
     writes: list[tuple[PaymentStatus | None, PaymentStatus]] = field(default_factory=list)
     user_errors: list[str] = field(default_factory=list)
+    # Over WebSocket: this instance's live events, `connection_init`'s payload (set by
+    # Strawberry), and how a subscription closes its connection (a subscriber too slow).
+    live: EventHub | None = None
+    connection_params: dict[str, Any] | None = None
+    close_connection: Callable[[int, str], Awaitable[None]] | None = None
 
     def __post_init__(self) -> None:
         self.loaders = Loaders(self.store)
+
+    def fresh(self) -> Context:
+        """A context for one more operation on the same connection: its own loaders (no reads
+        cached by an earlier operation) and its own record of what it did."""
+        return dataclasses.replace(self, calls=None, writes=[], user_errors=[])
 
     @property
     def caller_kind(self) -> str:

@@ -11,6 +11,7 @@ List pages prime `payments`, so a later lookup of a listed payment costs nothing
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 
 from strawberry.dataloader import DataLoader
@@ -61,6 +62,11 @@ class Loaders:
 
     def remember(self, payments: list[Payment]) -> None:
         self.payments.prime_many({payment.ref: payment for payment in payments}, force=True)
+
+    def forget(self, ref: PaymentRef) -> None:
+        """The next lookup of `ref` reads it again (a live event says it changed)."""
+        with contextlib.suppress(KeyError):  # not read yet
+            self.payments.clear(ref)
 
     def forget_lists(self) -> None:
         """After a write: lists and lookups may now be stale; single payments are re-primed."""

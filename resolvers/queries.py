@@ -8,7 +8,7 @@ from datasource import HistoryPage, Page, PageOf
 from datasource.batch import BATCH_SIZE
 from datasource.pages import DEFAULT_PAGE_SIZE
 from domain.enums import PaymentStatus
-from domain.errors import InvalidInput
+from domain.errors import InvalidInput, NotFound
 from domain.history import PaymentEvent
 from domain.payment import LoanRef, Payment, PaymentRef
 from resolvers.context import Context
@@ -58,6 +58,14 @@ async def payment_history(
         return EMPTY_HISTORY
     key = HistoryKey(payment.ref, DEFAULT_PAGE_SIZE if first is None else first, after)
     return await context.loaders.histories.load(key)
+
+
+async def event_payment(context: Context, event: PaymentEvent) -> Payment:
+    """An event's payment, as stored now (an event only reaches a caller who sees it)."""
+    payment = await context.loaders.payments.load(event.ref)
+    if payment is None:  # payments are never deleted
+        raise NotFound()
+    return payment
 
 
 def event_actor_id(context: Context, event: PaymentEvent) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from resolvers.context import Context
 from schema.execution import PaymentsExecutionContext
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
@@ -21,6 +22,7 @@ from schema.operations import Observer, OperationRunner
 from schema.public_errors import is_unexpected
 from schema.query import Query
 from schema.scalars import DATETIME
+from schema.subscription import Subscription
 from schema.types import LoanType, PaymentType
 
 logger = logging.getLogger("loc_payments.graphql")
@@ -44,6 +46,7 @@ class PaymentsSchema(strawberry.Schema):
         super().__init__(
             query=Query,
             mutation=Mutation,
+            subscription=Subscription,
             types=[PaymentType, LoanType],
             execution_context_class=PaymentsExecutionContext,
             config=StrawberryConfig(scalar_map={datetime: DATETIME}),
@@ -77,6 +80,29 @@ class PaymentsSchema(strawberry.Schema):
             operation_name=operation_name,
             allowed=allowed,
             operation_extensions=operation_extensions,
+        )
+
+    async def stream(
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+    ) -> AsyncGenerator[ExecutionResult, None]:
+        """Operations over WebSocket, through the same checks as `execute`; each runs in a
+        context of its own (`Context.fresh`), though the connection's context is shared."""
+        del root_value, operation_extensions
+        if isinstance(context_value, Context):
+            context_value = context_value.fresh()
+        return self._operations.stream(
+            query,
+            variables=variable_values,
+            context=context_value,
+            operation_name=operation_name,
+            allowed=allowed_operation_types or DEFAULT_ALLOWED_OPERATION_TYPES,
         )
 
     def process_errors(

@@ -11,6 +11,9 @@
     errors     the unexpected logged and masked, the rest made public (`schema.public_errors`)
     observe    the server's observers (request log, metrics) see the finished operation
 
+A subscription (`stream`, over WebSocket) takes the same steps up to the cost; then each event
+is executed as graphql-core's `subscribe` maps it, and its errors made public the same way.
+
 Strawberry would run these steps through an extension object per concern, made afresh for every
 request, each hook entered and left through a context manager; as one function they cost a
 fraction of that, which on a one-payment request is most of the service's own CPU.
@@ -19,7 +22,7 @@ fraction of that, which on a one-payment request is most of the service's own CP
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from inspect import isawaitable
@@ -34,8 +37,10 @@ from graphql import (
     execute,
     parse,
     specified_rules,
+    subscribe,
     validate,
 )
+from graphql import ExecutionResult as GraphQLExecutionResult
 from graphql.execution import Executor
 from graphql.validation import ASTValidationRule, NoSchemaIntrospectionCustomRule
 from strawberry.exceptions import MissingQueryError
@@ -45,6 +50,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.utils.operation import get_operation_type
 
@@ -136,29 +142,16 @@ class OperationRunner:
         if not query:
             raise MissingQueryError
         started = time.perf_counter()
-        prepared = self._prepare(query)
-        document = prepared.document
+        document, errors = self._checked(query, variables, operation_name, allowed)
+        data = None
         with count_calls() as calls, deadline.budget(self._budget):
             if hasattr(context, "calls"):
                 context.calls = calls
-            if document is not None:
-                _check_operation_type(document, operation_name, allowed)
-            errors = list(prepared.errors)
-            data = None
             if document is not None and not errors:
-                cost = self._fixed_cost(query, operation_name)
-                if cost is None:
-                    cost = operation_cost(self._schema, document, operation_name, variables or {})
-                refusal = cost_refusal(cost, self._limits)
-                if refusal is not None:
-                    errors = [refusal]
-                else:
-                    data, errors = await self._execute(
-                        document, variables, context, operation_name, operation_extensions
-                    )
-        if errors:
-            self._on_errors(errors)
-            errors = [public_error(error) for error in errors]
+                data, errors = await self._execute(
+                    document, variables, context, operation_name, operation_extensions
+                )
+        errors = self._public(errors)
         extensions = None
         if getattr(context, "debug_dynamodb", False):
             report = {"requests": calls.requests, "operations": dict(calls.operations)}
@@ -172,6 +165,87 @@ class OperationRunner:
         for observe in self._observers:
             observe(observed)
         return ExecutionResult(data=data, errors=errors or None, extensions=extensions)
+
+    async def stream(
+        self,
+        query: str | None,
+        *,
+        variables: dict[str, Any] | None,
+        context: Any,
+        operation_name: str | None,
+        allowed: Iterable[OperationType],
+    ) -> AsyncGenerator[ExecutionResult, None]:
+        """A subscription's results, one per event; any other operation's one result. A refused
+        document is one `PreExecutionError` (graphql-transport-ws answers it with `error`)."""
+        if not query:
+            raise MissingQueryError
+        document, errors = self._checked(query, variables, operation_name, allowed)
+        if document is None or errors:
+            yield PreExecutionError(data=None, errors=self._public(errors))
+            return
+        if get_operation_type(document, operation_name) is not OperationType.SUBSCRIPTION:
+            yield await self.run(
+                query,
+                variables=variables,
+                context=context,
+                operation_name=operation_name,
+                allowed=allowed,
+            )
+            return
+        source = subscribe(
+            self._schema,
+            document,
+            context_value=context,
+            variable_values=variables,
+            operation_name=operation_name,
+            hide_suggestions=self._hide_suggestions,
+        )
+        if isawaitable(source):
+            source = await source
+        if isinstance(source, GraphQLExecutionResult):  # refused before its first event
+            yield PreExecutionError(data=None, errors=self._public(source.errors))
+            return
+        try:
+            async for event in source:
+                yield ExecutionResult(data=event.data, errors=self._public(event.errors) or None)
+        except Exception as error:  # the source failed: one last answer, masked if unexpected
+            yield ExecutionResult(
+                data=None, errors=self._public([GraphQLError(str(error), original_error=error)])
+            )
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+
+    def _checked(
+        self,
+        query: str,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+        allowed: Iterable[OperationType],
+    ) -> tuple[DocumentNode | None, list[GraphQLError]]:
+        """The parsed document and why it is refused (parse, type, validation, cost)."""
+        prepared = self._prepare(query)
+        document = prepared.document
+        errors = list(prepared.errors)
+        if document is None:
+            return None, errors
+        _check_operation_type(document, operation_name, allowed)
+        if not errors:
+            cost = self._fixed_cost(query, operation_name)
+            if cost is None:
+                cost = operation_cost(self._schema, document, operation_name, variables or {})
+            refusal = cost_refusal(cost, self._limits)
+            if refusal is not None:
+                errors = [refusal]
+        return document, errors
+
+    def _public(self, errors: Sequence[GraphQLError] | None) -> list[GraphQLError]:
+        """The unexpected logged and masked, every error in the words a caller may read."""
+        if not errors:
+            return []
+        self._on_errors(list(errors))
+        return [public_error(error) for error in errors]
 
     async def _execute(
         self,

@@ -178,6 +178,10 @@ class PaymentEventType:
     def is_type_of(cls, obj: Any, info: Any) -> bool:
         return isinstance(obj, PaymentEvent)
 
+    @strawberry.field(description="The payment as it is stored now.")
+    async def payment(self, root: strawberry.Parent[PaymentEvent], info: Info) -> PaymentType:
+        return cast(PaymentType, await queries.event_payment(info.context, root))
+
 
 @strawberry.type
 class PageInfo:

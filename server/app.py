@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from datasource import PaymentStore
 from domain.errors import StorageUnavailable
@@ -29,6 +29,7 @@ from server.auth import AuthConfig
 from server.bootstrap import payment_store
 from server.demo_data import seed_demo_payments
 from server.graphql_http import PaymentsGraphQL
+from server.live_feed import LiveFeed, live_feed
 from server.observability import Metrics
 from server.settings import Settings
 
@@ -63,7 +64,7 @@ def create_app(
     """
     metrics = Metrics()
     routes = [
-        graphql_route(settings, metrics=metrics, clock=clock, token_clock=token_clock),
+        *graphql_routes(settings, metrics=metrics, clock=clock, token_clock=token_clock),
         *health_routes(settings),
     ]
     if settings.metrics == "app":
@@ -94,22 +95,27 @@ async def store_lifespan(
     seed_demo_data: bool,
     clock: Callable[[], datetime],
 ) -> AsyncIterator[None]:
-    """The store on `app.state.store` for the app's life; with `seed_demo_data`, a table this
-    start creates gets the demonstration payments."""
+    """The store on `app.state.store` and the live updates on `app.state.live` for the app's
+    life; with `seed_demo_data`, a table this start creates gets the demonstration payments."""
     async with payment_store(settings, endpoint_url=endpoint_url, client=client) as opened:
         if opened.created_table and seed_demo_data:
             await seed_demo_payments(opened.store, clock=clock, max_attempts=settings.max_attempts)
         app.state.store = opened.store
-        yield
+        async with live_feed(
+            settings, opened.store, endpoint_url=endpoint_url, reads_stream=client is None
+        ) as feed:
+            app.state.live = feed
+            yield
 
 
-def graphql_route(
+def graphql_routes(
     settings: Settings,
     *,
     metrics: Metrics,
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
-) -> Route:
+) -> list[BaseRoute]:
+    """`/graphql` over HTTP, and over WebSocket for subscriptions (and any operation)."""
     limits = QueryLimits(
         max_depth=settings.max_query_depth,
         max_aliases=settings.max_query_aliases,
@@ -131,8 +137,13 @@ def graphql_route(
         accounting_allowed=settings.debug_dynamodb_header_allowed,
         graphiql=not settings.production,
         queries_via_get=not settings.production,
+        max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
+        keep_alive_interval=settings.websocket_keep_alive_interval,
     )
-    return Route("/graphql", graphql, methods=["GET", "POST"])
+    return [
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        WebSocketRoute("/graphql", graphql),
+    ]
 
 
 def health_routes(settings: Settings) -> list[Route]:
@@ -156,7 +167,8 @@ async def readyz(request: Request, *, table_name: str) -> JSONResponse:
         return JSONResponse(
             {"status": "unavailable", "reason": type(error).__name__}, status_code=503
         )
-    return JSONResponse({"status": "ok", "table": table_name})
+    live: LiveFeed = request.app.state.live
+    return JSONResponse({"status": "ok", "table": table_name, "liveUpdates": live.state})
 
 
 async def metrics_page(request: Request) -> Response:

@@ -1,4 +1,10 @@
-"""`/graphql` over HTTP: Strawberry's ASGI view, with a fresh context for every request.
+"""`/graphql` over HTTP and WebSocket: Strawberry's ASGI view, with a fresh context for every
+request (and every operation of a WebSocket connection, `PaymentsSchema.stream`).
+
+Over WebSocket (`graphql-transport-ws`, and the older `graphql-ws`) the caller's token comes in
+`connection_init`'s payload (`{"Authorization": "Bearer ..."}`): a missing or refused one closes
+the connection with 4403 (graphql-transport-ws's answer to a refused `connection_init`), before
+any operation runs. Pages on other origins may not open a socket (Strawberry's origin check).
 
 A JSON POST (every operation of a front-end app or a job) takes a short path of its own: the
 body read and checked as the view checks it, the operation run, the result encoded with orjson,
@@ -8,22 +14,25 @@ GET queries, forms, streaming) goes through the view as it is.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 import uuid
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 
 import orjson
 from cross_web import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
-from strawberry.exceptions import MissingQueryError
+from starlette.websockets import WebSocket, WebSocketDisconnect
+from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
+from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.http import process_result
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
-from strawberry.types.unset import UNSET
+from strawberry.types.unset import UNSET, UnsetType
 
 from datasource import PaymentStore
 from resolvers.callers import Caller, CallerError
@@ -39,9 +48,23 @@ _STREAMING = ("multipart/mixed", "text/event-stream")
 # A caller's request id is kept when it is a plain token; anything else gets a fresh one, so
 # no header can write arbitrary text into the logs.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# A socket that sends no `connection_init` within this is closed (4408).
+CONNECTION_INIT_WAIT = timedelta(seconds=10)
+
+
+class TextFrames(ASGIWebSocketAdapter):
+    """graphql-transport-ws speaks in text frames; `encode_json` gives bytes (orjson)."""
+
+    async def send_json(self, message: Mapping[str, object]) -> None:
+        try:
+            await self.ws.send_text(orjson.dumps(message).decode())
+        except WebSocketDisconnect as closed:
+            raise WebSocketDisconnected from closed
 
 
 class PaymentsGraphQL(GraphQL[Context, None]):
+    websocket_adapter_class = TextFrames
+
     def __init__(
         self,
         schema: PaymentsSchema,
@@ -53,6 +76,8 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         accounting_allowed: bool,
         graphiql: bool,
         queries_via_get: bool,
+        max_subscriptions_per_connection: int = 20,
+        keep_alive_interval: float = 15.0,
     ) -> None:
         # Only JSON bodies are parsed (no multipart, no forms, no text/plain), so a cross-site
         # form cannot post an operation; mutations never run over GET.
@@ -61,6 +86,10 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             graphql_ide="graphiql" if graphiql else None,
             allow_queries_via_get=queries_via_get,
             multipart_uploads_enabled=False,
+            keep_alive=True,
+            keep_alive_interval=keep_alive_interval,
+            connection_init_wait_timeout=CONNECTION_INIT_WAIT,
+            max_subscriptions_per_connection=max_subscriptions_per_connection,
         )
         self._auth = auth
         # Seconds since the epoch, as tokens carry them; `clock` is the payments' own time.
@@ -118,6 +147,20 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         # orjson's decode error is a json.JSONDecodeError: Strawberry still answers 400.
         return orjson.loads(data)
 
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        """Authenticate the connection from `connection_init`'s payload; refuse it without a
+        token the HTTP endpoint would accept."""
+        params = context.connection_params or {}
+        header = params.get("Authorization", params.get("authorization"))
+        try:
+            context.authenticated = authenticate(
+                header if isinstance(header, str) else None, self._auth, now=self._token_clock()
+            )
+        except CallerError as refusal:
+            raise ConnectionRejectionError({"message": str(refusal)}) from None
+        acknowledged: UnsetType = UNSET  # `connection_ack` without a payload
+        return acknowledged
+
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
@@ -135,6 +178,17 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             response.headers[REQUEST_ID_HEADER] = request_id
         # Opened by the app's lifespan (`server.app.store_lifespan`).
         store: PaymentStore = request.app.state.store
+        if isinstance(request, WebSocket):
+            return Context(
+                request_id=request_id,
+                store=store,
+                max_attempts=self._max_attempts,
+                clock=self._clock,
+                # Until `connection_init` brings a token (`on_ws_connect`).
+                authenticated=authenticated,
+                live=request.app.state.live.hub,
+                close_connection=functools.partial(_close, request),
+            )
         return Context(
             request_id=request_id,
             store=store,
@@ -154,6 +208,11 @@ _REFUSED_FIELD = {
     "variables": "The GraphQL operation's `variables` must be an object or null, if provided.",
     "extensions": "The GraphQL operation's `extensions` must be an object or null, if provided.",
 }
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    with contextlib.suppress(RuntimeError):  # closed already
+        await websocket.close(code, reason)
 
 
 def _plain_json_post(request: Request) -> bool:

@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     dynamodb_retry_mode: Literal["standard", "adaptive"] = "standard"
     # Seconds one GraphQL operation may spend on DynamoDB, across all its calls and retries.
     dynamodb_budget: Annotated[float, Field(gt=0)] = 3.0
+    # Live updates (GraphQL subscriptions fed by the table's DynamoDB Stream).
+    live_updates: bool = True
+    stream_poll_interval: Annotated[float, Field(gt=0)] = 0.5
+    subscriber_queue_size: Annotated[int, Field(ge=1)] = 1000
+    max_subscriptions_per_connection: Annotated[int, Field(ge=1)] = 20
+    websocket_keep_alive_interval: Annotated[float, Field(gt=0)] = 15.0
 
     @model_validator(mode="before")
     @classmethod

@@ -156,8 +156,10 @@ async def api_client(
     seed_demo_data: bool = False,
     **settings: Any,
 ) -> AsyncIterator[Api]:
-    """The real app on moto's table, its lifespan run as uvicorn would run it."""
-    options: dict[str, Any] = {"env": "local", **settings}
+    """The real app on moto's table, its lifespan run as uvicorn would run it. No stream reader
+    unless asked for (`live_updates=True`): live updates are tested on real servers
+    (`tests/api/test_live_updates.py`)."""
+    options: dict[str, Any] = {"env": "local", "live_updates": False, **settings}
     app = create_app(
         Settings(table_name=config.table_name, dynamodb_endpoint=config.endpoint_url, **options),
         clock=clock or Clock(),

@@ -154,6 +154,9 @@ def route_kinds(route: Route) -> set[str]:
 def routes() -> list[Route]:
     found = []
     for type_name, field in id_taking_fields():
+        # Over WebSocket only: tests/api/test_live_updates.py aims alice at bob's events.
+        if type_name == "Subscription":
+            continue
         if type_name in ROOTS:
             found.append(Route((type_name, field)))
             continue

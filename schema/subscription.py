@@ -1,0 +1,44 @@
+"""The root subscription: a payment's events as they are stored (SPEC §10)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import cast
+
+import strawberry
+
+from resolvers import live
+from resolvers.context import Context
+from schema.types import PaymentEventType
+
+Info = strawberry.Info[Context, None]
+
+
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(
+        description=(
+            "Every event stored from now on that the caller may see: a customer its own "
+            "payments', a service one user's (`userId`) or every user's. With `paymentId` and "
+            "`afterVersion`, that payment's stored events after the version come first."
+        )
+    )
+    async def payment_events(
+        self,
+        info: Info,
+        user_id: strawberry.ID | None = None,
+        loan_id: strawberry.ID | None = None,
+        payment_id: strawberry.ID | None = None,
+        after_version: int | None = None,
+    ) -> AsyncGenerator[PaymentEventType, None]:
+        context = info.context
+        async for event in live.payment_events(
+            context,
+            user_id=user_id,
+            loan_id=loan_id,
+            payment_id=payment_id,
+            after_version=after_version,
+        ):
+            # `payment` is read as stored now: not as an earlier event of this stream saw it.
+            context.loaders.forget(event.ref)
+            yield cast(PaymentEventType, event)

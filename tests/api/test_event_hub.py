@@ -1,0 +1,64 @@
+"""The fan-out of live events (`resolvers.live`): filters, bounded queues, slow consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from domain.audit import Actor, ActorKind
+from domain.history import PaymentEvent, event_of
+from resolvers.live import SLOW_CONSUMER_CODE, EventFilter, EventHub
+from tests.payment_samples import sample_payment
+
+ACTOR = Actor(ActorKind.SERVICE, "hub-tests")
+
+
+def event(user_id: str = "alice", loan_id: str = "loan-1", version: int = 1) -> PaymentEvent:
+    payment = dataclasses.replace(sample_payment(user_id=user_id, loan_id=loan_id), version=version)
+    return event_of(None, payment, ACTOR)
+
+
+async def test_a_subscriber_gets_the_events_its_filter_matches_in_order() -> None:
+    hub = EventHub(queue_size=10)
+    alices = hub.subscribe(EventFilter(user_id="alice"))
+    loan_2 = hub.subscribe(EventFilter(user_id="alice", loan_id="loan-2"))
+    everyone = hub.subscribe(EventFilter())
+    published = [event("alice"), event("bob"), event("alice", "loan-2", 2)]
+    for each in published:
+        hub.publish(each)
+
+    assert [await alices.next() for _ in range(2)] == [published[0], published[2]]
+    assert await loan_2.next() == published[2]
+    assert [await everyone.next() for _ in range(3)] == published
+
+
+async def test_a_slow_subscriber_is_dropped_and_its_queue_stays_bounded() -> None:
+    hub = EventHub(queue_size=3)
+    closed: list[tuple[int, str]] = []
+
+    async def close(code: int, reason: str) -> None:
+        closed.append((code, reason))
+
+    slow = hub.subscribe(EventFilter(), close)
+    fast = hub.subscribe(EventFilter())
+    for version in range(1, 1001):
+        hub.publish(event(version=version))
+        if version <= 3:
+            await fast.next()
+        while fast._queue.qsize():  # the fast one keeps up
+            await fast.next()
+        assert slow._queue.qsize() <= 3  # memory is bounded however far behind it falls
+
+    await asyncio.sleep(0)  # the close runs as a task
+    assert slow.dropped and not fast.dropped
+    assert closed == [(SLOW_CONSUMER_CODE, closed[0][1])]
+    assert "afterVersion" in closed[0][1]
+    # What it had queued, then the end.
+    assert [(await slow.next()) is None for _ in range(3)] == [False, False, True]
+
+
+async def test_closing_the_hub_ends_every_subscription() -> None:
+    hub = EventHub(queue_size=5)
+    subscribers = [hub.subscribe(EventFilter()) for _ in range(3)]
+    hub.close_all()
+    assert [await subscriber.next() for subscriber in subscribers] == [None, None, None]

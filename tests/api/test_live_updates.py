@@ -1,0 +1,395 @@
+"""Live updates (issue 14, SPEC §10): subscriptions over WebSocket, fed by the DynamoDB Stream.
+
+Two real server processes (`python -m server serve`) share one DynamoDB Local table, as two
+instances behind a load balancer would; a third-party client (`gql` over graphql-transport-ws)
+subscribes on one while writes go through the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from gql import Client
+from gql.graphql_request import GraphQLRequest
+from gql.transport.exceptions import TransportConnectionFailed, TransportQueryError
+from gql.transport.websockets import WebsocketsTransport
+from websockets.exceptions import ConnectionClosed
+
+from resolvers.live import SLOW_CONSUMER_CODE
+from tests.api.conftest import ALICE, RESULT_FIELDS, SERVICE, token
+from tests.backends import REGION, TEST_KEY, Backend
+from tests.conftest import _fresh_table
+
+REPO = Path(__file__).resolve().parents[2]
+# A short poll, so that the tests wait little; the default is the README's.
+POLL_SECONDS = "0.1"
+# Enough presentments for a long chain of versions (PINless RETRY -> RETRY).
+MAX_ATTEMPTS = "40"
+EVENTS = """
+subscription($u: ID, $l: ID, $p: ID, $after: Int) {
+  paymentEvents(userId: $u, loanId: $l, paymentId: $p, afterVersion: $after) {
+    version fromStatus toStatus reason actorKind actorId
+    payment { paymentId userId status version }
+  }
+}
+"""
+WAIT = 15.0  # seconds an expected event may take, at most
+LOGS = Path(tempfile.gettempdir()) / "loc-payments-live-tests"
+LOGS.mkdir(exist_ok=True)
+
+
+@dataclass(frozen=True)
+class Instance:
+    url: str
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http://", "ws://") + "/graphql"
+
+    async def mutate(
+        self, mutation: str, input: dict[str, Any], *, as_: str = SERVICE
+    ) -> dict[str, Any]:
+        type_name = mutation[0].upper() + mutation[1:] + "Input"
+        async with httpx.AsyncClient(base_url=self.url, timeout=10) as http:
+            response = await http.post(
+                "/graphql",
+                json={
+                    "query": f"mutation($input: {type_name}!) {{ {mutation}(input: $input) "
+                    f"{{ {RESULT_FIELDS} }} }}",
+                    "variables": {"input": input},
+                },
+                headers={"Authorization": f"Bearer {as_}"},
+            )
+        body = response.json()
+        assert "errors" not in body, body
+        result: dict[str, Any] = body["data"][mutation]
+        assert result["__typename"] == "PaymentPayload", result
+        payment: dict[str, Any] = result["payment"]
+        return payment
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
+            return b'"liveUpdates":"ok"' in response.read()
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _start(endpoint: str, table_name: str, **settings: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    environment = {
+        **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
+        "LOC_ENV": "local",
+        "LOC_DYNAMODB_ENDPOINT": endpoint,
+        "LOC_TABLE_NAME": table_name,
+        "LOC_REGION": REGION,
+        "LOC_PORT": str(port),
+        "LOC_METRICS": "off",
+        "LOC_LOG_LEVEL": "WARNING",
+        "LOC_STREAM_POLL_INTERVAL": POLL_SECONDS,
+        "LOC_MAX_ATTEMPTS": MAX_ATTEMPTS,
+        "AWS_ACCESS_KEY_ID": TEST_KEY,
+        "AWS_SECRET_ACCESS_KEY": TEST_KEY,
+        **{f"LOC_{name.upper()}": value for name, value in settings.items()},
+    }
+    # Its output goes to a file: read when a test fails (`logs_of`).
+    log = LOGS / f"server-{port}.log"
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "server", "serve"],
+            cwd=REPO,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    return server, f"http://127.0.0.1:{port}"
+
+
+@asynccontextmanager
+async def instances(backend: Backend, count: int, **settings: str) -> AsyncIterator[list[Instance]]:
+    """`count` servers on one new table, each reading its stream."""
+    table_name = await _fresh_table(backend)
+    started = [_start(backend.endpoint_url, table_name, **settings) for _ in range(count)]
+    try:
+        deadline = time.monotonic() + 60
+        for server, url in started:
+            while not _ready(url):
+                assert server.poll() is None, f"the server on {url} exited ({server.returncode})"
+                assert time.monotonic() < deadline, f"the server on {url} never became ready"
+                await asyncio.sleep(0.1)
+        yield [Instance(url) for _, url in started]
+    finally:
+        for server, _ in started:
+            server.terminate()
+        for server, _ in started:
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        await backend.client.delete_table(TableName=table_name)
+
+
+def transport(instance: Instance, bearer: str | None) -> WebsocketsTransport:
+    return WebsocketsTransport(
+        url=instance.ws_url,
+        init_payload={} if bearer is None else {"Authorization": f"Bearer {bearer}"},
+        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+    )
+
+
+class Subscription:
+    """A subscription's events, gathered in the background."""
+
+    def __init__(self, events: list[dict[str, Any]], task: asyncio.Task[None]) -> None:
+        self.events = events
+        self.task = task
+
+    async def wait_for(self, count: int) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + WAIT
+        while len(self.events) < count:
+            if self.task.done():
+                self.task.result()  # raises what ended it
+            assert time.monotonic() < deadline, f"got {len(self.events)} events of {count}"
+            await asyncio.sleep(0.02)
+        return self.events
+
+
+@asynccontextmanager
+async def subscribed(
+    instance: Instance, bearer: str | None = SERVICE, **variables: Any
+) -> AsyncIterator[Subscription]:
+    events: list[dict[str, Any]] = []
+    ready = asyncio.Event()
+
+    async def run() -> None:
+        async with Client(transport=transport(instance, bearer)) as session:
+            request = GraphQLRequest(EVENTS, variable_values=variables)
+            stream = session.subscribe(request)
+            ready.set()
+            async for result in stream:
+                events.append(result["paymentEvents"])
+
+    task = asyncio.create_task(run())
+    try:
+        # The subscription is registered once `subscribe` is sent; give the server a moment.
+        await asyncio.wait_for(ready.wait(), WAIT)
+        await asyncio.sleep(0.3)
+        yield Subscription(events, task)
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+CREATE = {"loanId": "loan-1", "amountCents": 4200, "method": "PINLESS"}
+
+
+@pytest.mark.ddblocal
+async def test_a_write_through_one_instance_reaches_a_subscriber_of_the_other(
+    ddblocal_backend: Backend,
+) -> None:
+    async with (
+        instances(ddblocal_backend, 2) as (a, b),
+        subscribed(a, SERVICE, u="alice") as subscription,
+    ):
+        created = await b.mutate("createPayment", {"userId": "alice", **CREATE})
+        declined = await b.mutate("failPayment", {**_ids(created), "reason": "card declined"})
+        first, second = await subscription.wait_for(2)
+
+    assert first["version"] == 1 and first["fromStatus"] is None
+    assert first["toStatus"] == "PENDING"
+    assert second == {
+        "version": 2,
+        "fromStatus": "PENDING",
+        "toStatus": "FAILED",
+        "reason": "card declined",
+        "actorKind": "SERVICE",
+        "actorId": "collections-job",
+        # As stored now.
+        "payment": {
+            "paymentId": created["paymentId"],
+            "userId": "alice",
+            "status": declined["status"],
+            "version": 2,
+        },
+    }
+
+
+def _ids(payment: dict[str, Any]) -> dict[str, Any]:
+    return {key: payment[key] for key in ("userId", "loanId", "paymentId")}
+
+
+@pytest.mark.ddblocal
+async def test_customers_receive_their_own_events_only(ddblocal_backend: Backend) -> None:
+    async with (
+        instances(ddblocal_backend, 1) as (server,),
+        subscribed(server, ALICE) as own,
+        subscribed(server, ALICE, u="bob") as aimed_at_bob,
+    ):
+        await server.mutate("createPayment", {"userId": "bob", **CREATE})
+        mine = await server.mutate("createPayment", {"userId": "alice", **CREATE})
+        [event] = await own.wait_for(1)
+        # Bob's event came first; had alice been sent it, it would be here before hers.
+        await asyncio.sleep(1)
+        assert own.events == [event]
+        assert aimed_at_bob.events == []
+        assert not aimed_at_bob.task.done()  # a quiet stream, no error
+
+    assert event["payment"]["paymentId"] == mine["paymentId"]
+    assert event["actorKind"] == "SERVICE"
+    assert event["actorId"] is None  # who inside the lender acted is internal
+
+
+@pytest.mark.ddblocal
+async def test_a_connection_without_a_valid_token_is_closed_as_forbidden(
+    ddblocal_backend: Backend,
+) -> None:
+    async with instances(ddblocal_backend, 1) as (server,):
+        for bearer in (None, "not-a-token", token("alice", ttl=-60)):
+            await _refused(server, bearer)
+
+
+async def _refused(server: Instance, bearer: str | None) -> None:
+    with pytest.raises(TransportConnectionFailed) as refused:
+        async with Client(transport=transport(server, bearer)):
+            pass
+    closed = refused.value.__cause__
+    # graphql-transport-ws's answer to a refused `connection_init`.
+    assert isinstance(closed, ConnectionClosed), refused.value
+    assert closed.rcvd is not None and closed.rcvd.code == 4403, closed
+
+
+PROD_SECRET = "a-production-secret-that-is-long-enough-0123"
+
+
+@pytest.mark.ddblocal
+async def test_subscriptions_work_in_prod_with_its_own_tokens(ddblocal_backend: Backend) -> None:
+    prod = {
+        "env": "prod",
+        "auth_jwt_secret": PROD_SECRET,
+        "cursor_secret": "a-production-cursor-secret-long-enough-0123",
+    }
+    claims = {"sub": "svc", "scope": "payments:service", "exp": int(time.time()) + 60}
+    service = jwt.encode(claims, PROD_SECRET, algorithm="HS256")
+    async with (
+        instances(ddblocal_backend, 1, **prod) as (server,),
+        subscribed(server, service, u="alice") as subscription,
+    ):
+        await server.mutate("createPayment", {"userId": "alice", **CREATE}, as_=service)
+        [event] = await subscription.wait_for(1)
+        assert event["actorId"] == "svc"
+        await _refused(server, SERVICE)  # the development token, refused as over HTTP
+
+
+@pytest.mark.ddblocal
+async def test_replay_across_reconnects_sends_every_version_once_in_order(
+    ddblocal_backend: Backend,
+) -> None:
+    moves = 30  # PENDING -> RETRY, then RETRY -> RETRY: one presentment each
+    async with instances(ddblocal_backend, 2) as (a, b):
+        created = await b.mutate("createPayment", {"userId": "alice", **CREATE})
+        final_version = 1 + moves
+
+        async def write() -> None:
+            for move in range(moves):
+                await b.mutate(
+                    "schedulePaymentRetry", {**_ids(created), "reason": f"declined {move}"}
+                )
+                await asyncio.sleep(0.02)
+
+        writer = asyncio.create_task(write())
+        seen: list[int] = []
+        # Reconnect every few events, each time after the last version seen, as a client would.
+        while not seen or seen[-1] < final_version:
+            after = seen[-1] if seen else 0
+            async with subscribed(
+                a, ALICE, l="loan-1", p=created["paymentId"], after=after
+            ) as subscription:
+                await subscription.wait_for(min(3, final_version - after))
+                seen += [event["version"] for event in subscription.events]
+        await writer
+
+    assert seen == list(range(1, final_version + 1))
+
+
+@pytest.mark.ddblocal
+async def test_bad_input_and_query_limits_are_refused_before_subscribing(
+    ddblocal_backend: Backend,
+) -> None:
+    deep = (
+        "subscription { paymentEvents { payment { loan { payments { edges { node { loan {"
+        " payments { edges { node { loan { payments { edges { node { paymentId } } } } } } } }"
+        " } } } } } } }"
+    )
+    refusals = [
+        (GraphQLRequest(deep), "exceeds maximum operation depth"),
+        (GraphQLRequest(EVENTS, variable_values={"after": 3}), "afterVersion: needs userId"),
+        (
+            GraphQLRequest(EVENTS, variable_values={"u": "a", "l": "l", "p": "x", "after": 0}),
+            "paymentId:",
+        ),
+        (GraphQLRequest(EVENTS, variable_values={"u": "a#b"}), "userId:"),
+        (GraphQLRequest(EVENTS, variable_values={"p": _UUID}), "paymentId: needs userId"),
+    ]
+    async with (
+        instances(ddblocal_backend, 1) as (server,),
+        Client(transport=transport(server, SERVICE)) as session,
+    ):
+        for request, words in refusals:
+            with pytest.raises(TransportQueryError) as refused:
+                async for _ in session.subscribe(request):
+                    pass
+            assert words in str(refused.value), refused.value
+            if "depth" not in words:
+                assert refused.value.errors is not None
+                assert refused.value.errors[0]["extensions"]["code"] == "INVALID_INPUT"
+
+
+_UUID = "0190f5a4-0000-7000-8000-000000000000"
+
+
+@pytest.mark.ddblocal
+async def test_a_subscriber_that_falls_behind_is_closed(ddblocal_backend: Backend) -> None:
+    # A queue of three, and a poll slow enough that a burst of writes arrives in one batch:
+    # more events at once than the subscriber may hold (the hub's own tests show the bound).
+    async with (
+        instances(ddblocal_backend, 1, subscriber_queue_size="3", stream_poll_interval="1.0") as (
+            server,
+        ),
+        subscribed(server, SERVICE) as subscription,
+    ):
+        await asyncio.gather(
+            *(server.mutate("createPayment", {"userId": "alice", **CREATE}) for _ in range(10))
+        )
+        with pytest.raises(TransportConnectionFailed) as dropped:
+            await subscription.wait_for(10)
+    closed = dropped.value.__cause__
+    assert isinstance(closed, ConnectionClosed), dropped.value
+    assert closed.rcvd is not None and closed.rcvd.code == SLOW_CONSUMER_CODE, closed
+    assert "afterVersion" in closed.rcvd.reason
