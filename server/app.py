@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -25,9 +26,11 @@ from datasource import PaymentStore
 from domain.errors import StorageUnavailable
 from schema import build_schema
 from schema.limits import QueryLimits
-from server.auth import AuthConfig
+from server.auth import AuthConfig, mint_development_token
 from server.bootstrap import payment_store
 from server.demo_data import seed_demo_payments
+from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
+from server.graphiql import GraphiQLPage
 from server.graphql_http import PaymentsGraphQL
 from server.live_feed import LiveFeed, live_feed
 from server.observability import Metrics
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
 READINESS_TIMEOUT_SECONDS = 2.0
+# Who the token in a local GraphiQL's Headers tab names (as `loc-payments serve` prints one).
+GRAPHIQL_TOKEN_USER = "local-developer"
 
 
 def utc_now() -> datetime:
@@ -128,6 +133,13 @@ def graphql_routes(
         observers=[metrics.observe],
         dynamodb_budget=settings.dynamodb_budget,
     )
+    graphiql = (
+        None
+        if settings.production
+        else GraphiQLPage(
+            endpoint="/graphql", headers=functools.partial(_graphiql_headers, settings, token_clock)
+        )
+    )
     graphql = PaymentsGraphQL(
         schema,
         auth=AuthConfig.from_settings(settings),
@@ -135,15 +147,28 @@ def graphql_routes(
         max_attempts=settings.max_attempts,
         clock=clock,
         accounting_allowed=settings.debug_dynamodb_header_allowed,
-        graphiql=not settings.production,
+        graphiql=graphiql,
         queries_via_get=not settings.production,
         max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
         keep_alive_interval=settings.websocket_keep_alive_interval,
     )
-    return [
+    routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
     ]
+    if graphiql is not None:
+        routes.append(Route(f"{GRAPHIQL_ASSETS}/{{digest}}/{{name}}", graphiql.asset))
+    return routes
+
+
+def _graphiql_headers(settings: Settings, token_clock: Callable[[], float]) -> str | None:
+    """GraphiQL's Headers tab in `local`: a development service token, minted for the page."""
+    if not settings.uses_development_jwt_secret:
+        return None
+    token = mint_development_token(
+        settings, user_id=GRAPHIQL_TOKEN_USER, service=True, now=token_clock()
+    )
+    return json.dumps({"Authorization": f"Bearer {token}"}, indent=2)
 
 
 def health_routes(settings: Settings) -> list[Route]:

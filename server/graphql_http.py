@@ -39,6 +39,7 @@ from resolvers.callers import Caller, CallerError
 from resolvers.context import Context
 from schema import PaymentsSchema
 from server.auth import AuthConfig, authenticate
+from server.graphiql import GraphiQLPage
 
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
 REQUEST_ID_HEADER = "x-request-id"
@@ -74,7 +75,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         max_attempts: int,
         clock: Callable[[], datetime],
         accounting_allowed: bool,
-        graphiql: bool,
+        graphiql: GraphiQLPage | None,
         queries_via_get: bool,
         max_subscriptions_per_connection: int = 20,
         keep_alive_interval: float = 15.0,
@@ -83,7 +84,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         # form cannot post an operation; mutations never run over GET.
         super().__init__(
             schema,
-            graphql_ide="graphiql" if graphiql else None,
+            graphql_ide="graphiql" if graphiql is not None else None,
             allow_queries_via_get=queries_via_get,
             multipart_uploads_enabled=False,
             keep_alive=True,
@@ -97,6 +98,12 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._max_attempts = max_attempts
         self._clock = clock
         self._accounting_allowed = accounting_allowed
+        self._graphiql = graphiql
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # Only reached when GraphiQL is on (`graphql_ide`).
+        assert self._graphiql is not None
+        return self._graphiql.page()
 
     async def run(  # type: ignore[override]
         self,

