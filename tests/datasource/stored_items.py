@@ -60,9 +60,14 @@ async def all_items(store: PaymentStore) -> list[Item]:
 
 async def put_all(store: PaymentStore, payments: Sequence[Payment]) -> None:
     """Seed many payments fast: BatchWriteItem, 25 at a time."""
-    for start in range(0, len(payments), 25):
+    await put_items(store, [to_item(payment) for payment in payments])
+
+
+async def put_items(store: PaymentStore, items: Sequence[Item]) -> None:
+    """Seed items as given, 25 to a BatchWriteItem: plain puts, which a retry cannot refuse."""
+    for start in range(0, len(items), 25):
         requests: list[WriteRequestTypeDef] = [
-            {"PutRequest": {"Item": to_item(p)}} for p in payments[start : start + 25]
+            {"PutRequest": {"Item": item}} for item in items[start : start + 25]
         ]
         response = await store.client.batch_write_item(RequestItems={store.table_name: requests})
         assert not response.get("UnprocessedItems")
