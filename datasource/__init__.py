@@ -2,15 +2,13 @@
 
 from datasource.accounting import CallCount, count_calls
 from datasource.config import DynamoConfig
-from datasource.history import EventEdge, HistoryPage
-from datasource.pages import Edge, Page, PageOf
+from datasource.history import HistoryPage
+from datasource.pages import Page, PageOf
 from datasource.store import PaymentStore, open_store
 
 __all__ = [
     "CallCount",
     "DynamoConfig",
-    "Edge",
-    "EventEdge",
     "HistoryPage",
     "Page",
     "PageOf",

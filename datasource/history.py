@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from datasource.cursors import ListScope
 from datasource.items import Item
-from datasource.pages import EdgeOf, PageOf, PageQuery
+from datasource.pages import PageOf, PageQuery
 from datasource.table import PK, SK
 from domain import keys
 from domain.audit import ActorKind
@@ -37,7 +37,6 @@ from domain.validation import format_timestamp, parse_timestamp
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
 
-EventEdge = EdgeOf[PaymentEvent]
 HistoryPage = PageOf[PaymentEvent]
 
 _OPTIONAL_TEXT = {

@@ -63,8 +63,7 @@ class PageOf(Generic[NodeT]):
     end_cursor: str | None
 
 
-# A page of payments, the lists' page. Type aliases: instances are made as EdgeOf / PageOf.
-Edge = EdgeOf[Payment]
+# A page of payments, the lists' page. A type alias: instances are made as PageOf.
 Page = PageOf[Payment]
 
 

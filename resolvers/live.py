@@ -104,14 +104,8 @@ class EventHub:
     def __init__(self, *, queue_size: int) -> None:
         self._queue_size = queue_size
         self._subscribers: set[Subscriber] = set()
-        self.published = 0
-
-    @property
-    def subscribers(self) -> int:
-        return len(self._subscribers)
 
     def publish(self, event: PaymentEvent) -> None:
-        self.published += 1
         for subscriber in tuple(self._subscribers):
             subscriber.offer(event)
 
