@@ -38,16 +38,23 @@ class Backoff:
 
 
 async def batch_get_items(
-    client: DynamoDBClient, *, table_name: str, keys: Sequence[Item], backoff: Backoff
+    client: DynamoDBClient,
+    *,
+    table_name: str,
+    keys: Sequence[Item],
+    backoff: Backoff,
+    consistent: bool = True,
 ) -> list[Item]:
     """Every stored item among `keys` (distinct keys only), in no particular order."""
     chunks = [list(keys[start : start + BATCH_SIZE]) for start in range(0, len(keys), BATCH_SIZE)]
     if len(chunks) <= 1:
-        return await _get_chunk(client, table_name, chunks[0], backoff) if chunks else []
+        return (
+            await _get_chunk(client, table_name, chunks[0], backoff, consistent) if chunks else []
+        )
     try:
         async with asyncio.TaskGroup() as group:
             tasks = [
-                group.create_task(_get_chunk(client, table_name, chunk, backoff))
+                group.create_task(_get_chunk(client, table_name, chunk, backoff, consistent))
                 for chunk in chunks
             ]
     except ExceptionGroup as failures:
@@ -58,7 +65,7 @@ async def batch_get_items(
 
 
 async def _get_chunk(
-    client: DynamoDBClient, table_name: str, keys: list[Item], backoff: Backoff
+    client: DynamoDBClient, table_name: str, keys: list[Item], backoff: Backoff, consistent: bool
 ) -> list[Item]:
     found: list[Item] = []
     pending = keys
@@ -67,7 +74,7 @@ async def _get_chunk(
             await pause(backoff.delay(attempt - 1))
         async with storage_call():
             response = await client.batch_get_item(
-                RequestItems={table_name: {"Keys": pending, "ConsistentRead": True}}
+                RequestItems={table_name: {"Keys": pending, "ConsistentRead": consistent}}
             )
         found.extend(response.get("Responses", {}).get(table_name, []))
         unprocessed = response.get("UnprocessedKeys", {}).get(table_name)

@@ -120,22 +120,26 @@ class PaymentStore:
             backoff=self._backoff,
         )
 
-    async def get(self, ref: PaymentRef) -> Payment | None:
+    async def get(self, ref: PaymentRef, *, consistent: bool = True) -> Payment | None:
         async with storage_call():
             response = await self._client.get_item(
-                TableName=self._table, Key=primary_key(ref), ConsistentRead=True
+                TableName=self._table, Key=primary_key(ref), ConsistentRead=consistent
             )
         item = response.get("Item")
         return from_item(item) if item is not None else None
 
-    async def batch_get(self, refs: Sequence[PaymentRef]) -> list[Payment | None]:
-        """The payments in `refs` order, None where there is none; duplicates are read once."""
+    async def batch_get(
+        self, refs: Sequence[PaymentRef], *, consistent: bool = True
+    ) -> list[Payment | None]:
+        """The payments in `refs` order, None where there is none; duplicates are read once.
+        `consistent=False` for a read that may miss the last second's writes (half the units)."""
         distinct = list(dict.fromkeys(refs))
         items = await batch_get_items(
             self._client,
             table_name=self._table,
             keys=[primary_key(ref) for ref in distinct],
             backoff=self._backoff,
+            consistent=consistent,
         )
         found = {(item[PK]["S"], item[SK]["S"]): from_item(item) for item in items}
         return [found.get(_key_strings(ref)) for ref in refs]
@@ -147,8 +151,10 @@ class PaymentStore:
         status: PaymentStatus | None,
         first: int,
         after: str | None,
+        consistent: bool = False,
     ) -> Page:
-        """A loan's payments, newest first; only those in `status` when given (GSI1)."""
+        """A loan's payments, newest first; only those in `status` when given (GSI1).
+        `consistent` applies to the table's list; an index is read eventually consistent."""
         user_id, loan_id = loan.user_id, loan.loan_id
         first = page_size(first)
         if status is None:
@@ -158,6 +164,7 @@ class PaymentStore:
                 partition=keys.user_partition(user_id),
                 sort_attribute=SK,
                 sort_prefix=keys.loan_payments_prefix(loan_id),
+                consistent=consistent,
             )
         else:
             query = PageQuery(

@@ -28,6 +28,9 @@ class Context:
     # introspection and GraphiQL work without a token.
     authenticated: Caller | CallerError
     debug_dynamodb: bool = False
+    # Every read strongly consistent (the `strong_reads` setting); otherwise only the reads
+    # that decide a write or must see one (`Loaders.read_strongly`).
+    strong_reads: bool = False
     request_id: str = ""
     loaders: Loaders = field(init=False)
     # What the operation did, for its request log line, metrics and audit: the DynamoDB calls,
@@ -42,7 +45,7 @@ class Context:
     close_connection: Callable[[int, str], Awaitable[None]] | None = None
 
     def __post_init__(self) -> None:
-        self.loaders = Loaders(self.store)
+        self.loaders = Loaders(self.store, consistent=self.strong_reads)
 
     def fresh(self) -> Context:
         """A context for one more operation on the same connection: its own loaders (no reads

@@ -6,6 +6,11 @@
     histories      (payment, first, after)            -> one Query per distinct page of history
 
 List pages prime `payments`, so a later lookup of a listed payment costs nothing.
+
+Reads are eventually consistent (half the read units) unless `consistent` is set: by the
+`strong_reads` setting, or by `read_strongly()` before a read that decides a write or must see
+one (a mutation, a live event). Index queries (GSI1, GSI3) are eventually consistent whatever
+the flag: DynamoDB has no other kind.
 """
 
 from __future__ import annotations
@@ -51,14 +56,20 @@ class HistoryKey:
 
 
 class Loaders:
-    def __init__(self, store: PaymentStore) -> None:
+    def __init__(self, store: PaymentStore, *, consistent: bool = False) -> None:
         self._store = store
+        self.consistent = consistent
         self.payments: DataLoader[PaymentRef, Payment | None] = DataLoader(self._load_payments)
         self.loan_pages: DataLoader[LoanPageKey, Page] = DataLoader(self._load_loan_pages)
         self.confirmations: DataLoader[ConfirmationKey, Payment | None] = DataLoader(
             self._load_confirmations
         )
         self.histories: DataLoader[HistoryKey, HistoryPage] = DataLoader(self._load_histories)
+
+    def read_strongly(self) -> None:
+        """Every later read of this request is strongly consistent: it decides a write, or it
+        must see a write made since (this request's own, or one a live event announced)."""
+        self.consistent = True
 
     def remember(self, payments: list[Payment]) -> None:
         self.payments.prime_many({payment.ref: payment for payment in payments}, force=True)
@@ -75,7 +86,7 @@ class Loaders:
         self.histories.clear_all()
 
     async def _load_payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
-        return await self._store.batch_get(refs)
+        return await self._store.batch_get(refs, consistent=self.consistent)
 
     # Each key is its own Query; a failure (a refused cursor) belongs to its key alone, so
     # exceptions are handed back per key and the loader raises them where they were asked for.
@@ -87,6 +98,7 @@ class Loaders:
                     status=key.status,
                     first=key.first,
                     after=key.after,
+                    consistent=self.consistent,
                 )
                 for key in keys
             ),
@@ -114,7 +126,12 @@ class Loaders:
 
     async def _load_histories(self, keys: list[HistoryKey]) -> list[HistoryPage | BaseException]:
         pages = await asyncio.gather(
-            *(self._store.history(key.payment, first=key.first, after=key.after) for key in keys),
+            *(
+                self._store.history(
+                    key.payment, first=key.first, after=key.after, consistent=self.consistent
+                )
+                for key in keys
+            ),
             return_exceptions=True,
         )
         return list(pages)

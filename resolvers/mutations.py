@@ -82,6 +82,9 @@ async def transition_payment(
         applications=applications,
         return_code=return_code,
     )
+    # The read that decides the write, and every read after it in this response, sees the
+    # table as it is now (the write's condition would refuse a stale one anyway).
+    context.loaders.read_strongly()
     current = await context.loaders.payments.load(ref)
     if current is None:
         raise NotFound()
@@ -102,3 +105,4 @@ def _remember_write(context: Context, payment: Payment) -> None:
     # The rest of this response must show the payment as written, and no list read earlier.
     context.loaders.remember([payment])
     context.loaders.forget_lists()
+    context.loaders.read_strongly()

@@ -32,6 +32,8 @@ class Subscription:
         after_version: int | None = None,
     ) -> AsyncGenerator[PaymentEventType, None]:
         context = info.context
+        # An event announces a write: the payment it names is read as that write left it.
+        context.loaders.read_strongly()
         async for event in live.payment_events(
             context,
             user_id=user_id,

@@ -151,6 +151,7 @@ def graphql_routes(
         queries_via_get=not settings.production,
         max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
         keep_alive_interval=settings.websocket_keep_alive_interval,
+        strong_reads=settings.strong_reads,
     )
     routes: list[BaseRoute] = [
         Route("/graphql", graphql, methods=["GET", "POST"]),

@@ -79,6 +79,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         queries_via_get: bool,
         max_subscriptions_per_connection: int = 20,
         keep_alive_interval: float = 15.0,
+        strong_reads: bool = False,
     ) -> None:
         # Only JSON bodies are parsed (no multipart, no forms, no text/plain), so a cross-site
         # form cannot post an operation; mutations never run over GET.
@@ -99,6 +100,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._clock = clock
         self._accounting_allowed = accounting_allowed
         self._graphiql = graphiql
+        self._strong_reads = strong_reads
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Only reached when GraphiQL is on (`graphql_ide`).
@@ -191,6 +193,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 store=store,
                 max_attempts=self._max_attempts,
                 clock=self._clock,
+                strong_reads=self._strong_reads,
                 # Until `connection_init` brings a token (`on_ws_connect`).
                 authenticated=authenticated,
                 live=request.app.state.live.hub,
@@ -201,6 +204,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             store=store,
             max_attempts=self._max_attempts,
             clock=self._clock,
+            strong_reads=self._strong_reads,
             authenticated=authenticated,
             debug_dynamodb=(
                 self._accounting_allowed and request.headers.get(DEBUG_DYNAMODB_HEADER) == "1"

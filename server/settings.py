@@ -88,6 +88,8 @@ class Settings(BaseSettings):
     dynamodb_retry_mode: Literal["standard", "adaptive"] = "standard"
     # Seconds one GraphQL operation may spend on DynamoDB, across all its calls and retries.
     dynamodb_budget: Annotated[float, Field(gt=0)] = 3.0
+    # Queries read eventually consistent (half the read units); true: every read strongly.
+    strong_reads: bool = False
     # Live updates (GraphQL subscriptions fed by the table's DynamoDB Stream).
     live_updates: bool = True
     stream_poll_interval: Annotated[float, Field(gt=0)] = 0.5

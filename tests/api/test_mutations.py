@@ -283,8 +283,8 @@ async def test_a_lost_race_is_a_conflict_and_the_winner_stands(
         read = store.batch_get
         both_read = asyncio.Barrier(2)
 
-        async def read_then_wait(refs: Any) -> Any:
-            found = await read(refs)
+        async def read_then_wait(refs: Any, **options: Any) -> Any:
+            found = await read(refs, **options)
             await both_read.wait()  # both writers now hold the same version of the payment
             return found
 

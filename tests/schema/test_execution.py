@@ -26,7 +26,7 @@ class OneAnswer:
     def __init__(self, payment: Any) -> None:
         self.payment = payment
 
-    async def batch_get(self, refs: list[PaymentRef]) -> list[Any]:
+    async def batch_get(self, refs: list[PaymentRef], *, consistent: bool = True) -> list[Any]:
         return [self.payment for _ in refs]
 
 
