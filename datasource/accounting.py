@@ -1,23 +1,72 @@
-"""Request accounting (SPEC §8): how many DynamoDB API calls one GraphQL operation made.
+"""Request accounting (SPEC §8, §11): the DynamoDB calls one GraphQL operation made, and the
+capacity they consumed.
 
-``count_calls`` puts a ``CallCount`` in a context variable; the store's client has one botocore
-``before-call`` hook that adds to it. botocore emits that event once per API call, before its own
-retry loop, so a retried call counts once. Tasks created inside the ``with`` copy the context and
-so share the same ``CallCount``: a DataLoader's batch counts toward the request that caused it.
+``count_calls`` puts a ``CallCount`` in a context variable; ``attach_accounting`` puts three
+botocore hooks on the store's client, which add to it:
+
+    before-parameter-build  asks each data call (`READ_OPERATIONS`, `WRITE_OPERATIONS`) for its
+                            consumed capacity, per table and index (`ReturnConsumedCapacity`
+                            INDEXES), unless the caller asked otherwise; the control plane
+                            (DescribeTable) refuses the parameter and is not asked
+    before-call             counts the call: botocore emits it once per API call, before its own
+                            retry loop, so a retried call counts once
+    after-call              counts the final answer ("ok" or the error code) and adds the
+                            capacity it reports
+
+Tasks created inside the ``with`` copy the context and so share the same ``CallCount``: a
+DataLoader's batch counts toward the request that caused it.
+
+Capacity is what DynamoDB reports, as it reports it. An answer's `ConsumedCapacity` is one entry
+(GetItem, PutItem, UpdateItem, DeleteItem, Query, Scan) or a list of one per table (the Batch and
+Transact operations). An entry's units are reads or writes as its `ReadCapacityUnits` and
+`WriteCapacityUnits` say, the one left out being the rest of its `CapacityUnits`; with
+`CapacityUnits` alone, they are what the operation is (a read or a write). Per table and index:
+the entry's `Table` under the table's name, each of its `GlobalSecondaryIndexes` and
+`LocalSecondaryIndexes` under `<table>/<index>` (a table name holds no `/`), an entry without
+those parts under the table's name, and a part that consumed nothing not at all.
+
+An error answer carries no `ConsumedCapacity` (a failed condition, a cancelled transaction,
+throttling; on AWS and on DynamoDB Local alike), though AWS bills a failed conditional write: such
+a call counts as a call, with no units. Attempts that botocore retried are not seen either, only
+the final answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
 
 # botocore's hierarchical event names: every operation of the dynamodb service.
+PARAMETERS_EVENT = "before-parameter-build.dynamodb"
 BEFORE_CALL_EVENT = "before-call.dynamodb"
 AFTER_CALL_EVENT = "after-call.dynamodb"
 ACCOUNTING_HOOK_ID = "loc-payments-request-accounting"
+
+READ_OPERATIONS = frozenset({"BatchGetItem", "GetItem", "Query", "Scan", "TransactGetItems"})
+WRITE_OPERATIONS = frozenset(
+    {"BatchWriteItem", "DeleteItem", "PutItem", "TransactWriteItems", "UpdateItem"}
+)
+CAPACITY_DETAIL = "INDEXES"
+
+Kind = Literal["read", "write"]
+
+
+@dataclass(slots=True)
+class Units:
+    """Consumed capacity units: reads (RCU) and writes (WCU)."""
+
+    read: float = 0.0
+    write: float = 0.0
+
+    def add(self, read: float, write: float) -> None:
+        self.read += read
+        self.write += write
 
 
 @dataclass(slots=True)
@@ -27,6 +76,10 @@ class CallCount:
     # (API name, "ok" or DynamoDB's error code) -> answers; a call with no answer (a lost
     # connection) is in `operations` and not here.
     outcomes: dict[tuple[str, str], int] = field(default_factory=dict)
+    units: Units = field(default_factory=Units)
+    units_by_api: dict[str, Units] = field(default_factory=dict)
+    # The table's name, or `<table>/<index>` -> the units it consumed.
+    units_by_index: dict[str, Units] = field(default_factory=dict)
 
     def add(self, operation: str) -> None:
         self.requests += 1
@@ -35,6 +88,49 @@ class CallCount:
     def answered(self, operation: str, outcome: str) -> None:
         key = (operation, outcome)
         self.outcomes[key] = self.outcomes.get(key, 0) + 1
+
+    def consumed(self, operation: str, capacity: Any) -> None:
+        """Add an answer's `ConsumedCapacity` (an entry, or a list of them)."""
+        kind: Kind = "read" if operation in READ_OPERATIONS else "write"
+        entries = capacity if isinstance(capacity, list) else [capacity]
+        for entry in entries:
+            if not isinstance(entry, Mapping):
+                continue
+            read, write = _read_and_write(entry, kind)
+            self.units.add(read, write)
+            self.units_by_api.setdefault(operation, Units()).add(read, write)
+            table = entry.get("TableName")
+            if table is not None:
+                for name, part in _parts(str(table), entry):
+                    read, write = _read_and_write(part, kind)
+                    if read or write:
+                        self.units_by_index.setdefault(name, Units()).add(read, write)
+
+
+def _read_and_write(units: Mapping[str, Any], kind: Kind) -> tuple[float, float]:
+    total = float(units.get("CapacityUnits") or 0)
+    read, write = units.get("ReadCapacityUnits"), units.get("WriteCapacityUnits")
+    if read is None and write is None:
+        return (total, 0.0) if kind == "read" else (0.0, total)
+    # With one of them given, the other is the rest of the total.
+    read_units = float(read) if read is not None else max(total - float(write or 0), 0.0)
+    write_units = float(write) if write is not None else max(total - read_units, 0.0)
+    return read_units, write_units
+
+
+def _parts(table: str, entry: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(name, units) of the table and of each index in one `ConsumedCapacity` entry."""
+    indexes = {
+        **(entry.get("GlobalSecondaryIndexes") or {}),
+        **(entry.get("LocalSecondaryIndexes") or {}),
+    }
+    if "Table" not in entry and not indexes:
+        yield table, entry
+        return
+    if "Table" in entry:
+        yield table, entry["Table"]
+    for index, units in indexes.items():
+        yield f"{table}/{index}", units
 
 
 _current: ContextVar[CallCount | None] = ContextVar("dynamodb_call_count", default=None)
@@ -51,6 +147,21 @@ def count_calls() -> Iterator[CallCount]:
         _current.reset(token)
 
 
+def attach_accounting(client: DynamoDBClient) -> None:
+    """Put the accounting hooks on a client; unique ids, so that stores sharing one client
+    (tests) ask and count each call once."""
+    events = client.meta.events
+    events.register(PARAMETERS_EVENT, ask_for_capacity, unique_id=f"{ACCOUNTING_HOOK_ID}-ask")
+    events.register(BEFORE_CALL_EVENT, record_call, unique_id=ACCOUNTING_HOOK_ID)
+    events.register(AFTER_CALL_EVENT, record_answer, unique_id=f"{ACCOUNTING_HOOK_ID}-answers")
+
+
+def ask_for_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
+    """The botocore hook that asks a data call for its consumed capacity."""
+    if model.name in READ_OPERATIONS or model.name in WRITE_OPERATIONS:
+        params.setdefault("ReturnConsumedCapacity", CAPACITY_DETAIL)
+
+
 def record_call(model: Any, **_: Any) -> None:
     """The botocore hook; ``model`` is the operation model, its ``name`` e.g. ``BatchGetItem``."""
     count = _current.get()
@@ -59,11 +170,17 @@ def record_call(model: Any, **_: Any) -> None:
 
 
 def record_answer(model: Any, http_response: Any = None, parsed: Any = None, **_: Any) -> None:
-    """The botocore hook after a call's final answer (after its retries): "ok" or the error code."""
+    """The botocore hook after a call's final answer (after its retries): "ok" or the error
+    code, and the capacity the answer reports."""
     count = _current.get()
     if count is None:
         return
-    error = (parsed or {}).get("Error", {}) if isinstance(parsed, dict) else {}
+    answer = parsed if isinstance(parsed, dict) else {}
+    error = answer.get("Error", {})
     status = getattr(http_response, "status_code", 200)
     outcome = "ok" if status < 400 else str(error.get("Code") or status)
-    count.answered(str(model.name), outcome)
+    operation = str(model.name)
+    count.answered(operation, outcome)
+    capacity = answer.get("ConsumedCapacity")
+    if capacity is not None:
+        count.consumed(operation, capacity)

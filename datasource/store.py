@@ -13,13 +13,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from datasource import writes
-from datasource.accounting import (
-    ACCOUNTING_HOOK_ID,
-    AFTER_CALL_EVENT,
-    BEFORE_CALL_EVENT,
-    record_answer,
-    record_call,
-)
+from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
 from datasource.client import open_client
 from datasource.config import DynamoConfig
@@ -73,11 +67,7 @@ class PaymentStore:
         self._table = table_name
         self._cursors = CursorCodec(cursor_secret)
         self._backoff = backoff or Backoff()
-        # A unique id: stores sharing one client (tests) must not count each call twice.
-        client.meta.events.register(BEFORE_CALL_EVENT, record_call, unique_id=ACCOUNTING_HOOK_ID)
-        client.meta.events.register(
-            AFTER_CALL_EVENT, record_answer, unique_id=f"{ACCOUNTING_HOOK_ID}-answers"
-        )
+        attach_accounting(client)
 
     @property
     def client(self) -> DynamoDBClient:

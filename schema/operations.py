@@ -6,8 +6,9 @@
                own rules, no introspection in production; no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
                `first` in it is a variable
-    execute    graphql-core with `PaymentsExecutionContext`, counting the DynamoDB calls it makes,
-               which must all end within the operation's budget (`datasource.deadline`)
+    execute    graphql-core with `PaymentsExecutionContext`, counting the DynamoDB calls it makes
+               and the capacity they consume (`dynamodb_report`), which must all end within the
+               operation's budget (`datasource.deadline`)
     errors     the unexpected logged and masked, the rest made public (`schema.public_errors`)
     observe    the server's observers (request log, metrics) see the finished operation
 
@@ -55,7 +56,7 @@ from strawberry.types.graphql import OperationType
 from strawberry.utils.operation import get_operation_type
 
 from datasource import deadline
-from datasource.accounting import count_calls
+from datasource.accounting import CallCount, count_calls
 from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
 from schema.public_errors import public_error
 
@@ -154,8 +155,7 @@ class OperationRunner:
         errors = self._public(errors)
         extensions = None
         if getattr(context, "debug_dynamodb", False):
-            report = {"requests": calls.requests, "operations": dict(calls.operations)}
-            extensions = {"dynamodb": report}
+            extensions = {"dynamodb": dynamodb_report(calls)}
         observed = Observed(
             operation=operation_name or _first_field(document),
             context=context,
@@ -283,6 +283,31 @@ def _check_operation_type(
         raise CannotGetOperationTypeError(operation_name) from error
     if operation_type not in allowed:
         raise InvalidOperationTypeError(operation_type)
+
+
+def dynamodb_report(calls: CallCount) -> dict[str, Any]:
+    """`extensions.dynamodb` (SPEC §8, §11): the calls, and the capacity units they consumed in
+    all and per table (`<table>`) and index (`<table>/<index>`), to the hundredth.
+
+        {"requests": 2, "operations": {"Query": 1, "BatchGetItem": 1},
+         "readCapacityUnits": 1.0, "writeCapacityUnits": 0.0,
+         "capacity": {"payments": {"read": 0.5, "write": 0.0},
+                      "payments/GSI2": {"read": 0.5, "write": 0.0}}}
+    """
+    return {
+        "requests": calls.requests,
+        "operations": dict(calls.operations),
+        "readCapacityUnits": _units(calls.units.read),
+        "writeCapacityUnits": _units(calls.units.write),
+        "capacity": {
+            name: {"read": _units(units.read), "write": _units(units.write)}
+            for name, units in sorted(calls.units_by_index.items())
+        },
+    }
+
+
+def _units(value: float) -> float:
+    return round(value, 2)
 
 
 def _first_field(document: DocumentNode | None) -> str:

@@ -4,6 +4,9 @@ Metrics (`prometheus-client`, one registry per app):
     loc_payments_requests_total{operation, outcome}          GraphQL operations
     loc_payments_request_duration_seconds{operation}         their latency (histogram)
     loc_payments_dynamodb_calls_total{api, outcome}          DynamoDB calls ("ok" or error code)
+    loc_payments_dynamodb_capacity_units_total{operation, api, kind}
+                                                             the units they consumed, kind read
+                                                             or write (`datasource.accounting`)
     loc_payments_transitions_total{from_status, to_status}   status moves written
     loc_payments_errors_total{code}                          errors and UserError answers
 """
@@ -45,6 +48,12 @@ class Metrics:
         self.dynamodb_calls = Counter(
             "loc_payments_dynamodb_calls", "DynamoDB API calls", ["api", "outcome"], registry=r
         )
+        self.capacity_units = Counter(
+            "loc_payments_dynamodb_capacity_units",
+            "DynamoDB capacity units consumed, as DynamoDB reports them",
+            ["operation", "api", "kind"],
+            registry=r,
+        )
         self.transitions = Counter(
             "loc_payments_transitions",
             "Payment status moves written",
@@ -81,6 +90,10 @@ class Metrics:
             for api, count in unanswered.items():
                 if count > 0:
                     self.dynamodb_calls.labels(api, "no_answer").inc(count)
+            for api, units in calls.units_by_api.items():
+                for kind, value in (("read", units.read), ("write", units.write)):
+                    if value:
+                        self.capacity_units.labels(operation, api, kind).inc(value)
         for source, target in context.writes:
             self.transitions.labels(source.value if source else "NEW", target.value).inc()
         duration_ms = round(observed.duration * 1000, 3)
@@ -98,6 +111,8 @@ class Metrics:
                 "duration_ms": duration_ms,
                 "dynamodb_calls": 0 if calls is None else calls.requests,
                 "dynamodb_operations": {} if calls is None else dict(calls.operations),
+                "dynamodb_rcu": 0.0 if calls is None else round(calls.units.read, 2),
+                "dynamodb_wcu": 0.0 if calls is None else round(calls.units.write, 2),
                 "outcome": outcome,
                 "error_codes": codes,
             },

@@ -13,10 +13,8 @@ async def test_fifty_payments_by_node_id_make_one_batch_get(api: Api) -> None:
 
     assert "errors" not in body
     assert body["data"]["nodes"] == [{"paymentId": p["paymentId"]} for p in created]
-    assert body["extensions"]["dynamodb"] == {
-        "requests": 1,
-        "operations": {"BatchGetItem": 1},
-    }
+    report = body["extensions"]["dynamodb"]
+    assert (report["requests"], report["operations"]) == (1, {"BatchGetItem": 1})
 
 
 async def test_nested_loan_payments_cost_one_query_per_loan(api: Api) -> None:
@@ -43,7 +41,8 @@ async def test_nested_loan_payments_cost_one_query_per_loan(api: Api) -> None:
         edges = body["data"][alias]["payments"]["edges"]
         assert len(edges) == 3
         assert len(edges[0]["node"]["loan"]["payments"]["edges"]) == 3
-    assert body["extensions"]["dynamodb"] == {"requests": 3, "operations": {"Query": 3}}
+    report = body["extensions"]["dynamodb"]
+    assert (report["requests"], report["operations"]) == (3, {"Query": 3})
 
 
 async def test_a_payment_listed_earlier_costs_nothing_to_look_up(api: Api) -> None:

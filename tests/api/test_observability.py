@@ -139,6 +139,17 @@ async def test_metrics(api: Api) -> None:
     assert metric(text, "loc_payments_errors_total", code="UNAUTHENTICATED") == 1
 
 
+async def test_consumed_capacity_is_a_metric(api: Api) -> None:
+    name = "loc_payments_dynamodb_capacity_units_total"
+    await api.post(LIST)
+    before = metric((await api.http.get("/metrics")).text, name, operation="Retries", kind="read")
+
+    await api.post(LIST)
+
+    after = metric((await api.http.get("/metrics")).text, name, operation="Retries", kind="read")
+    assert before > 0 and after == 2 * before
+
+
 async def test_metrics_can_be_off(moto_config: DynamoConfig) -> None:
     async with api_client(moto_config, metrics="off") as api:
         assert (await api.http.get("/metrics")).status_code == 404
