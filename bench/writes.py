@@ -46,16 +46,12 @@ MAX_ATTEMPTS = 3
 
 
 class CapacityMeter:
-    """Asks every call for its consumed capacity and adds it up."""
+    """Adds up the capacity every call consumed (the store's client asks for it on every call:
+    `datasource.accounting`)."""
 
     def __init__(self, store: PaymentStore) -> None:
         self._units = 0.0
-        events = store.client.meta.events
-        events.register("provide-client-params.dynamodb.*", self._ask)
-        events.register("after-call.dynamodb.*", self._add)
-
-    def _ask(self, params: dict[str, Any], **_: Any) -> None:
-        params["ReturnConsumedCapacity"] = "INDEXES"
+        store.client.meta.events.register("after-call.dynamodb.*", self._add)
 
     def _add(self, parsed: dict[str, Any], **_: Any) -> None:
         consumed = parsed.get("ConsumedCapacity")
@@ -96,7 +92,7 @@ async def _create_after(store: PaymentStore, payment: Payment) -> None:
 
 
 async def _move_before(store: PaymentStore, current: Payment, updated: Payment) -> None:
-    move = _move_update(store.table_name, current, updated)
+    move = _move_update(store.table_name, current, updated, store.layout)
     if updated.confirmation_id is None:
         await store.client.update_item(**move, ReturnValues="ALL_NEW")
         return

@@ -59,11 +59,16 @@ def confirmation_keys(payment: Payment) -> Item:
     }
 
 
-def to_item(payment: Payment) -> Item:
+def status_partition_key(payment: Payment, layout: keys.StatusLayout) -> Item:
+    """GSI2's partition key: `PAYMENT`, or the payment's shard when GSI2 is sharded."""
+    return {GSI2PK: {"S": layout.partition(payment.payment_id)}}
+
+
+def to_item(payment: Payment, layout: keys.StatusLayout = keys.SEED_LAYOUT) -> Item:
     item: Item = {
         **primary_key(payment),
         GSI1PK: {"S": keys.user_partition(payment.user_id)},
-        GSI2PK: {"S": keys.GSI2_PARTITION},
+        **status_partition_key(payment, layout),
         **status_keys(payment),
         **confirmation_keys(payment),
         "loc_user_id": {"S": payment.user_id},

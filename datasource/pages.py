@@ -3,7 +3,8 @@ every edge. The payment lists page payments; a payment's history pages its event
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -124,7 +125,67 @@ async def query_page(
     while DynamoDB stops early (its 1 MB limit) before the page is full.
     """
     start_key = cursors.decode(query.scope, after) if after is not None else None
-    wanted = first + 1
+    items = await _read(client, table_name, query, start_key, first + 1)
+    return _page(items, query.scope, cursors, first, node)
+
+
+async def merged_page(
+    client: DynamoDBClient,
+    *,
+    table_name: str,
+    queries: Sequence[PageQuery],
+    cursors: CursorCodec,
+    first: int,
+    after: str | None,
+    node: Callable[[Item], NodeT],
+) -> PageOf[NodeT]:
+    """One list kept in several partitions of an index (GSI2's shards): each partition's newest
+    `first + 1` items after the cursor, read concurrently (one Query each), merged newest first.
+
+    The queries share one scope and one sort order, and no sort key is in two partitions, so the
+    merged order is total: everything before the cursor's item was on earlier pages, and the
+    cursor's key, moved to each partition, is every partition's position.
+    """
+    scope = queries[0].scope
+    start_key = cursors.decode(scope, after) if after is not None else None
+    partition_of = {query.partition_attribute for query in queries}
+    assert len(partition_of) == 1 and all(q.scope == scope for q in queries)
+    attribute = partition_of.pop()
+    sort_attribute = queries[0].sort_attribute
+
+    async def read(query: PageQuery) -> list[Item]:
+        start = None if start_key is None else start_key | {attribute: {"S": query.partition}}
+        return await _read(client, table_name, query, start, first + 1)
+
+    with_partitions = await asyncio.gather(*(read(query) for query in queries))
+    names = page_key_attributes(scope.index)
+    # A payment moved between partitions while they were read (a reshard) is listed once.
+    distinct = {
+        tuple(item[name]["S"] for name in names if name != attribute): item
+        for items in with_partitions
+        for item in items
+    }
+    items = sorted(
+        distinct.values(),
+        key=lambda item: _sort_value(item, sort_attribute, names),
+        reverse=queries[0].newest_first,
+    )
+    return _page(items[: first + 1], scope, cursors, first, node)
+
+
+def _sort_value(item: Item, sort_attribute: str, names: Sequence[str]) -> tuple[str, ...]:
+    return (item[sort_attribute]["S"], *(item[name]["S"] for name in names))
+
+
+async def _read(
+    client: DynamoDBClient,
+    table_name: str,
+    query: PageQuery,
+    start_key: Item | None,
+    wanted: int,
+) -> list[Item]:
+    """Up to `wanted` items of the query after `start_key`, asking again while DynamoDB stops
+    early (its 1 MB limit)."""
     items: list[Item] = []
     while len(items) < wanted:
         parameters = query.parameters(table_name) | {"Limit": wanted - len(items)}
@@ -136,9 +197,19 @@ async def query_page(
         start_key = response.get("LastEvaluatedKey")
         if start_key is None:
             break
-    names = page_key_attributes(query.scope.index)
+    return items
+
+
+def _page(
+    items: list[Item],
+    scope: ListScope,
+    cursors: CursorCodec,
+    first: int,
+    node: Callable[[Item], NodeT],
+) -> PageOf[NodeT]:
+    names = page_key_attributes(scope.index)
     edges = [
-        EdgeOf(node(item), partial(cursors.encode, query.scope, {n: item[n] for n in names}))
+        EdgeOf(node(item), partial(cursors.encode, scope, {n: item[n] for n in names}))
         for item in items[:first]
     ]
     return PageOf(

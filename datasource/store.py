@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from datasource import writes
+from datasource import shards, writes
 from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
 from datasource.client import open_client
@@ -21,8 +21,9 @@ from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
 from datasource.history import HistoryPage, event_from_item, history_query
 from datasource.idempotent_create import put_new_with_key
-from datasource.items import from_item, primary_key, to_item
-from datasource.pages import Page, PageQuery, page_size, query_page
+from datasource.items import Item, from_item, primary_key, to_item
+from datasource.pages import Page, PageQuery, merged_page, page_size, query_page
+from datasource.shards import PartitionPage, Placed
 from datasource.table import (
     GSI1,
     GSI1PK,
@@ -41,6 +42,7 @@ from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
 from domain.history import PaymentEvent
 from domain.idempotency import IdempotencyClaim
+from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import LoanRef, Payment, PaymentRef
 
 if TYPE_CHECKING:
@@ -48,10 +50,14 @@ if TYPE_CHECKING:
 
 
 @asynccontextmanager
-async def open_store(config: DynamoConfig, *, cursor_secret: bytes) -> AsyncIterator[PaymentStore]:
+async def open_store(
+    config: DynamoConfig, *, cursor_secret: bytes, layout: StatusLayout = SEED_LAYOUT
+) -> AsyncIterator[PaymentStore]:
     """A store on one shared client, open for the life of the block (the life of the service)."""
     async with open_client(config) as client:
-        yield PaymentStore(client, table_name=config.table_name, cursor_secret=cursor_secret)
+        yield PaymentStore(
+            client, table_name=config.table_name, cursor_secret=cursor_secret, layout=layout
+        )
 
 
 class PaymentStore:
@@ -62,9 +68,12 @@ class PaymentStore:
         table_name: str,
         cursor_secret: bytes,
         backoff: Backoff | None = None,
+        layout: StatusLayout = SEED_LAYOUT,
     ) -> None:
         self._client = client
         self._table = table_name
+        # GSI2's shards: where writes put a payment, and which partitions a list reads.
+        self._layout = layout
         self._cursors = CursorCodec(cursor_secret)
         self._backoff = backoff or Backoff()
         attach_accounting(client)
@@ -77,6 +86,10 @@ class PaymentStore:
     @property
     def table_name(self) -> str:
         return self._table
+
+    @property
+    def layout(self) -> StatusLayout:
+        return self._layout
 
     async def create(
         self,
@@ -100,11 +113,12 @@ class PaymentStore:
                 payment=payment,
                 event=event,
                 backoff=self._backoff,
+                layout=self._layout,
             )
         return await put_new_with_key(
             self._client,
             table_name=self._table,
-            payment_item=to_item(payment),
+            payment_item=to_item(payment, self._layout),
             event=event,
             claim=idempotency,
             backoff=self._backoff,
@@ -169,16 +183,33 @@ class PaymentStore:
     async def payments_by_status(
         self, *, status: PaymentStatus, first: int, after: str | None
     ) -> Page:
-        """Every user's payments in one status, newest first (GSI2), for the jobs."""
+        """Every user's payments in one status, newest first (GSI2), for the jobs.
+
+        One Query per GSI2 partition of the layout (one with the seed's), merged into the same
+        exact pages whatever the number of shards.
+        """
         first = page_size(first)
-        query = PageQuery(
-            scope=ListScope(GSI2, status=status),
-            partition_attribute=GSI2PK,
-            partition=keys.GSI2_PARTITION,
-            sort_attribute=GSI2SK,
-            sort_prefix=keys.status_prefix(status),
+        queries = [
+            PageQuery(
+                scope=ListScope(GSI2, status=status),
+                partition_attribute=GSI2PK,
+                partition=partition,
+                sort_attribute=GSI2SK,
+                sort_prefix=keys.status_prefix(status),
+            )
+            for partition in self._layout.read_partitions()
+        ]
+        if len(queries) == 1:
+            return await self._page(queries[0], first=first, after=after)
+        return await merged_page(
+            self._client,
+            table_name=self._table,
+            queries=queries,
+            cursors=self._cursors,
+            first=first,
+            after=after,
+            node=from_item,
         )
-        return await self._page(query, first=first, after=after)
 
     async def payment_by_confirmation(
         self, *, user_id: str, confirmation_id: str
@@ -215,6 +246,25 @@ class PaymentStore:
             updated=updated,
             event=event,
             backoff=self._backoff,
+            layout=self._layout,
+        )
+
+    async def status_partition_page(
+        self, partition: str, *, start_key: Item | None, limit: int
+    ) -> PartitionPage:
+        """One page of a GSI2 partition, every status (the reshard job's read)."""
+        return await shards.partition_page(
+            self._client,
+            table_name=self._table,
+            partition=partition,
+            start_key=start_key,
+            limit=limit,
+        )
+
+    async def move_to_partition(self, payment: Placed, partition: str) -> bool:
+        """Rewrite a listed payment's GSI2PK, if it is still where it was listed."""
+        return await shards.move_to_partition(
+            self._client, table_name=self._table, payment=payment, partition=partition
         )
 
     async def history(

@@ -23,6 +23,7 @@ from datasource.items import (
     milestones,
     primary_key,
     status_keys,
+    status_partition_key,
     to_item,
 )
 from datasource.table import PK
@@ -31,6 +32,7 @@ from domain import validation
 from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound
 from domain.history import PaymentEvent
+from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import Payment
 
 if TYPE_CHECKING:
@@ -45,10 +47,11 @@ async def put_new(
     payment: Payment,
     event: PaymentEvent,
     backoff: Backoff,
+    layout: StatusLayout = SEED_LAYOUT,
 ) -> Payment:
     """Store `payment` and its creation's event unless an item with its key exists; Conflict
     (status found) if one does."""
-    item = to_item(payment)
+    item = to_item(payment, layout)
     put: TransactWriteItemTypeDef = {
         "Put": {
             "TableName": table_name,
@@ -73,6 +76,7 @@ async def update_status(
     updated: Payment,
     event: PaymentEvent,
     backoff: Backoff,
+    layout: StatusLayout = SEED_LAYOUT,
 ) -> Payment:
     """Write `updated` (from `apply_transition`) and its event, guarded by `current`'s status
     and version; NotFound if the item is gone, Conflict(found status) if it moved on.
@@ -83,7 +87,7 @@ async def update_status(
     """
     _check_same_payment(current, updated)
     transaction: list[TransactWriteItemTypeDef] = [
-        {"Update": _move_update(table_name, current, updated)},
+        {"Update": _move_update(table_name, current, updated, layout)},
         event_put(table_name, event),
     ]
     if _claims_confirmation(current, updated):
@@ -106,14 +110,19 @@ def _failed(reason: CancellationReason) -> bool:
     return reason.get("Code") == CONDITION_FAILED_REASON
 
 
-def _move_update(table_name: str, current: Payment, updated: Payment) -> UpdateTypeDef:
+def _move_update(
+    table_name: str, current: Payment, updated: Payment, layout: StatusLayout
+) -> UpdateTypeDef:
     """The UpdateItem of a move: every attribute a move may change, if the item is unchanged.
 
-    A refusal carries the stored item (`ALL_OLD`), which says why: gone, or moved on.
+    A refusal carries the stored item (`ALL_OLD`), which says why: gone, or moved on. GSI2's
+    partition key is written too: a move puts the payment in its shard of the layout written
+    now, so a reshard under way has one payment fewer to move.
     """
     set_values: Item = {
         "loc_status": {"S": updated.status.value},
         **status_keys(updated),
+        **status_partition_key(updated, layout),
         "loc_payment_attempts": {"N": str(updated.attempts)},
         "loc_applications": applications_value(updated.applications),
         "loc_update_reason": {"S": updated.update_reason},

@@ -4,7 +4,8 @@
            SK     = LOAN#<loan_id>#PAYMENT#<payment_id>
     GSI1   GSI1PK = USER#<user_id>
            GSI1SK = LOAN#<loan_id>#STATUS#<status>#PAYMENT#<payment_id>
-    GSI2   GSI2PK = PAYMENT
+    GSI2   GSI2PK = PAYMENT                              (one shard, the seed's layout)
+                  | PAYMENT#<k>                          (N shards: k from the payment id)
            GSI2SK = STATUS#<status>#PAYMENT#<payment_id>
     GSI3   GSI3PK = USER#<user_id>                       (only once a confirmation id exists)
            GSI3SK = CONFIRMATION#<confirmation_id>
@@ -14,6 +15,7 @@ Access patterns (each a GraphQL field):
     all payments of a loan            table  PK = USER#u, SK begins_with LOAN#l#PAYMENT#
     a loan's payments in one status   GSI1   GSI1PK = USER#u, GSI1SK begins_with LOAN#l#STATUS#s#
     all payments in one status        GSI2   GSI2PK = PAYMENT, GSI2SK begins_with STATUS#s#
+                                             (N shards: the same on each PAYMENT#k, merged)
     payment by confirmation id        GSI3   GSI3PK = USER#u, GSI3SK = CONFIRMATION#c
 
 Items of other kinds, outside every access pattern (no GSI keys, and a sort key that no payment
@@ -32,10 +34,67 @@ validated to hold no `#`, which keeps each key unambiguous.
 """
 
 import hashlib
+from dataclasses import dataclass
 
 from domain.enums import PaymentStatus
 
 GSI2_PARTITION = "PAYMENT"
+# Far more than one lender needs (64 partitions take ~64,000 writes a second); a bound keeps a
+# typo from making every list a thousand queries.
+MAX_GSI2_SHARDS = 64
+
+
+def status_shard(payment_id: str, shards: int) -> int:
+    """The GSI2 shard of a payment among `shards`: stable (a hash of the id, not its time-ordered
+    UUIDv7 prefix) and uniform."""
+    digest = hashlib.blake2b(payment_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def status_partition(payment_id: str, shards: int) -> str:
+    """A payment's GSI2PK: the seed's `PAYMENT` with one shard, `PAYMENT#<k>` with more."""
+    if shards == 1:
+        return GSI2_PARTITION
+    return f"{GSI2_PARTITION}#{status_shard(payment_id, shards)}"
+
+
+def status_partitions(shards: int) -> list[str]:
+    """Every GSI2PK of a layout of `shards` shards."""
+    if shards == 1:
+        return [GSI2_PARTITION]
+    return [f"{GSI2_PARTITION}#{k}" for k in range(shards)]
+
+
+@dataclass(frozen=True, slots=True)
+class StatusLayout:
+    """How payments spread over GSI2: `shards` for writes; `also_read`, the layouts a reshard
+    is moving payments from, read as well until it finishes."""
+
+    shards: int = 1
+    also_read: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for count in (self.shards, *self.also_read):
+            if not 1 <= count <= MAX_GSI2_SHARDS:
+                raise ValueError(f"a GSI2 layout has 1 to {MAX_GSI2_SHARDS} shards, not {count}")
+
+    def partition(self, payment_id: str) -> str:
+        return status_partition(payment_id, self.shards)
+
+    def read_partitions(self) -> list[str]:
+        """Every partition a payment can be in now: each is read once, whichever layouts name
+        it (`PAYMENT#3` is in a layout of 4 and one of 16)."""
+        names = [status_partitions(count) for count in (self.shards, *self.also_read)]
+        return list(dict.fromkeys(name for layout in names for name in layout))
+
+    def source_partitions(self) -> list[str]:
+        """The partitions a reshard to `shards` reads: the old layouts' (`also_read`)."""
+        names = [status_partitions(count) for count in self.also_read]
+        return list(dict.fromkeys(name for layout in names for name in layout))
+
+
+# One shard, `GSI2PK = PAYMENT`, as the seed has it: the default.
+SEED_LAYOUT = StatusLayout()
 
 
 def user_partition(user_id: str) -> str:

@@ -69,11 +69,12 @@ async def payment_store(
     """
     config = settings.dynamo_config(endpoint_url)
     secret = settings.cursor_secret.get_secret_value().encode()
+    layout = settings.status_layout
     opened = (
-        open_store(config, cursor_secret=secret)
+        open_store(config, cursor_secret=secret, layout=layout)
         if client is None
         else contextlib.nullcontext(
-            PaymentStore(client, table_name=config.table_name, cursor_secret=secret)
+            PaymentStore(client, table_name=config.table_name, cursor_secret=secret, layout=layout)
         )
     )
     async with opened as store:

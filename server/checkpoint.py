@@ -93,7 +93,13 @@ def load_checkpoint(path: Path) -> Checkpoint | None:
 
 def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     """Replace the checkpoint at `path` in one step: a crash leaves the old one or the new one."""
-    body = json.dumps({"format": _FORMAT, **asdict(checkpoint)}, indent=2).encode() + b"\n"
+    replace_file(path, json.dumps({"format": _FORMAT, **asdict(checkpoint)}, indent=2).encode())
+
+
+def replace_file(path: Path, body: bytes) -> None:
+    """Write `body` (and a newline) at `path` in one step, durably: a crash leaves the old file
+    or the new one, never a mix."""
+    body += b"\n"
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:

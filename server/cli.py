@@ -28,6 +28,8 @@ from server.collect_command import add_arguments as add_collect_arguments
 from server.collect_command import run_collect
 from server.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
 from server.logs import configure_logging
+from server.reshard_command import add_arguments as add_reshard_arguments
+from server.reshard_command import run_reshard
 from server.runtime import tune_garbage_collector, uvicorn_options
 from server.settings import TABLE_AND_REGION, Settings
 
@@ -157,6 +159,18 @@ def _parser() -> argparse.ArgumentParser:
             ),
         )
     )
+    add_reshard_arguments(
+        commands.add_parser(
+            "reshard",
+            help="move every payment to its GSI2 partition of LOC_GSI2_SHARDS",
+            description=(
+                "Rewrites the GSI2 partition key of every payment listed in the layouts of "
+                "LOC_GSI2_READ_SHARDS that belongs elsewhere in the layout of LOC_GSI2_SHARDS. "
+                "Run the service with the same two settings meanwhile; drop "
+                "LOC_GSI2_READ_SHARDS once it finishes."
+            ),
+        )
+    )
     return parser
 
 
@@ -180,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _token(settings, arguments)
         if arguments.command == "collect":
             return run_collect(settings, arguments)
+        if arguments.command == "reshard":
+            return run_reshard(settings, arguments)
         return serve(settings)
     except pydantic.ValidationError as error:
         message = _settings_problem(error)

@@ -45,14 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--page-size",
-        type=_bounded(1, MAX_PAGE_SIZE),
+        type=bounded(1, MAX_PAGE_SIZE),
         default=MAX_PAGE_SIZE,
         metavar="N",
         help="payments per page and per checkpoint (default: %(default)s)",
     )
     parser.add_argument(
         "--concurrency",
-        type=_bounded(1, MAX_CONCURRENCY),
+        type=bounded(1, MAX_CONCURRENCY),
         default=DEFAULT_CONCURRENCY,
         metavar="N",
         help="payments of a page decided at once (default: %(default)s)",
@@ -136,7 +136,7 @@ def run_collect(settings: Settings, arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _bounded(low: int, high: int) -> Callable[[str], int]:
+def bounded(low: int, high: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = int(text)
         if not low <= value <= high:

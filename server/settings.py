@@ -15,10 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from datasource.config import DynamoConfig
+from domain.keys import MAX_GSI2_SHARDS, StatusLayout
 
 Env = Literal["local", "test", "prod"]
 
@@ -90,12 +91,23 @@ class Settings(BaseSettings):
     dynamodb_budget: Annotated[float, Field(gt=0)] = 3.0
     # Queries read eventually consistent (half the read units); true: every read strongly.
     strong_reads: bool = False
+    # GSI2's write shards (1: the seed's `GSI2PK = PAYMENT`), and while `loc-payments reshard`
+    # moves payments from other layouts, those layouts ("1" or "1,4"), read as well.
+    gsi2_shards: Annotated[int, Field(ge=1, le=MAX_GSI2_SHARDS)] = 1
+    gsi2_read_shards: Annotated[tuple[int, ...], NoDecode] = ()
     # Live updates (GraphQL subscriptions fed by the table's DynamoDB Stream).
     live_updates: bool = True
     stream_poll_interval: Annotated[float, Field(gt=0)] = 0.5
     subscriber_queue_size: Annotated[int, Field(ge=1)] = 1000
     max_subscriptions_per_connection: Annotated[int, Field(ge=1)] = 20
     websocket_keep_alive_interval: Annotated[float, Field(gt=0)] = 15.0
+
+    @field_validator("gsi2_read_shards", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(int(part) for part in value.split(",") if part.strip())
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -115,6 +127,11 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_unsafe_values(self) -> Settings:
+        if any(not 1 <= count <= MAX_GSI2_SHARDS for count in self.gsi2_read_shards):
+            raise ValueError(
+                f"LOC_GSI2_READ_SHARDS: each layout has 1 to {MAX_GSI2_SHARDS} shards, "
+                f"not {self.gsi2_read_shards}"
+            )
         if self.auth_jwt_secret is not None and self.auth_jwt_public_key_file is not None:
             raise ValueError(
                 "set one of LOC_AUTH_JWT_SECRET (HS256) or LOC_AUTH_JWT_PUBLIC_KEY_FILE (RS256)"
@@ -148,6 +165,10 @@ class Settings(BaseSettings):
                     "LOC_CURSOR_SECRET is the published development value; set a secret for prod"
                 )
         return self
+
+    @property
+    def status_layout(self) -> StatusLayout:
+        return StatusLayout(self.gsi2_shards, self.gsi2_read_shards)
 
     @property
     def uses_embedded_dynamodb(self) -> bool:

@@ -60,7 +60,7 @@ async def all_items(store: PaymentStore) -> list[Item]:
 
 async def put_all(store: PaymentStore, payments: Sequence[Payment]) -> None:
     """Seed many payments fast: BatchWriteItem, 25 at a time."""
-    await put_items(store, [to_item(payment) for payment in payments])
+    await put_items(store, [to_item(payment, store.layout) for payment in payments])
 
 
 async def put_items(store: PaymentStore, items: Sequence[Item]) -> None:

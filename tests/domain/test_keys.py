@@ -1,3 +1,8 @@
+from collections import Counter
+
+import pytest
+from uuid_utils.compat import uuid7
+
 from domain import keys
 from domain.enums import PaymentStatus
 
@@ -44,3 +49,33 @@ def test_a_prefix_matches_its_own_keys_and_not_a_longer_id() -> None:
     assert not status_key.startswith(keys.loan_status_prefix("1", PaymentStatus.RETRY))
     # SKIPPED must not match a (hypothetical) status that begins with it; the `#` sees to that.
     assert keys.status_prefix(PaymentStatus.RETRY).endswith("RETRY#")
+
+
+def test_a_payments_status_shard_is_stable_and_uniform() -> None:
+    # Stable: the same id, the same shard, in every process (a hash, not Python's `hash`).
+    assert keys.status_shard("01a2317e-b69f-7097-91f7-6b4971fe0cc6", 16) == keys.status_shard(
+        "01a2317e-b69f-7097-91f7-6b4971fe0cc6", 16
+    )
+    assert keys.status_partition("p", 1) == "PAYMENT"
+    ids = [str(uuid7()) for _ in range(16_000)]
+    counts = Counter(keys.status_shard(payment_id, 16) for payment_id in ids)
+    # UUIDv7 ids made in one burst share their time prefix; the shards still fill evenly.
+    assert sorted(counts) == list(range(16))
+    assert all(800 <= count <= 1200 for count in counts.values()), counts
+
+
+def test_a_layout_reads_each_partition_once_and_refuses_silly_shard_counts() -> None:
+    layout = keys.StatusLayout(16, also_read=(1, 4))
+    partitions = layout.read_partitions()
+    assert len(partitions) == len(set(partitions)) == 17
+    assert layout.source_partitions() == [
+        "PAYMENT",
+        "PAYMENT#0",
+        "PAYMENT#1",
+        "PAYMENT#2",
+        "PAYMENT#3",
+    ]
+    assert keys.SEED_LAYOUT.read_partitions() == ["PAYMENT"]
+    for shards in (0, keys.MAX_GSI2_SHARDS + 1):
+        with pytest.raises(ValueError, match="1 to 64 shards"):
+            keys.StatusLayout(shards)

@@ -1,0 +1,210 @@
+"""The reshard job (`loc-payments reshard`): every payment into its GSI2 partition of the layout
+written now (`LOC_GSI2_SHARDS`), from the layouts it may still be in (`LOC_GSI2_READ_SHARDS`).
+
+The service reads every partition of both while the job runs, so lists stay complete; each of
+its writes already puts the payment where the new layout wants it. The job reads the old
+layouts' partitions on GSI2 a page at a time, and for each page:
+
+    1. rewrites the GSI2PK of each payment that belongs elsewhere, a few at a time, each
+       conditional on the partition it was listed in (`datasource.shards`),
+    2. saves the checkpoint: the partition being read and the key after the page's last payment.
+
+Why a resumed run loses and repeats nothing: a position in a partition is a key, and DynamoDB
+continues after that key whether or not an item still holds it; the payments of a page that did
+not finish are either moved (gone from the partition, so not listed again) or still there (and
+moved by the resumed run). A move is a conditional rewrite of one attribute, so doing one twice
+is impossible and missing one leaves the payment listed where the service still reads it. The
+counts of finished pages are exact; moves made by a page that did not finish are not counted.
+
+When a run finishes, every payment is in the new layout: drop `LOC_GSI2_READ_SHARDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, astuple, dataclass
+from pathlib import Path
+from typing import Any
+
+from datasource import PaymentStore
+from datasource.items import Item
+from datasource.shards import Placed
+from server.bootstrap import payment_store
+from server.checkpoint import CheckpointRefused, replace_file
+from server.settings import Settings
+
+DEFAULT_PAGE_SIZE = 100
+DEFAULT_CONCURRENCY = 16
+_FORMAT = "loc-payments-reshard/1"
+
+logger = logging.getLogger("loc_payments.reshard")
+
+
+@dataclass(frozen=True, slots=True)
+class ReshardCounts:
+    scanned: int = 0  # listed in the old layouts' partitions
+    moved: int = 0  # GSI2PK rewritten to the new layout
+    in_place: int = 0  # already in their partition of the new layout
+    changed: int = 0  # moved by the service (or deleted) between our read and our write
+
+    def plus(self, other: ReshardCounts) -> ReshardCounts:
+        return ReshardCounts(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+    def summary(self) -> str:
+        return ", ".join(
+            f"{name.replace('_', ' ')} {value}" for name, value in asdict(self).items()
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReshardCheckpoint:
+    """Where a run stands: bound to its table and layouts, which a resumed run must share."""
+
+    table_name: str
+    shards: int
+    sources: tuple[str, ...]  # the partitions to read, in order
+    position: int = 0  # the partition being read (an index into `sources`)
+    start_key: Item | None = None  # after the last finished page of that partition
+    counts: ReshardCounts = ReshardCounts()
+
+    @property
+    def finished(self) -> bool:
+        return self.position >= len(self.sources)
+
+    def check_matches(self, other: ReshardCheckpoint) -> None:
+        for name, mine, theirs in (
+            ("table", self.table_name, other.table_name),
+            ("LOC_GSI2_SHARDS", self.shards, other.shards),
+            ("partitions to read (LOC_GSI2_READ_SHARDS)", self.sources, other.sources),
+        ):
+            if mine != theirs:
+                raise CheckpointRefused(
+                    f"the checkpoint belongs to a reshard with {name} {mine!r}, not {theirs!r}; "
+                    "resume it with the same settings, or start over with a new checkpoint file"
+                )
+
+
+def fresh_checkpoint(settings: Settings) -> ReshardCheckpoint:
+    """The start of a reshard to the settings' layout; refused when there is nothing to move."""
+    layout = settings.status_layout
+    if not layout.also_read:
+        raise CheckpointRefused(
+            "nothing to reshard: set LOC_GSI2_READ_SHARDS to the layout(s) the payments are in "
+            f"now (e.g. 1), and LOC_GSI2_SHARDS to the one wanted (now {layout.shards})"
+        )
+    return ReshardCheckpoint(
+        table_name=settings.table_name,
+        shards=layout.shards,
+        sources=tuple(layout.source_partitions()),
+    )
+
+
+def load_reshard_checkpoint(path: Path) -> ReshardCheckpoint | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise CheckpointRefused(f"cannot read the checkpoint {path}: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise CheckpointRefused(f"{path} is not a checkpoint of loc-payments reshard")
+    try:
+        return ReshardCheckpoint(
+            table_name=data["table_name"],
+            shards=data["shards"],
+            sources=tuple(data["sources"]),
+            position=data["position"],
+            start_key=data["start_key"],
+            counts=ReshardCounts(**data["counts"]),
+        )
+    except (KeyError, TypeError) as error:
+        raise CheckpointRefused(f"the checkpoint {path} is damaged: {error}") from None
+
+
+def save_reshard_checkpoint(path: Path, checkpoint: ReshardCheckpoint) -> None:
+    body: dict[str, Any] = {"format": _FORMAT, **asdict(checkpoint)}
+    replace_file(path, json.dumps(body, indent=2).encode())
+
+
+def start_or_resume(path: Path | None, fresh: ReshardCheckpoint) -> ReshardCheckpoint:
+    saved = load_reshard_checkpoint(path) if path is not None else None
+    if saved is None:
+        return fresh
+    saved.check_matches(fresh)
+    return saved
+
+
+async def reshard_with_settings(
+    settings: Settings,
+    *,
+    endpoint_url: str | None,
+    start: ReshardCheckpoint,
+    checkpoint_path: Path | None,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_page: Callable[[int, ReshardCounts], None] | None = None,
+) -> ReshardCheckpoint:
+    """`reshard` on the table the settings name."""
+    async with payment_store(settings, endpoint_url=endpoint_url) as (store, _created_table):
+        return await reshard(
+            store,
+            start,
+            checkpoint_path=checkpoint_path,
+            page_size=page_size,
+            concurrency=concurrency,
+            on_page=on_page,
+        )
+
+
+async def reshard(
+    store: PaymentStore,
+    start: ReshardCheckpoint,
+    *,
+    checkpoint_path: Path | None,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_page: Callable[[int, ReshardCounts], None] | None = None,
+) -> ReshardCheckpoint:
+    """Move every payment listed in `start`'s partitions (after its position) to its partition
+    of the store's layout; the final checkpoint says the totals."""
+    if start.shards != store.layout.shards:
+        raise CheckpointRefused(
+            f"the checkpoint reshards to {start.shards} shards, the store writes "
+            f"{store.layout.shards}"
+        )
+    checkpoint = start
+    limit = asyncio.Semaphore(concurrency)
+
+    async def place(payment: Placed) -> ReshardCounts:
+        target = store.layout.partition(payment.payment_id)
+        if payment.partition == target:
+            return ReshardCounts(scanned=1, in_place=1)
+        async with limit:
+            moved = await store.move_to_partition(payment, target)
+        return ReshardCounts(scanned=1, moved=1) if moved else ReshardCounts(scanned=1, changed=1)
+
+    while not checkpoint.finished:
+        partition = checkpoint.sources[checkpoint.position]
+        page = await store.status_partition_page(
+            partition, start_key=checkpoint.start_key, limit=page_size
+        )
+        counts = ReshardCounts()
+        for outcome in await asyncio.gather(*(place(payment) for payment in page.payments)):
+            counts = counts.plus(outcome)
+        if page.next_key is None:
+            checkpoint = dataclasses.replace(
+                checkpoint, position=checkpoint.position + 1, start_key=None
+            )
+        else:
+            checkpoint = dataclasses.replace(checkpoint, start_key=page.next_key)
+        checkpoint = dataclasses.replace(checkpoint, counts=checkpoint.counts.plus(counts))
+        if checkpoint_path is not None:
+            save_reshard_checkpoint(checkpoint_path, checkpoint)
+        if on_page is not None:
+            on_page(len(page.payments), checkpoint.counts)
+        logger.debug("reshard: %s: %s", partition, counts.summary())
+    return checkpoint

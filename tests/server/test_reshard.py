@@ -1,0 +1,237 @@
+"""The reshard job (`loc-payments reshard`): every payment ends in its GSI2 partition of the new
+layout, an interrupted run resumes losing and repeating nothing, and lists stay complete."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+
+from datasource import DynamoConfig, PaymentStore
+from datasource.items import Item, to_item
+from datasource.shards import Placed
+from datasource.table import GSI2PK
+from domain import keys
+from domain.enums import PaymentStatus
+from domain.keys import StatusLayout
+from domain.payment import Payment
+from server.checkpoint import CheckpointRefused
+from server.cli import main
+from server.reshard import ReshardCheckpoint, load_reshard_checkpoint, reshard
+from tests.backends import CURSOR_SECRET, TEST_KEY, Backend
+from tests.conftest import _fresh_table
+from tests.datasource.stored_items import all_items, put_all
+from tests.datasource.test_status_shards import every_page, ids, mixed_payments, newest_first
+
+S = PaymentStatus
+StoreOf = Callable[[StatusLayout], PaymentStore]
+
+
+@pytest.fixture
+async def table(backend: Backend) -> AsyncIterator[str]:
+    table_name = await _fresh_table(backend)
+    yield table_name
+    await backend.client.delete_table(TableName=table_name)
+
+
+@pytest.fixture
+def store_of(backend: Backend, table: str) -> StoreOf:
+    def store(layout: StatusLayout) -> PaymentStore:
+        return PaymentStore(
+            backend.client, table_name=table, cursor_secret=CURSOR_SECRET, layout=layout
+        )
+
+    return store
+
+
+def start(table: str, layout: StatusLayout) -> ReshardCheckpoint:
+    return ReshardCheckpoint(
+        table_name=table, shards=layout.shards, sources=tuple(layout.source_partitions())
+    )
+
+
+def without_gsi2_partition(items: list[Item]) -> list[Item]:
+    return sorted(
+        ({k: v for k, v in item.items() if k != GSI2PK} for item in items),
+        key=lambda item: (item["PK"]["S"], item["SK"]["S"]),
+    )
+
+
+async def assert_all_in(store: PaymentStore, shards: int, payments: list[Payment]) -> None:
+    placed = {
+        item["loc_payment_id"]["S"]: item[GSI2PK]["S"]
+        for item in await all_items(store)
+        if GSI2PK in item
+    }
+    assert placed == {p.payment_id: keys.status_partition(p.payment_id, shards) for p in payments}
+
+
+async def test_a_reshard_moves_every_payment_and_nothing_else(
+    store_of: StoreOf, table: str, tmp_path: Path
+) -> None:
+    payments = mixed_payments(130)
+    await put_all(store_of(StatusLayout(1)), payments)
+    before = await all_items(store_of(StatusLayout(1)))
+    layout = StatusLayout(4, also_read=(1,))
+
+    final = await reshard(
+        store_of(layout), start(table, layout), checkpoint_path=tmp_path / "cp", page_size=40
+    )
+
+    assert final.finished and final.counts.scanned == final.counts.moved == 130
+    await assert_all_in(store_of(StatusLayout(4)), 4, payments)
+    after = await all_items(store_of(StatusLayout(4)))
+    # Only GSI2PK changed: no version, no event, no other attribute, no item more or less.
+    assert without_gsi2_partition(after) == without_gsi2_partition(before)
+    pages = await every_page(store_of(StatusLayout(4)), S.PENDING, first=9)
+    assert [i for page in ids(pages) for i in page] == newest_first(payments, S.PENDING)
+    saved = load_reshard_checkpoint(tmp_path / "cp")
+    assert saved is not None and saved.finished and saved.counts == final.counts
+
+
+async def test_from_4_to_16_leaves_in_place_what_already_is(store_of: StoreOf, table: str) -> None:
+    payments = mixed_payments(120)
+    await put_all(store_of(StatusLayout(4)), payments)
+    layout = StatusLayout(16, also_read=(4,))
+
+    final = await reshard(store_of(layout), start(table, layout), checkpoint_path=None)
+
+    in_place = sum(
+        keys.status_partition(p.payment_id, 4) == keys.status_partition(p.payment_id, 16)
+        for p in payments
+    )
+    assert (final.counts.in_place, final.counts.moved) == (in_place, 120 - in_place)
+    await assert_all_in(store_of(StatusLayout(16)), 16, payments)
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashingStore(PaymentStore):
+    """A store whose process dies after `moves` moves, in the middle of a page."""
+
+    def __init__(self, base: PaymentStore, moves: int) -> None:
+        super().__init__(
+            base.client, table_name=base.table_name, cursor_secret=CURSOR_SECRET, layout=base.layout
+        )
+        self.left = moves
+
+    async def move_to_partition(self, payment: Placed, partition: str) -> bool:
+        if self.left == 0:
+            raise Crash()
+        self.left -= 1
+        return await super().move_to_partition(payment, partition)
+
+
+async def test_an_interrupted_reshard_resumes_losing_and_repeating_nothing(
+    store_of: StoreOf, table: str, tmp_path: Path
+) -> None:
+    payments = mixed_payments(200)
+    await put_all(store_of(StatusLayout(1)), payments)
+    before = await all_items(store_of(StatusLayout(1)))
+    layout = StatusLayout(4, also_read=(1,))
+    checkpoint = tmp_path / "reshard.json"
+
+    with pytest.raises(Crash):
+        await reshard(
+            CrashingStore(store_of(layout), moves=110),
+            start(table, layout),
+            checkpoint_path=checkpoint,
+            page_size=30,
+            concurrency=4,
+        )
+
+    # Halfway: some payments in each layout; the service reading both lists each one once.
+    saved = load_reshard_checkpoint(checkpoint)
+    assert saved is not None and not saved.finished and saved.counts.moved == 90
+    partitions = {item[GSI2PK]["S"] for item in await all_items(store_of(layout)) if GSI2PK in item}
+    assert "PAYMENT" in partitions and len(partitions) > 1
+    for status in (S.PENDING, S.RETRY, S.ACHSENT):
+        pages = await every_page(store_of(layout), status, first=7)
+        assert [i for page in ids(pages) for i in page] == newest_first(payments, status)
+
+    final = await reshard(store_of(layout), saved, checkpoint_path=checkpoint, page_size=30)
+
+    assert final.finished
+    # The resumed run lists only what was still to move (the crashed page's moves are done).
+    assert final.counts.moved + final.counts.changed <= 200 and final.counts.moved >= 90
+    await assert_all_in(store_of(StatusLayout(4)), 4, payments)
+    after = await all_items(store_of(StatusLayout(4)))
+    assert without_gsi2_partition(after) == without_gsi2_partition(before)
+
+
+async def test_a_payment_the_service_moved_meanwhile_is_left_alone(store_of: StoreOf) -> None:
+    payments = mixed_payments(1)
+    await put_all(store_of(StatusLayout(1)), payments)
+    new = store_of(StatusLayout(4, also_read=(1,)))
+    page = await new.status_partition_page("PAYMENT", start_key=None, limit=10)
+    [listed] = page.payments
+    # Meanwhile the service rewrote it in the new layout.
+    await put_all(store_of(StatusLayout(4)), payments)
+
+    assert not await new.move_to_partition(listed, "PAYMENT#0")
+    await assert_all_in(new, 4, payments)
+
+
+@pytest.fixture
+def _root_logging_restored() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("_root_logging_restored")
+def test_the_command_refuses_to_run_without_an_old_layout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LOC_GSI2_SHARDS", "4")
+    assert main(["reshard"]) == 1
+    assert "nothing to reshard: set LOC_GSI2_READ_SHARDS" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("_root_logging_restored")
+def test_the_command_reshards_and_refuses_another_runs_checkpoint(
+    moto_config: DynamoConfig,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The command runs its own event loop, so this test is synchronous, and so is its client.
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=moto_config.endpoint_url,
+        region_name=moto_config.region,
+        aws_access_key_id=TEST_KEY,
+        aws_secret_access_key=TEST_KEY,
+    )
+    payments = mixed_payments(30)
+    for payment in payments:
+        client.put_item(TableName=moto_config.table_name, Item=to_item(payment))
+    assert moto_config.endpoint_url is not None
+    monkeypatch.setenv("LOC_DYNAMODB_ENDPOINT", moto_config.endpoint_url)
+    monkeypatch.setenv("LOC_TABLE_NAME", moto_config.table_name)
+    monkeypatch.setenv("LOC_GSI2_SHARDS", "4")
+    monkeypatch.setenv("LOC_GSI2_READ_SHARDS", "1")
+    checkpoint = tmp_path / "cp.json"
+
+    assert main(["reshard", "--checkpoint", str(checkpoint), "--page-size", "7"]) == 0
+
+    assert "scanned 30, moved 30, in place 0, changed 0" in capsys.readouterr().err
+    assert json.loads(checkpoint.read_text())["position"] == 1
+    items = client.scan(TableName=moto_config.table_name)["Items"]
+    assert {item["loc_payment_id"]["S"]: item[GSI2PK]["S"] for item in items} == {
+        p.payment_id: keys.status_partition(p.payment_id, 4) for p in payments
+    }
+    monkeypatch.setenv("LOC_GSI2_SHARDS", "16")
+    assert main(["reshard", "--checkpoint", str(checkpoint)]) == 1
+    assert "belongs to a reshard with LOC_GSI2_SHARDS 4, not 16" in capsys.readouterr().err
+    checkpoint.write_text("{}")
+    with pytest.raises(CheckpointRefused):
+        load_reshard_checkpoint(checkpoint)
