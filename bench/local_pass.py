@@ -40,6 +40,7 @@ from bench.processes import (
     pinning,
 )
 from bench.runs import Run, answer, service_headers, summary, timed_run
+from bench.shards_pass import measure_shards
 from bench.workloads import Workload
 from datasource.items import Item
 from datasource.table import create_table_if_missing
@@ -294,6 +295,16 @@ class LocalPass:
             comparison, resident = await _compare(setup, options)
             log("service against raw aioboto3 and raw HTTP done; p50 at both sizes")
             scale = await _scale_latencies(setup, options)
+            log("p50 at both sizes done; paymentsByStatus at 1, 4 and 16 GSI2 shards")
+            shards = await measure_shards(
+                endpoint=self.database.endpoint_url,
+                table=SCALE_TABLE,
+                first_server=setup.scale,
+                workload=setup.work["by_status"],
+                headers=setup.headers,
+                seconds=options.seconds,
+                repetitions=options.repetitions,
+            )
         return {
             "connections": options.connections,
             "service_calls": calls,
@@ -308,5 +319,6 @@ class LocalPass:
                 "writers": generator.WRITERS,
             },
             "scale": scale,
+            "shards": shards,
             "service_memory": memory_record(setup.base, resident),
         }

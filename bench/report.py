@@ -342,6 +342,7 @@ def render(results: dict[str, Any]) -> str:
                 for name in service
             ],
         )
+        lines += ["", *_shard_lines(local)]
     if "live" in results:
         lines += ["", *_live_lines(results["live"])]
     lines += ["", "Targets (issues 6 and 11)"]
@@ -357,6 +358,31 @@ def render(results: dict[str, Any]) -> str:
     ]
     lines += _table(["target (indented: for reference)", "bound", "", "measured"], rows, left=4)
     return "\n".join(lines)
+
+
+def _shard_lines(local: dict[str, Any]) -> list[str]:
+    """paymentsByStatus at 1, 4 and 16 GSI2 shards on the scale table, and the reshards."""
+    rows = []
+    for shards, measured in local["shards"].items():
+        moved = measured["reshard"]
+        rows.append(
+            [
+                shards,
+                ", ".join(f"{api} {count}" for api, count in measured["calls"].items()),
+                _ms(measured["service"]["p50_ms"]),
+                _ms(measured["service"]["p99_ms"]),
+                ""
+                if moved is None
+                else f"{moved['from']} -> {moved['to']}: {moved['moved']:,} "
+                f"moved, {moved['in_place']:,} in place, {moved['seconds']:.1f} s "
+                f"({moved['payments_per_second']:,.0f}/s)",
+            ]
+        )
+    return [
+        f"GSI2 shards on {local['scale_payments']:,} payments: paymentsByStatus (100 a page) at 1 "
+        "connection, after `reshard` moved them (in-process, 16 moves in flight)",
+        *_table(["shards", "DynamoDB calls", "p50 ms", "p99 ms", "reshard before it"], rows),
+    ]
 
 
 def _live_lines(live: dict[str, Any]) -> list[str]:

@@ -27,7 +27,9 @@ HOST = "127.0.0.1"
 FAKE_ENDPOINT = "http://fake-dynamodb.invalid"
 
 
-def service_settings(port: int, endpoint: str, table_name: str | None = None) -> Settings:
+def service_settings(
+    port: int, endpoint: str, table_name: str | None = None, gsi2_shards: int = 1
+) -> Settings:
     from pydantic import SecretStr
 
     from server.settings import DEV_CURSOR_SECRET, Settings
@@ -40,6 +42,7 @@ def service_settings(port: int, endpoint: str, table_name: str | None = None) ->
         port=port,
         dynamodb_endpoint=endpoint,
         cursor_secret=SecretStr(DEV_CURSOR_SECRET),
+        gsi2_shards=gsi2_shards,
         **table,
     )
 
@@ -111,7 +114,9 @@ def service(arguments: argparse.Namespace) -> None:
 def service_local(arguments: argparse.Namespace) -> None:
     from server.cli import serve
 
-    serve(service_settings(arguments.port, arguments.endpoint, arguments.table))
+    serve(
+        service_settings(arguments.port, arguments.endpoint, arguments.table, arguments.gsi2_shards)
+    )
 
 
 PEERS = {
@@ -131,6 +136,7 @@ def main() -> None:
     parser.add_argument("--responses", type=Path, help="http-floor: [[request, response], ...]")
     parser.add_argument("--endpoint", help="service-local: the DynamoDB endpoint")
     parser.add_argument("--table", help="service-local: the table, if not local's default")
+    parser.add_argument("--gsi2-shards", type=int, default=1, help="service-local: GSI2 shards")
     arguments = parser.parse_args()
     PEERS[arguments.peer](arguments)
 

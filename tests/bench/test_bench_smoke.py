@@ -106,3 +106,23 @@ def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) 
         memory = run["service_memory"]
         assert len(memory["rss_mib_after_repetition"]) == repetitions
         assert memory["peak_rss_mib"] >= max(memory["rss_mib_after_repetition"]) > 0
+
+
+def test_payments_by_status_is_measured_at_1_4_and_16_shards(quick_run: QuickRun) -> None:
+    local = quick_run.results["dynamodb_local"]
+    shards = local["shards"]
+    assert list(shards) == ["1", "4", "16"]
+    # One Query per shard, counted by the service itself.
+    assert [layout["calls"] for layout in shards.values()] == [
+        {"Query": 1},
+        {"Query": 4},
+        {"Query": 16},
+    ]
+    assert shards["1"]["reshard"] is None
+    for layout in ("4", "16"):
+        moved = shards[layout]["reshard"]
+        # Every payment of the scale table was listed, and each moved or already in place.
+        assert moved["scanned"] == local["scale_payments"]
+        assert moved["moved"] + moved["in_place"] == moved["scanned"]
+    assert shards["4"]["reshard"]["in_place"] == 0  # no partition of 4 is PAYMENT
+    assert "GSI2 shards on" in quick_run.stdout
