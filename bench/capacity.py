@@ -9,6 +9,7 @@ it brings to the status the mutation moves from, every request with `X-Debug-Dyn
 prints a markdown table of what `extensions.dynamodb` reports: the calls, the read and write
 units (RCU, WCU), and the units per table and index.
 
+Last, the lists at their largest page (100 payments) and one lookup, on a loan of 101 payments.
 `--strong-reads` measures again, on a fresh table, with `Settings(strong_reads=True)`, and adds
 its RCU and WCU as two more columns; `measure` takes any such settings override.
 
@@ -161,6 +162,39 @@ async def _mutations(session: _Session, rows: dict[str, Cost]) -> None:
     rows["skipPayment"] = await move("skipPayment", skipped)
 
 
+FULL_PAGE = 100
+FULL_PAGES = {
+    "a loan's payments, 100 a page": (
+        'query($u: ID!) { loan(userId: $u, loanId: "loan-full") { payments(first: 100) '
+        "{ edges { node { paymentId status amountCents } } } } }"
+    ),
+    "paymentsByStatus, 100 a page": (
+        "{ paymentsByStatus(status: PENDING, first: 100) "
+        "{ edges { node { paymentId status amountCents } } } }"
+    ),
+    "one payment by id": (
+        'query($u: ID!, $p: ID!) { payment(userId: $u, loanId: "loan-full", paymentId: $p) '
+        "{ paymentId status amountCents } }"
+    ),
+}
+
+
+async def _full_pages(session: _Session, rows: dict[str, Cost]) -> None:
+    """The lists at their largest page (and one lookup), on a loan of 101 payments."""
+    ids = []
+    for _ in range(FULL_PAGE + 1):
+        payment, _cost = await session.mutate(
+            "createPayment", userId=USER, loanId="loan-full", amountCents=12_500, method="ACH",
+            process="AUTO", accountLastFour="6789", intendedInstallmentId="inst-1",
+        )  # fmt: skip
+        ids.append(payment["paymentId"])
+    for label, query in FULL_PAGES.items():
+        variables = {"u": USER, "p": ids[0]} if "$p" in query else {"u": USER}
+        if "$u" not in query:
+            variables = {}
+        rows[label] = session.cost_of(await session.run(query, variables))
+
+
 async def measure(
     endpoint: str, *, table_name: str = TABLE_NAME, overrides: Mapping[str, Any] | None = None
 ) -> dict[str, Cost]:
@@ -182,6 +216,7 @@ async def measure(
             session = _Session(http, table_name)
             await _walkthrough(session, rows)
             await _mutations(session, rows)
+            await _full_pages(session, rows)
     return rows
 
 
@@ -211,11 +246,6 @@ def _number(units: float) -> str:
     return f"{units:g}"
 
 
-def strong_reads_supported() -> bool:
-    """Whether `Settings` has `strong_reads` (being added with SPEC §11's consistency rule)."""
-    return "strong_reads" in Settings.model_fields
-
-
 async def measure_all(
     endpoint: str, variants: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, dict[str, Cost]]:
@@ -235,10 +265,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     arguments = parser.parse_args(argv)
     variants: dict[str, Mapping[str, Any]] = dict(DEFAULT)
-    if arguments.strong_reads and strong_reads_supported():
+    if arguments.strong_reads:
         variants.update(STRONG_READS)
-    elif arguments.strong_reads:
-        print("(Settings has no strong_reads yet: the strong-reads columns are left out)\n")
     with EmbeddedDynamoDB(data_dir=None) as database:
         columns = asyncio.run(measure_all(database.endpoint_url, variants))
     print(render(columns))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from datasource.items import Item, to_item
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import Payment, new_payment
 from domain.transitions import TransitionRequest, apply_transition
 
@@ -59,15 +60,20 @@ def payment(user: str, loan: str, number: int) -> Payment:
 
 
 def items(
-    *, users: range, loans_per_user: int, payments_per_loan: int, first_number: int = 0
+    *,
+    users: range,
+    loans_per_user: int,
+    payments_per_loan: int,
+    first_number: int = 0,
+    layout: StatusLayout = SEED_LAYOUT,
 ) -> Iterator[Item]:
     """The items of `users`, loan by loan; numbers (and so statuses) continue from
-    `first_number`."""
+    `first_number`; GSI2 keys in `layout`."""
     number = first_number
     for user in users:
         for loan in range(loans_per_user):
             for _ in range(payments_per_loan):
-                yield to_item(payment(user_id(user), loan_id(loan), number))
+                yield to_item(payment(user_id(user), loan_id(loan), number), layout)
                 number += 1
 
 

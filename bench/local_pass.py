@@ -44,6 +44,7 @@ from bench.shards_pass import measure_shards
 from bench.workloads import Workload
 from datasource.items import Item
 from datasource.table import create_table_if_missing
+from domain.keys import SEED_LAYOUT, StatusLayout
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
@@ -128,12 +129,15 @@ class _Setup:
     headers: dict[str, str]
 
 
-def _items(options: LocalOptions, users: range) -> Iterator[Item]:
+def _items(
+    options: LocalOptions, users: range, layout: StatusLayout = SEED_LAYOUT
+) -> Iterator[Item]:
     return dataset.items(
         users=users,
         loans_per_user=1,
         payments_per_loan=options.payments_per_user,
         first_number=users.start * options.payments_per_user,
+        layout=layout,
     )
 
 
@@ -295,16 +299,18 @@ class LocalPass:
             comparison, resident = await _compare(setup, options)
             log("service against raw aioboto3 and raw HTTP done; p50 at both sizes")
             scale = await _scale_latencies(setup, options)
-            log("p50 at both sizes done; paymentsByStatus at 1, 4 and 16 GSI2 shards")
-            shards = await measure_shards(
-                endpoint=self.database.endpoint_url,
-                table=SCALE_TABLE,
-                first_server=setup.scale,
-                workload=setup.work["by_status"],
-                headers=setup.headers,
-                seconds=options.seconds,
-                repetitions=options.repetitions,
-            )
+        log("p50 at both sizes done; paymentsByStatus at 1, 4 and 16 GSI2 shards")
+        shards = await measure_shards(
+            endpoint=self.database.endpoint_url,
+            table=SCALE_TABLE,
+            first_server=setup.scale,
+            workload=setup.work["by_status"],
+            headers=setup.headers,
+            seconds=options.seconds,
+            repetitions=options.repetitions,
+            items=lambda layout: _items(options, range(options.scale_users), layout),
+            client=self._client,
+        )
         return {
             "connections": options.connections,
             "service_calls": calls,
