@@ -16,7 +16,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 _FORMAT = "loc-payments-collect/1"
 
@@ -67,16 +67,25 @@ class Checkpoint:
                 )
 
 
-def load_checkpoint(path: Path) -> Checkpoint | None:
-    """The checkpoint saved at `path`, or None when there is none yet."""
+def read_checkpoint(path: Path, *, format: str, job: str) -> dict[str, Any] | None:
+    """The JSON object of a job's checkpoint at `path` (None when there is none yet); refused
+    when it cannot be read or is another job's."""
     try:
         data = json.loads(path.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as error:
         raise CheckpointRefused(f"cannot read the checkpoint {path}: {error}") from None
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        raise CheckpointRefused(f"{path} is not a checkpoint of loc-payments collect")
+    if not isinstance(data, dict) or data.get("format") != format:
+        raise CheckpointRefused(f"{path} is not a checkpoint of loc-payments {job}")
+    return data
+
+
+def load_checkpoint(path: Path) -> Checkpoint | None:
+    """The checkpoint saved at `path`, or None when there is none yet."""
+    data = read_checkpoint(path, format=_FORMAT, job="collect")
+    if data is None:
+        return None
     try:
         return Checkpoint(
             table_name=data["table_name"],

@@ -35,13 +35,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output", type=Path, metavar="FILE", help="write the JSON lines here (default: stdout)"
     )
     parser.add_argument(
+        "--dry-run", action="store_true", help="write nothing to DynamoDB; report all the same"
+    )
+    add_paging_arguments(
+        parser,
+        max_concurrency=MAX_CONCURRENCY,
+        default_concurrency=DEFAULT_CONCURRENCY,
+        concurrency_help="payments of a page decided at once",
+    )
+
+
+def add_paging_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    max_concurrency: int,
+    default_concurrency: int,
+    concurrency_help: str,
+) -> None:
+    """A paged job's options: its checkpoint file, its page size, how much it does at once."""
+    parser.add_argument(
         "--checkpoint",
         type=Path,
         metavar="FILE",
         help="save progress here after each page; run again with it to resume after a crash",
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="write nothing to DynamoDB; report all the same"
     )
     parser.add_argument(
         "--page-size",
@@ -52,10 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--concurrency",
-        type=bounded(1, MAX_CONCURRENCY),
-        default=DEFAULT_CONCURRENCY,
+        type=bounded(1, max_concurrency),
+        default=default_concurrency,
         metavar="N",
-        help="payments of a page decided at once (default: %(default)s)",
+        help=f"{concurrency_help} (default: %(default)s)",
     )
 
 

@@ -34,7 +34,7 @@ from datasource import PaymentStore
 from datasource.items import Item
 from datasource.shards import Placed
 from server.bootstrap import payment_store
-from server.checkpoint import CheckpointRefused, replace_file
+from server.checkpoint import CheckpointRefused, read_checkpoint, replace_file
 from server.settings import Settings
 
 DEFAULT_PAGE_SIZE = 100
@@ -104,14 +104,9 @@ def fresh_checkpoint(settings: Settings) -> ReshardCheckpoint:
 
 
 def load_reshard_checkpoint(path: Path) -> ReshardCheckpoint | None:
-    try:
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
+    data = read_checkpoint(path, format=_FORMAT, job="reshard")
+    if data is None:
         return None
-    except (OSError, ValueError) as error:
-        raise CheckpointRefused(f"cannot read the checkpoint {path}: {error}") from None
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        raise CheckpointRefused(f"{path} is not a checkpoint of loc-payments reshard")
     try:
         return ReshardCheckpoint(
             table_name=data["table_name"],

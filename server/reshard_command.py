@@ -8,9 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
-from datasource.pages import MAX_PAGE_SIZE
 from server.bootstrap import dynamodb_endpoint
-from server.collect_command import bounded
+from server.collect_command import add_paging_arguments
 from server.logs import configure_logging
 from server.reshard import (
     DEFAULT_CONCURRENCY,
@@ -25,25 +24,11 @@ MAX_CONCURRENCY = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--checkpoint",
-        type=Path,
-        metavar="FILE",
-        help="save progress here after each page; run again with it to resume after a crash",
-    )
-    parser.add_argument(
-        "--page-size",
-        type=bounded(1, MAX_PAGE_SIZE),
-        default=MAX_PAGE_SIZE,
-        metavar="N",
-        help="payments read per page and per checkpoint (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=bounded(1, MAX_CONCURRENCY),
-        default=DEFAULT_CONCURRENCY,
-        metavar="N",
-        help="payments moved at once (default: %(default)s)",
+    add_paging_arguments(
+        parser,
+        max_concurrency=MAX_CONCURRENCY,
+        default_concurrency=DEFAULT_CONCURRENCY,
+        concurrency_help="payments moved at once",
     )
 
 
