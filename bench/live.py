@@ -115,16 +115,17 @@ class Instance:
     """`python -m server serve` on a free port, on the given table; output to a temporary file."""
 
     def __init__(
-        self, endpoint_url: str, table_name: str, settings: Mapping[str, str] | None = None
+        self, endpoint_url: str | None, table_name: str, settings: Mapping[str, str] | None = None
     ) -> None:
-        """`settings`: more LOC_* variables, by setting name (`stream_poll_interval`)."""
+        """`settings`: more LOC_* variables, by setting name (`stream_poll_interval`).
+        Without an endpoint the server starts its own DynamoDB Local (give it a `data_dir`)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/graphql"
         self._environment = {
             **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
             "LOC_ENV": "local",
-            "LOC_DYNAMODB_ENDPOINT": endpoint_url,
+            **({} if endpoint_url is None else {"LOC_DYNAMODB_ENDPOINT": endpoint_url}),
             "LOC_TABLE_NAME": table_name,
             "LOC_REGION": REGION,
             "LOC_PORT": str(self.port),
@@ -136,6 +137,16 @@ class Instance:
         }
         self._log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def exit_code(self, timeout: float) -> int:
+        """The server's exit status, waiting up to `timeout` seconds for it."""
+        assert self._process is not None
+        return self._process.wait(timeout)
 
     def start(self) -> None:
         self._process = subprocess.Popen(

@@ -18,6 +18,10 @@ class DynamoConfig:
     # botocore's own retries (throttling, 5xx, timeouts); after the last one we give up.
     max_attempts: int = 5
     retry_mode: str = "standard"  # or "adaptive"
+    # The circuit breaker (`datasource.breaker`): attempts without an answer in a row that open
+    # it, and how often an open one asks DynamoDB whether it answers again.
+    breaker_failures: int = 5
+    breaker_probe_interval: float = 0.5
     # When set (local and tests), used with the secret below; otherwise the default AWS chain.
     aws_access_key_id: str | None = None
     aws_secret_access_key: str | None = None

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 
+from datasource import breaker
 from datasource.errors import storage_errors
 from domain.errors import StorageUnavailable
 
@@ -45,6 +46,7 @@ async def storage_call() -> AsyncIterator[None]:
     except TimeoutError:
         if not timeout.expired():
             raise
+        breaker.budget_ran_out()
         raise StorageUnavailable(OUT_OF_TIME) from None
 
 

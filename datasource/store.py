@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from datasource import shards, writes
 from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
+from datasource.breaker import CircuitBreaker
 from datasource.client import open_client
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
@@ -54,10 +55,20 @@ async def open_store(
     config: DynamoConfig, *, cursor_secret: bytes, layout: StatusLayout = SEED_LAYOUT
 ) -> AsyncIterator[PaymentStore]:
     """A store on one shared client, open for the life of the block (the life of the service)."""
+    breaker = CircuitBreaker(
+        failures=config.breaker_failures, probe_interval=config.breaker_probe_interval
+    )
     async with open_client(config) as client:
-        yield PaymentStore(
-            client, table_name=config.table_name, cursor_secret=cursor_secret, layout=layout
-        )
+        try:
+            yield PaymentStore(
+                client,
+                table_name=config.table_name,
+                cursor_secret=cursor_secret,
+                layout=layout,
+                breaker=breaker,
+            )
+        finally:
+            await breaker.close()
 
 
 class PaymentStore:
@@ -69,6 +80,7 @@ class PaymentStore:
         cursor_secret: bytes,
         backoff: Backoff | None = None,
         layout: StatusLayout = SEED_LAYOUT,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self._client = client
         self._table = table_name
@@ -77,6 +89,10 @@ class PaymentStore:
         self._cursors = CursorCodec(cursor_secret)
         self._backoff = backoff or Backoff()
         attach_accounting(client)
+        # Fails calls at once while DynamoDB does not answer (the service's own client only).
+        self.breaker = breaker
+        if breaker is not None:
+            breaker.attach(client, probe=self._describe_table)
 
     @property
     def client(self) -> DynamoDBClient:
@@ -281,6 +297,9 @@ class PaymentStore:
             after=after,
             node=event_from_item,
         )
+
+    async def _describe_table(self) -> object:
+        return await self._client.describe_table(TableName=self._table)
 
     async def ping(self) -> None:
         """Raise StorageUnavailable unless the table answers (readiness)."""

@@ -102,10 +102,12 @@ async def store_lifespan(
 ) -> AsyncIterator[None]:
     """The store on `app.state.store` and the live updates on `app.state.live` for the app's
     life; with `seed_demo_data`, a table this start creates gets the demonstration payments."""
+    metrics: Metrics = app.state.metrics
     async with payment_store(settings, endpoint_url=endpoint_url, client=client) as opened:
         if opened.created_table and seed_demo_data:
             await seed_demo_payments(opened.store, clock=clock, max_attempts=settings.max_attempts)
         app.state.store = opened.store
+        metrics.watch_breaker(opened.store.breaker)
         async with live_feed(
             settings, opened.store, endpoint_url=endpoint_url, reads_stream=client is None
         ) as feed:
@@ -186,6 +188,9 @@ async def healthz(request: Request) -> JSONResponse:
 
 async def readyz(request: Request, *, table_name: str) -> JSONResponse:
     store: PaymentStore = request.app.state.store
+    if store.breaker is not None and store.breaker.state == "open":
+        # Known already: no need to wait on a DynamoDB that is not answering.
+        return JSONResponse({"status": "unavailable", "reason": "CircuitOpen"}, status_code=503)
     try:
         async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
             await store.ping()

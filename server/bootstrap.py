@@ -7,7 +7,9 @@ a missing table is created; elsewhere both belong to the infrastructure (`Settin
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple, TextIO
@@ -23,17 +25,29 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def dynamodb_endpoint(
-    settings: Settings, *, announce_to: TextIO, exit_status_on_sigterm: int
+    settings: Settings,
+    *,
+    announce_to: TextIO,
+    exit_status_on_sigterm: int,
+    supervise: bool = False,
 ) -> Iterator[str | None]:
     """The endpoint the settings name, or that of a DynamoDB Local started for the block (its
     address printed to `announce_to`).
 
     While the block runs, SIGTERM raises SystemExit(`exit_status_on_sigterm`): it unwinds the
-    `with` blocks, so DynamoDB Local is stopped instead of orphaned.
+    `with` blocks, so DynamoDB Local is stopped instead of orphaned. With `supervise`, a
+    DynamoDB Local that exits is started again (`EmbeddedDynamoDB.supervise`); when that gives
+    up, the process is sent SIGTERM and exits with status 1.
     """
+    gave_up: list[str] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(exit_status_on_sigterm)
+        raise SystemExit(1 if gave_up else exit_status_on_sigterm)
+
+    def give_up(why: str) -> None:
+        gave_up.append(why)
+        print(f"loc-payments: {why}", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
@@ -46,6 +60,9 @@ def dynamodb_endpoint(
                 file=announce_to,
                 flush=True,
             )
+            if supervise:
+                first = settings.dynamodb_local_restart_backoff
+                database.supervise(give_up, backoff=tuple(first * 2**n for n in range(5)))
             yield database.endpoint_url
     finally:
         signal.signal(signal.SIGTERM, previous)

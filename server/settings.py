@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     dynamodb_retry_mode: Literal["standard", "adaptive"] = "standard"
     # Seconds one GraphQL operation may spend on DynamoDB, across all its calls and retries.
     dynamodb_budget: Annotated[float, Field(gt=0)] = 3.0
+    # The circuit breaker: attempts without an answer in a row that open it; probe period.
+    dynamodb_breaker_failures: Annotated[int, Field(ge=1)] = 5
+    dynamodb_breaker_probe_interval: Annotated[float, Field(gt=0)] = 0.5
+    # `local`: the wait before restarting an embedded DynamoDB Local that exited (doubling).
+    dynamodb_local_restart_backoff: Annotated[float, Field(gt=0)] = 0.5
     # Queries read eventually consistent (half the read units); true: every read strongly.
     strong_reads: bool = False
     # GSI2's write shards (1: the seed's `GSI2PK = PAYMENT`), and while `loc-payments reshard`
@@ -212,5 +217,7 @@ class Settings(BaseSettings):
             read_timeout=self.dynamodb_read_timeout,
             max_attempts=self.dynamodb_max_attempts,
             retry_mode=self.dynamodb_retry_mode,
+            breaker_failures=self.dynamodb_breaker_failures,
+            breaker_probe_interval=self.dynamodb_breaker_probe_interval,
             **credentials,
         )

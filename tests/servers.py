@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 
@@ -19,13 +20,38 @@ async def served(
     endpoint: str, table_name: str, count: int = 1, **settings: str
 ) -> AsyncIterator[list[str]]:
     """`count` servers on one table, each ready with its live updates reading; their URLs."""
+    async with serving(endpoint, table_name, count, **settings) as instances:
+        yield [instance.url for instance in instances]
+
+
+@asynccontextmanager
+async def serving(
+    endpoint: str | None, table_name: str, count: int = 1, **settings: str
+) -> AsyncIterator[list[Instance]]:
+    """The servers of `served` themselves (their processes, their output); without an endpoint
+    each starts its own DynamoDB Local (give it a `data_dir`)."""
     instances = [Instance(endpoint, table_name, settings) for _ in range(count)]
     try:
         for instance in instances:
             instance.start()
         async with httpx.AsyncClient() as http:
             await asyncio.gather(*(instance.wait_ready(http) for instance in instances))
-        yield [instance.url for instance in instances]
+        yield instances
     finally:
         for instance in instances:
             instance.stop()
+
+
+def java_child(parent: int) -> int:
+    """The pid of the DynamoDB Local (a `java` child) that process `parent` runs."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if name == "java" and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
+            return int(entry.name)
+    raise AssertionError(f"no java process under {parent}")

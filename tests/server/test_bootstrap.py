@@ -1,12 +1,17 @@
 import io
+import os
 import signal
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 
+from server import embedded_dynamodb
 from server.bootstrap import dynamodb_endpoint, payment_store
 from server.settings import Settings
 from tests.backends import Backend
+from tests.servers import java_child
 
 
 async def test_local_creates_a_missing_table_and_says_so_once(moto_backend: Backend) -> None:
@@ -37,3 +42,29 @@ def test_sigterm_unwinds_the_block_with_the_status_given() -> None:
 
     assert stopped.value.code == 143
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.ddblocal
+def test_when_supervision_gives_up_the_command_stops_with_status_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", dynamodb_local_restart_backoff=0.01)
+    broken_jar = tmp_path / "DynamoDBLocal.jar"
+    broken_jar.write_text("not a jar")
+
+    with (
+        pytest.raises(SystemExit) as stopped,
+        dynamodb_endpoint(
+            settings, announce_to=io.StringIO(), exit_status_on_sigterm=0, supervise=True
+        ) as endpoint,
+    ):
+        assert endpoint is not None
+        # From now on every restart fails at once; then kill the running one.
+        monkeypatch.setattr(embedded_dynamodb, "find_jar", lambda: broken_jar)
+        os.kill(java_child(os.getpid()), signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the SIGTERM of the give-up lands in here
+            time.sleep(0.05)
+
+    assert stopped.value.code == 1
+    assert "not restarting it" in capsys.readouterr().err

@@ -1,5 +1,9 @@
+import logging
+import os
+import signal
 import socket
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +157,61 @@ def test_data_survives_a_restart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
     assert item == {"PK": {"S": "n1"}, "text": {"S": "kept"}}
     assert (tmp_path / ".data/dynamodb/shared-local-instance.db").is_file()
+
+
+def _wait_for(condition: Any, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.ddblocal
+def test_a_crashed_emulator_is_restarted_on_its_port_with_its_data(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    gave_up: list[str] = []
+    with EmbeddedDynamoDB(data_dir=tmp_path / "data") as database:
+        database.supervise(gave_up.append, backoff=(0.1,))
+        endpoint, pid = database.endpoint_url, database.pid
+        client = _client(endpoint)
+        _create_notes_table(client)
+        client.put_item(TableName="notes", Item={"PK": {"S": "n1"}, "text": {"S": "kept"}})
+        assert pid is not None
+
+        with caplog.at_level(logging.WARNING, logger="loc_payments.dynamodb_local"):
+            os.kill(pid, signal.SIGKILL)  # as the OOM killer would
+            _wait_for(lambda: database.restarts == 1)
+
+        assert (database.endpoint_url, database.running) == (endpoint, True)
+        assert database.pid != pid
+        item = client.get_item(TableName="notes", Key={"PK": {"S": "n1"}}).get("Item")
+        assert item == {"PK": {"S": "n1"}, "text": {"S": "kept"}}
+        client.close()
+    exited = [r.getMessage() for r in caplog.records if "exited with code" in r.getMessage()]
+    # Its exit code, and the last lines it wrote (DynamoDB Local's start-up banner).
+    assert len(exited) == 1 and "code -9" in exited[0] and "Port:" in exited[0]
+    assert any("restarted on " + endpoint in r.getMessage() for r in caplog.records)
+    assert gave_up == []
+
+
+@pytest.mark.ddblocal
+def test_supervision_gives_up_on_an_emulator_that_keeps_exiting(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    gave_up: list[str] = []
+    with EmbeddedDynamoDB(data_dir=None) as database:
+        database.supervise(gave_up.append, backoff=(0.05,), max_exits=2)
+        pid = database.pid
+        assert pid is not None
+        # From now on it cannot start: every restart exits at once.
+        broken_jar = tmp_path / "DynamoDBLocal.jar"
+        broken_jar.write_text("not a jar")
+        database._jar = broken_jar
+        os.kill(pid, signal.SIGKILL)
+        _wait_for(lambda: gave_up, seconds=20)
+
+        assert not database.running
+    assert "exited 3 times within 60 s" in gave_up[0]
+    assert "jarfile" in gave_up[0].lower()
+    assert database.gave_up == gave_up[0]

@@ -1,0 +1,140 @@
+"""The circuit breaker: it opens on attempts without an answer, refuses calls at once while open,
+and a probe closes it as soon as DynamoDB answers again."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from datasource import DynamoConfig, PaymentStore, deadline
+from datasource.breaker import OPEN_MESSAGE, CircuitBreaker
+from datasource.client import open_client
+from domain.errors import StorageUnavailable
+from domain.payment import PaymentRef
+from tests.backends import CURSOR_SECRET
+from tests.proxy import Proxy, proxy_to
+
+REF = PaymentRef("alice", "loan-1", "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_failures_in_a_row_open_it_and_an_answer_resets_the_count() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(failures=3, clock=clock)
+    breaker.failure("refused")
+    breaker.failure("refused")
+    breaker.success()
+    breaker.failure("refused")
+    breaker.failure("refused")
+    assert breaker.state == "closed"
+    breaker.failure("refused")
+    assert (breaker.state, breaker.opens) == ("open", 1)
+    clock.now += 2.5
+    assert breaker.seconds_open == 2.5
+    breaker.success()
+    clock.now += 10
+    assert (breaker.state, breaker.opens, breaker.seconds_open) == ("closed", 1, 2.5)
+
+
+@dataclasses.dataclass
+class Guarded:
+    store: PaymentStore
+    breaker: CircuitBreaker
+    proxy: Proxy
+
+
+@pytest.fixture
+async def guarded(moto_config: DynamoConfig) -> AsyncIterator[Guarded]:
+    """A store whose client reaches moto through a proxy, with a quick breaker."""
+    assert moto_config.endpoint_url is not None
+    async with proxy_to(moto_config.endpoint_url) as proxy:
+        config = dataclasses.replace(
+            moto_config,
+            endpoint_url=proxy.url,
+            max_attempts=3,
+            connect_timeout=0.5,
+            read_timeout=2.0,
+        )
+        breaker = CircuitBreaker(failures=3, probe_interval=0.05)
+        async with open_client(config) as client:
+            store = PaymentStore(
+                client, table_name=config.table_name, cursor_secret=CURSOR_SECRET, breaker=breaker
+            )
+            try:
+                yield Guarded(store, breaker, proxy)
+            finally:
+                await breaker.close()
+
+
+async def test_cut_connections_open_it_and_it_refuses_at_once_until_dynamodb_answers(
+    guarded: Guarded,
+) -> None:
+    store, breaker, proxy = guarded.store, guarded.breaker, guarded.proxy
+    assert await store.get(REF) is None
+    proxy.mode = "reset"
+
+    with pytest.raises(StorageUnavailable):
+        await store.get(REF)  # three attempts, each cut: the breaker opens
+
+    assert breaker.state == "open"
+    connections = proxy.connections
+    started = time.perf_counter()
+    with pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
+        await store.get(REF)
+    assert time.perf_counter() - started < 0.05
+    # Refused before it was sent; meanwhile the probe keeps trying (and failing).
+    await asyncio.sleep(0.2)
+    assert breaker.state == "open"
+
+    proxy.mode = "forward"
+    for _ in range(100):
+        if breaker.state == "closed":
+            break
+        await asyncio.sleep(0.02)
+    assert breaker.state == "closed"
+    assert proxy.connections > connections  # the probe's
+    assert await store.get(REF) is None
+    assert breaker.opens == 1 and breaker.seconds_open > 0.2
+
+
+async def test_a_dynamodb_that_never_answers_opens_it_when_a_budget_runs_out(
+    guarded: Guarded,
+) -> None:
+    store, breaker, proxy = guarded.store, guarded.breaker, guarded.proxy
+    assert await store.get(REF) is None
+    proxy.mode = "hang"
+
+    started = time.perf_counter()
+    with deadline.budget(0.5), pytest.raises(StorageUnavailable, match="time budget"):
+        await store.get(REF)
+    assert 0.5 <= time.perf_counter() - started < 1.0
+    # One call that waited its whole budget without an answer is enough.
+    assert breaker.state == "open"
+    started = time.perf_counter()
+    with pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
+        await store.get(REF)
+    assert time.perf_counter() - started < 0.05
+
+    proxy.mode = "forward"
+    for _ in range(150):
+        if breaker.state == "closed":
+            break
+        await asyncio.sleep(0.02)
+    assert breaker.state == "closed"
+    assert await store.get(REF) is None
+
+
+async def test_a_store_without_a_breaker_is_not_guarded(moto_store: PaymentStore) -> None:
+    assert moto_store.breaker is None
+    assert await moto_store.get(REF) is None

@@ -1,0 +1,97 @@
+"""A TCP proxy in front of DynamoDB that can stop answering: for the circuit breaker's tests.
+
+    forward   bytes pass both ways
+    hang      connections are accepted and kept, and nothing is answered (a network partition,
+              a DynamoDB that accepts and never replies)
+    reset     every connection is cut as soon as it is used (a refused or dropped connection)
+
+The mode applies at once to open connections too (the client's pool keeps them alive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Literal
+from urllib.parse import urlsplit
+
+Mode = Literal["forward", "hang", "reset"]
+
+
+class Proxy:
+    def __init__(self, target_url: str) -> None:
+        target = urlsplit(target_url)
+        assert target.hostname is not None and target.port is not None
+        self._target = (target.hostname, target.port)
+        self.mode: Mode = "forward"
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            if self.mode == "reset":
+                writer.transport.abort()
+                return
+            target_reader, target_writer = await asyncio.open_connection(*self._target)
+            try:
+                await asyncio.gather(
+                    self._pipe(reader, target_writer, writer),
+                    self._pipe(target_reader, writer, target_writer),
+                )
+            finally:
+                target_writer.transport.abort()
+                writer.transport.abort()
+        except (ConnectionError, OSError):
+            writer.transport.abort()
+        finally:
+            self._tasks.discard(task)
+
+    async def _pipe(
+        self,
+        source: asyncio.StreamReader,
+        sink: asyncio.StreamWriter,
+        other: asyncio.StreamWriter,
+    ) -> None:
+        while data := await source.read(65536):
+            if self.mode == "reset":
+                sink.transport.abort()
+                other.transport.abort()
+                return
+            if self.mode == "hang":
+                continue  # swallowed: the other side waits for ever
+            sink.write(data)
+            await sink.drain()
+
+
+@contextlib.asynccontextmanager
+async def proxy_to(target_url: str) -> AsyncIterator[Proxy]:
+    proxy = Proxy(target_url)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.stop()
