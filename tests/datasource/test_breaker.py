@@ -47,6 +47,14 @@ def test_failures_in_a_row_open_it_and_an_answer_resets_the_count() -> None:
     assert (breaker.state, breaker.opens, breaker.seconds_open) == ("closed", 1, 2.5)
 
 
+async def closed(breaker: CircuitBreaker, *, within: float) -> None:
+    """Until the probe closes the breaker; fails after `within` seconds."""
+    deadline = time.monotonic() + within
+    while breaker.state != "closed":
+        assert time.monotonic() < deadline, "the breaker stayed open"
+        await asyncio.sleep(0.02)
+
+
 @dataclasses.dataclass
 class Guarded:
     store: PaymentStore
@@ -98,11 +106,7 @@ async def test_cut_connections_open_it_and_it_refuses_at_once_until_dynamodb_ans
     assert breaker.state == "open"
 
     proxy.mode = "forward"
-    for _ in range(100):
-        if breaker.state == "closed":
-            break
-        await asyncio.sleep(0.02)
-    assert breaker.state == "closed"
+    await closed(breaker, within=3.0)
     assert proxy.connections > connections  # the probe's
     assert await store.get(REF) is None
     assert breaker.opens == 1 and breaker.seconds_open > 0.2
@@ -127,11 +131,7 @@ async def test_a_dynamodb_that_never_answers_opens_it_when_a_budget_runs_out(
     assert time.perf_counter() - started < 0.05
 
     proxy.mode = "forward"
-    for _ in range(150):
-        if breaker.state == "closed":
-            break
-        await asyncio.sleep(0.02)
-    assert breaker.state == "closed"
+    await closed(breaker, within=3.0)
     assert await store.get(REF) is None
 
 
