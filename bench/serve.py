@@ -28,7 +28,11 @@ FAKE_ENDPOINT = "http://fake-dynamodb.invalid"
 
 
 def service_settings(
-    port: int, endpoint: str, table_name: str | None = None, gsi2_shards: int = 1
+    port: int,
+    endpoint: str,
+    table_name: str | None = None,
+    gsi2_shards: int = 1,
+    live_updates: bool = True,
 ) -> Settings:
     from pydantic import SecretStr
 
@@ -43,6 +47,7 @@ def service_settings(
         dynamodb_endpoint=endpoint,
         cursor_secret=SecretStr(DEV_CURSOR_SECRET),
         gsi2_shards=gsi2_shards,
+        live_updates=live_updates,
         **table,
     )
 
@@ -114,8 +119,15 @@ def service(arguments: argparse.Namespace) -> None:
 def service_local(arguments: argparse.Namespace) -> None:
     from server.cli import serve
 
+    # The pass's tables have no stream (bench.local_pass): no live updates to serve.
     serve(
-        service_settings(arguments.port, arguments.endpoint, arguments.table, arguments.gsi2_shards)
+        service_settings(
+            arguments.port,
+            arguments.endpoint,
+            arguments.table,
+            arguments.gsi2_shards,
+            live_updates=False,
+        )
     )
 
 

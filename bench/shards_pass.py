@@ -2,12 +2,13 @@
 shards, and the reshard job's rate.
 
 Runs after the scale measurement. With one shard, the scale table and its service as they are.
-Then `server.reshard.reshard` (what `loc-payments reshard` runs) moves the scale table's payments
-to 4 shards for at most `RESHARD_SECONDS`, which gives its rate (DynamoDB Local applies writes one
-at a time, a few hundred a second here: the whole table would take minutes). Then for 4 and 16
-shards, the same 100,000 payments are written afresh in that layout to a table of their own,
-and a service started with `LOC_GSI2_SHARDS=N` is measured the same way: the first page must be
-the one-shard service's, payment for payment (but for their ids, new ones at each writing).
+For 4 and 16 shards, the same 100,000 payments are written afresh in that layout to a table of
+their own, and a service started with `LOC_GSI2_SHARDS=N` is measured the same way: the first
+page must be the one-shard service's, payment for payment (but for their ids, new ones at each
+writing). Last, `server.reshard.reshard` (what `loc-payments reshard` runs) moves the scale
+table's payments to 4 shards for at most `RESHARD_SECONDS`, which gives its rate: DynamoDB Local
+applies writes one at a time, a few hundred a second here, so the whole table would take
+minutes.
 """
 
 from __future__ import annotations
@@ -51,11 +52,10 @@ async def measure_shards(
     a DynamoDB client to write them with."""
     one_shard = await _measure(first_server, workload, headers, seconds, repetitions)
     results: dict[str, Any] = {"1": one_shard}
-    rate = await _reshard_rate(endpoint, table)
     for shards in LAYOUTS[1:]:
         sharded = f"{table}-{shards}-shards"
         async with client() as writer:
-            await create_table_if_missing(writer, sharded)
+            await create_table_if_missing(writer, sharded, stream=False)
             await generator.load(writer, sharded, items(StatusLayout(shards)))
         server = Server(
             f"P3 on {shards} shards", "service-local",
@@ -72,6 +72,8 @@ async def measure_shards(
         if _without_ids(results[str(shards)].pop("data")) != _without_ids(one_shard["data"]):
             raise RuntimeError(f"paymentsByStatus at {shards} shards differs from one shard's")
     one_shard.pop("data")
+    # Last: DynamoDB Local stays slow for minutes after index-key rewrites on a large table.
+    rate = await _reshard_rate(endpoint, table)
     return {"layouts": results, "reshard": rate}
 
 
