@@ -6,8 +6,8 @@ keep every write exactly once.
   breaker is open, `/readyz` says so, the supervisor starts DynamoDB Local again on its port and
   data, and the first request after that is served, with the data written before the crash;
 - a DynamoDB that accepts connections and never answers (a proxy that hangs): the same;
-- 16 clients creating (with idempotency keys) and presenting payments while DynamoDB Local is
-  killed and restarted: each retries what answered UNAVAILABLE; afterwards every payment a
+- 16 clients creating (with idempotency keys) and presenting payments while the connections to
+  DynamoDB are cut mid-run: each retries what answered UNAVAILABLE; afterwards every payment a
   client was told about is stored once, and presented once.
 """
 
@@ -179,6 +179,7 @@ class Writer:
     payments: dict[str, str] = field(default_factory=dict)  # key -> payment id
     unavailable: int = 0
     already_moved: int = 0
+    moves: dict[str, list[str]] = field(default_factory=dict)  # payment id -> answers
 
 
 async def retried(
@@ -215,6 +216,7 @@ async def write(http: httpx.AsyncClient, url: str, writer: Writer, count: int) -
         move = {"userId": writer.user, "loanId": "loan-1", "paymentId": payment_id,
                 "reason": "file", "confirmationId": f"conf-{key}"}  # fmt: skip
         result = await retried(http, url, SUBMIT, move, writer)
+        writer.moves[payment_id] = [result["__typename"], str(result.get("payment") or result)]
         if result["__typename"] != "PaymentPayload":
             # An earlier try was written, and its answer lost: the move happened once.
             writer.already_moved += 1
@@ -222,24 +224,31 @@ async def write(http: httpx.AsyncClient, url: str, writer: Writer, count: int) -
             assert "ACHSENT" in {result.get("foundStatus"), result.get("currentStatus")}, result
 
 
-async def test_sixteen_writers_through_a_crash_write_everything_exactly_once(
-    tmp_path: Path,
+async def test_sixteen_writers_through_cut_connections_write_everything_exactly_once(
+    ddblocal_config: DynamoConfig,
 ) -> None:
+    # Connections to DynamoDB cut for 2 s mid-run, requests and answers in flight included: a
+    # write may reach DynamoDB and its answer be lost. (Killing DynamoDB Local instead also
+    # loses writes it had acknowledged just before: see README, Reliability.)
+    assert ddblocal_config.endpoint_url is not None
     writers = [Writer(f"writer-{n}-{uuid.uuid4().hex[:6]}") for n in range(16)]
-    async with serving(
-        None, "local-loc-service", data_dir=str(tmp_path / "data")
-    ) as [server]:  # fmt: skip
+    async with (
+        proxy_to(ddblocal_config.endpoint_url) as proxy,
+        serving(proxy.url, ddblocal_config.table_name) as [server],
+    ):
         limits = httpx.Limits(max_connections=32)
         async with httpx.AsyncClient(timeout=30, limits=limits) as http:
             work = asyncio.gather(*(write(http, server.url, w, 8) for w in writers))
 
-            async def crash() -> None:
+            async def cut() -> None:
                 await asyncio.sleep(1.0)
-                os.kill(java_child(server.pid), signal.SIGKILL)
+                proxy.mode = "reset"
+                await asyncio.sleep(2.0)
+                proxy.mode = "forward"
 
-            await asyncio.gather(work, crash())
+            await asyncio.gather(work, cut())
 
-            assert sum(w.unavailable for w in writers) > 0  # the crash fell mid-run
+            assert sum(w.unavailable for w in writers) > 0  # the cut fell mid-run
             for writer in writers:
                 _, body = await timed(http, server.url, LOAN, {"u": writer.user})
                 stored = [edge["node"] for edge in body["data"]["loan"]["payments"]["edges"]]
@@ -247,11 +256,14 @@ async def test_sixteen_writers_through_a_crash_write_everything_exactly_once(
                 assert sorted(p["paymentId"] for p in stored) == sorted(writer.payments.values())
                 for payment in stored:
                     # Presented once: one attempt, one move in its history.
-                    assert (payment["status"], payment["attempts"]) == ("ACHSENT", 1)
+                    told = writer.moves.get(payment["paymentId"])
+                    assert (payment["status"], payment["attempts"]) == ("ACHSENT", 1), (
+                        payment,
+                        told,
+                    )
                     events = payment["history"]["edges"]
                     assert [e["node"]["version"] for e in events] == [1, 2]
                     assert payment["history"]["complete"]
-        assert "exited with code -9" in server.log_tail(50_000)
     print(
         f"\n16 writers: {sum(len(w.payments) for w in writers)} payments, "
         f"{sum(w.unavailable for w in writers)} answers UNAVAILABLE retried, "
