@@ -2,10 +2,11 @@
 
     closed  every call goes out; each attempt botocore makes is watched (its `needs-retry`
             event): an attempt that got no answer (refused, reset, timed out) is a failure,
-            one that got any answer (even an error) a success. `failures` failures in a row
-            open the breaker; so does a call that waited out its operation's whole time budget
-            without a single answer (a DynamoDB that accepts connections and never answers:
-            its attempts would time out only after the budget).
+            one that got any answer (even an error) a success. A call that waited out its
+            operation's whole time budget without a single answer is a failure too (a DynamoDB
+            that accepts connections and never answers: its attempts would time out only after
+            the budget). `failures` failures in a row open the breaker; one slow call alone
+            (a pause) does not.
     open    every call is refused before it is sent (`StorageUnavailable`, within
             microseconds), and a probe asks DynamoDB for the table every `probe_interval`
             seconds; the first answer closes the breaker, so traffic is back as soon as
@@ -180,12 +181,11 @@ class CircuitBreaker:
 
 def budget_ran_out() -> None:
     """An operation's time budget ran out while its call waited. If no attempt of that call got
-    an answer, DynamoDB is not answering: the breaker of the client it went out on opens. (A
-    call that was answered, throttled say, and ran out of time between retries says nothing of
-    the kind.)"""
+    an answer, that is a failure of the breaker of the client it went out on. (A call that was
+    answered, throttled say, and ran out of time between retries says nothing of the kind.)"""
     call = _call.get()
     if call is not None and not call.answered:
-        call.breaker.open("a call got no answer within its operation's time budget")
+        call.breaker.failure("a call got no answer within its operation's time budget")
 
 
 @contextlib.contextmanager

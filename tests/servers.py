@@ -42,8 +42,9 @@ async def serving(
             instance.stop()
 
 
-def java_child(parent: int) -> int:
-    """The pid of the DynamoDB Local (a `java` child) that process `parent` runs."""
+def java_children(parent: int) -> set[int]:
+    """The pids of the `java` children (DynamoDB Local) of process `parent`."""
+    found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -53,5 +54,11 @@ def java_child(parent: int) -> int:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         if name == "java" and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
-            return int(entry.name)
-    raise AssertionError(f"no java process under {parent}")
+            found.add(int(entry.name))
+    return found
+
+
+def java_child(parent: int) -> int:
+    """The pid of the one DynamoDB Local that process `parent` (a server) runs."""
+    [pid] = java_children(parent)
+    return pid

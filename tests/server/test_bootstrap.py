@@ -11,7 +11,7 @@ from server import embedded_dynamodb
 from server.bootstrap import dynamodb_endpoint, payment_store
 from server.settings import Settings
 from tests.backends import Backend
-from tests.servers import java_child
+from tests.servers import java_children
 
 
 async def test_local_creates_a_missing_table_and_says_so_once(moto_backend: Backend) -> None:
@@ -52,6 +52,8 @@ def test_when_supervision_gives_up_the_command_stops_with_status_1(
     broken_jar = tmp_path / "DynamoDBLocal.jar"
     broken_jar.write_text("not a jar")
 
+    # The tests' own DynamoDB Local may be a child of this process too: not that one.
+    others = java_children(os.getpid())
     with (
         pytest.raises(SystemExit) as stopped,
         dynamodb_endpoint(
@@ -59,9 +61,10 @@ def test_when_supervision_gives_up_the_command_stops_with_status_1(
         ) as endpoint,
     ):
         assert endpoint is not None
+        [started] = java_children(os.getpid()) - others
         # From now on every restart fails at once; then kill the running one.
         monkeypatch.setattr(embedded_dynamodb, "find_jar", lambda: broken_jar)
-        os.kill(java_child(os.getpid()), signal.SIGKILL)
+        os.kill(started, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the SIGTERM of the give-up lands in here
             time.sleep(0.05)
