@@ -56,13 +56,26 @@ def http_request(
 
 
 class _Load:
-    def __init__(self, request: bytes, deadline_ns: int, max_requests: int) -> None:
+    def __init__(
+        self, request: bytes, deadline_ns: int, max_requests: int, min_requests: int
+    ) -> None:
         self.request = request
         self.deadline_ns = deadline_ns
         self.max_requests = max_requests
+        self.min_requests = min_requests
         self.latencies_ns: list[int] = []
         self.errors = 0
         self.completed = 0
+
+    def counts(self, done_ns: int) -> bool:
+        """Whether a response completed at `done_ns` is part of the run. A run whose deadline
+        passes before `min_requests` answers lasts until the last of them: a rate needs answers."""
+        if done_ns < self.deadline_ns:
+            return True
+        if len(self.latencies_ns) + self.errors < self.min_requests:
+            self.deadline_ns = done_ns + 1
+            return True
+        return False
 
     def more(self) -> bool:
         return (
@@ -98,7 +111,7 @@ class _Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         done_ns = time.perf_counter_ns()
         self._load.completed += 1
-        if done_ns < self._load.deadline_ns:
+        if self._load.counts(done_ns):
             if self._parser.get_status_code() == 200:
                 self._load.latencies_ns.append(done_ns - self._sent_ns)
             else:
@@ -135,9 +148,11 @@ async def run_load(
     seconds: float,
     max_requests: int = MAX_REQUESTS,
 ) -> LoadResult:
-    """Keep `connections` requests in flight for `seconds` (or `max_requests` in all)."""
+    """Keep `connections` requests in flight for `seconds` (or `max_requests` in all), and at
+    least until each connection has had one answer (a short run on a slow server still has a
+    rate, rather than none)."""
     loop = asyncio.get_running_loop()
-    load = _Load(request, 0, max_requests)
+    load = _Load(request, 0, max_requests, min_requests=connections)
     opened = [
         (await loop.create_connection(lambda: _Connection(load), host, port))[1]
         for _ in range(connections)
