@@ -89,6 +89,23 @@ async def created(http: httpx.AsyncClient, url: str, user: str) -> dict[str, Any
     return payment
 
 
+async def persisted(data_dir: Path, text: str) -> None:
+    """Wait until DynamoDB Local has committed `text` to its database file. It answers a
+    TransactWriteItems before its SQLite commit ends (seen: up to tens of ms later, with a
+    `-journal` file meanwhile), so a `kill -9` right after the answer can lose the write; a
+    crash test of data "written before the crash" must first see it on disk."""
+
+    def on_disk() -> bool:
+        files = list(data_dir.glob("*.db"))
+        journals = list(data_dir.glob("*-journal"))
+        return not journals and any(text.encode() in file.read_bytes() for file in files)
+
+    async def committed() -> bool:
+        return await asyncio.to_thread(on_disk)
+
+    await until(committed, 10)
+
+
 async def outage_figures(
     http: httpx.AsyncClient, url: str, payment: dict[str, Any]
 ) -> dict[str, float]:
@@ -139,6 +156,7 @@ async def test_killed_dynamodb_local_fails_fast_and_comes_back_by_itself(
     ) as [server]:  # fmt: skip
         async with httpx.AsyncClient(timeout=30) as http:
             payment = await created(http, server.url, "outage-user")
+            await persisted(tmp_path / "data", payment["paymentId"])
             os.kill(java_child(server.pid), signal.SIGKILL)
             killed = time.perf_counter()
 
