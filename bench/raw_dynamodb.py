@@ -54,7 +54,8 @@ def _parameters(call: str, variables: dict[str, str], table_name: str) -> dict[s
             PK: {"S": keys.user_partition(variables["u"])},
             SK: {"S": keys.payment_sort_key(variables["l"], variables["p"])},
         }
-        return {"RequestItems": {table_name: {"Keys": [key], "ConsistentRead": True}}}
+        # As the service reads one payment: GetItem, eventually consistent.
+        return {"TableName": table_name, "Key": key, "ConsistentRead": False}
     if call == "loan_page":
         partition, prefix, index = (
             (PK, keys.user_partition(variables["u"])),
@@ -89,11 +90,11 @@ async def _calls(
 
 
 def _operation_name(call: str) -> str:
-    return "BatchGetItem" if call == "payment" else "Query"
+    return "GetItem" if call == "payment" else "Query"
 
 
 def _items(call: str, response: dict[str, Any], table_name: str) -> Any:
-    return response["Responses"][table_name] if call == "payment" else response["Items"]
+    return [response["Item"]] if call == "payment" else response["Items"]
 
 
 def _http_headers(call: str, region: str) -> dict[str, str]:
@@ -125,7 +126,7 @@ class Call:
         self.call: str = command["call"]
         self.table: str = command["table"]
         self.parameters = _parameters(self.call, command["variables"], self.table)
-        self.operation = client.batch_get_item if self.call == "payment" else client.query
+        self.operation = client.get_item if self.call == "payment" else client.query
         address = urlsplit(endpoint)
         assert address.hostname is not None and address.port is not None
         self.host, self.port = address.hostname, address.port

@@ -1,6 +1,6 @@
 """The five GraphQL operations every peer answers, as a service caller would send them, each with
-the fewest DynamoDB calls that can answer it (one BatchGetItem per 100 distinct keys, one Query
-per distinct list)."""
+the fewest DynamoDB calls that can answer it (one GetItem for one key, one BatchGetItem per 100
+distinct keys, one Query per distinct list)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def build(stored: list[Item]) -> list[Workload]:
             "query Payment($u: ID!, $l: ID!, $p: ID!) {\n"
             f"  payment(userId: $u, loanId: $l, paymentId: $p) {{ {PAYMENT_FIELDS} }}\n}}",
             {"u": single.user_id, "l": single.loan_id, "p": single.payment_id},
-            {"BatchGetItem": 1},
+            {"GetItem": 1},
         ),
         Workload(
             "loan_page",

@@ -91,7 +91,7 @@ async def test_a_presentment_reads_strongly_and_writes_the_confirmation_index(
 
     dynamodb = report(body)
     assert body["data"]["submitPayment"]["__typename"] == "PaymentPayload"
-    assert dynamodb["operations"] == {"BatchGetItem": 1, "TransactWriteItems": 1}
+    assert dynamodb["operations"] == {"GetItem": 1, "TransactWriteItems": 1}
     # The read that decides the move is strong: never cheaper than a query's own read.
     assert dynamodb["readCapacityUnits"] >= lookup_units > 0
     assert dynamodb["writeCapacityUnits"] > 8.0  # indexes' keys move; GSI3 gets the id
@@ -111,7 +111,7 @@ async def test_a_refused_move_costs_its_read_alone(api: Api) -> None:
 
     dynamodb = report(body)
     assert body["data"]["skipPayment"]["__typename"] == "InvalidTransitionError"
-    assert dynamodb["operations"] == {"BatchGetItem": 1}
+    assert dynamodb["operations"] == {"GetItem": 1}
     assert dynamodb["readCapacityUnits"] > 0
     assert dynamodb["writeCapacityUnits"] == 0.0
 

@@ -51,7 +51,7 @@ async def test_queries_read_eventually_consistent(api: Api) -> None:
         await api.data(
             'query { loan(loanId: "loan-1") { payments { edges { node { id } } } } }', as_=ALICE
         )
-    assert sent == [("BatchGetItem", False), ("Query", False), ("Query", False)]
+    assert sent == [("GetItem", False), ("Query", False), ("Query", False)]
 
 
 async def test_a_transition_decides_on_a_strong_read_and_its_answer_sees_its_own_write(
@@ -71,7 +71,7 @@ async def test_a_transition_decides_on_a_strong_read_and_its_answer_sees_its_own
         "SKIPPED",
     ]
     # The payment before the move, then its history after it: both strongly consistent.
-    assert sent == [("BatchGetItem", True), ("Query", True)]
+    assert sent == [("GetItem", True), ("Query", True)]
 
 
 async def test_a_creation_answer_reads_its_history_strongly(api: Api) -> None:
@@ -95,7 +95,7 @@ async def test_the_setting_makes_every_read_strong(moto_config: DynamoConfig) ->
                 'query { loan(loanId: "loan-1") { payments { edges { node { id } } } } }',
                 as_=ALICE,
             )
-    assert sent == [("BatchGetItem", True), ("Query", True), ("Query", True)]
+    assert sent == [("GetItem", True), ("Query", True), ("Query", True)]
 
 
 async def test_index_queries_stay_eventually_consistent_under_the_setting(

@@ -1,4 +1,5 @@
-"""batch_get: chunks of 100, duplicates folded, misses as None, UnprocessedKeys retried."""
+"""batch_get: chunks of 100, duplicates folded, misses as None, UnprocessedKeys retried; one
+distinct key is one GetItem."""
 
 import random
 from typing import Any
@@ -56,6 +57,29 @@ async def test_duplicates_and_misses(store: PaymentStore, monkeypatch: pytest.Mo
     found = await store.batch_get(refs)
     assert found == [b, None, a, b, c, None, b]
     assert requested == [4]  # DynamoDB refuses duplicate keys; each distinct key once
+
+
+@pytest.mark.parametrize("consistent", [False, True])
+async def test_one_distinct_key_is_one_get_item_at_the_asked_consistency(
+    store: PaymentStore, monkeypatch: pytest.MonkeyPatch, consistent: bool
+) -> None:
+    payment = sample_payment()
+    await put_all(store, [payment])
+    asked: list[bool] = []
+    real_get = store.client.get_item
+
+    async def recording(**parameters: Any) -> Any:
+        asked.append(parameters["ConsistentRead"])
+        return await real_get(**parameters)
+
+    monkeypatch.setattr(store.client, "get_item", recording)
+    with count_calls() as count:
+        found = await store.batch_get([ref_of(payment)] * 3, consistent=consistent)
+        missing = await store.batch_get([ref_of(sample_payment())], consistent=consistent)
+    assert found == [payment] * 3
+    assert missing == [None]
+    assert count.operations == {"GetItem": 2}
+    assert asked == [consistent, consistent]
 
 
 async def test_nothing_asked_nothing_sent(store: PaymentStore) -> None:
