@@ -10,12 +10,15 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
+from strawberry.schema.schema import (
+    DEFAULT_ALLOWED_OPERATION_TYPES,
+    StrawberryGraphQLCoreExecutionContext,
+)
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from resolvers.context import Context
-from schema.execution import PaymentsExecutionContext
+from schema.execution import PaymentsExecutionContext, shorten_resolvers
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
 from schema.operations import Observer, OperationRunner
@@ -33,7 +36,8 @@ class PaymentsSchema(strawberry.Schema):
     graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing
     variables), which would reveal the schema piece by piece. `observers` are what the server
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
-    on DynamoDB (`datasource.deadline`)."""
+    on DynamoDB (`datasource.deadline`). `shortcuts=False` leaves out the shorter paths of
+    `schema.execution` (the tests compare both)."""
 
     def __init__(
         self,
@@ -42,20 +46,25 @@ class PaymentsSchema(strawberry.Schema):
         production: bool = False,
         observers: Sequence[Observer] = (),
         dynamodb_budget: float | None = None,
+        shortcuts: bool = True,
     ) -> None:
+        executor_class = (
+            PaymentsExecutionContext if shortcuts else StrawberryGraphQLCoreExecutionContext
+        )
         super().__init__(
             query=Query,
             mutation=Mutation,
             subscription=Subscription,
             types=[PaymentType, LoanType],
-            execution_context_class=PaymentsExecutionContext,
+            execution_context_class=executor_class,
             config=StrawberryConfig(scalar_map={datetime: DATETIME}),
         )
+        self.shortened_fields = shorten_resolvers(self._schema, self.config) if shortcuts else []
         self._operations = OperationRunner(
             self._schema,
             limits=limits or QueryLimits(),
             production=production,
-            executor_class=PaymentsExecutionContext,
+            executor_class=executor_class,
             on_errors=self.process_errors,
             observers=observers,
             dynamodb_budget=dynamodb_budget,
@@ -120,7 +129,12 @@ def build_schema(
     production: bool = False,
     observers: Sequence[Observer] = (),
     dynamodb_budget: float | None = None,
+    shortcuts: bool = True,
 ) -> PaymentsSchema:
     return PaymentsSchema(
-        limits, production=production, observers=observers, dynamodb_budget=dynamodb_budget
+        limits,
+        production=production,
+        observers=observers,
+        dynamodb_budget=dynamodb_budget,
+        shortcuts=shortcuts,
     )

@@ -1,4 +1,5 @@
-"""A shorter path through graphql-core for leaves that are plain attributes.
+"""Shorter paths through graphql-core: for leaves that are plain attributes, and for resolvers
+whose arguments are all leaves.
 
 Most of a list response is leaves: a payment's id, status, amount... Strawberry resolves each
 through a wrapper that builds an info object and calls `getattr`, and graphql-core then checks
@@ -7,21 +8,42 @@ resolver, no arguments, no field extensions), the answer is exactly
 `type.coerce_output_value(getattr(source, python_name))`; this execution context computes that
 directly. Anything else, and any leaf whose value is null where it must not be or fails to
 coerce, takes graphql-core's ordinary path, which reports the error as it always does.
+
+A field with a resolver runs through Strawberry's wrapper, which converts its arguments on every
+call: each argument's GraphQL name computed again from its Python name, each value passed
+through a chain of type checks. For arguments that are scalars, enums or lists of them,
+graphql-core's coerced values are already what the resolver gets (Strawberry returns them as
+they are, lists copied), so `shorten_resolvers` gives such a field a resolver that maps the
+names, copies the lists and calls the function with Strawberry's `Info`, exactly as the wrapper
+would (`self`, `root` and `strawberry.Parent` get the source). Fields with input objects, field
+extensions (permissions among them), or `Maybe` or `GlobalID` arguments keep Strawberry's
+wrapper, as do subscriptions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from graphql import (
+    GraphQLArgument,
     GraphQLEnumType,
+    GraphQLField,
+    GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
+    GraphQLResolveInfo,
     GraphQLScalarType,
+    GraphQLSchema,
     Undefined,
+    get_named_type,
 )
+from strawberry.relay.types import GlobalID
+from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.types.base import StrawberryList, StrawberryMaybe, StrawberryOptional
+from strawberry.types.field import StrawberryField
 
 _BACKREF = "strawberry-definition"
 
@@ -96,3 +118,84 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         return super().execute_field(
             parent_type, source, field_details_list, path, position_context
         )
+
+
+def shorten_resolvers(schema: GraphQLSchema, config: StrawberryConfig) -> list[str]:
+    """Give every field that qualifies (see the module's text) the short resolver; answers the
+    fields changed, as `Type.field`."""
+    shortened = []
+    for graphql_type in schema.type_map.values():
+        if not isinstance(graphql_type, GraphQLObjectType):
+            continue
+        if graphql_type is schema.subscription_type or graphql_type.name.startswith("__"):
+            continue
+        for name, graphql_field in graphql_type.fields.items():
+            resolver = _short_resolver(graphql_field, config)
+            if resolver is not None:
+                graphql_field.resolve = resolver
+                shortened.append(f"{graphql_type.name}.{name}")
+    return shortened
+
+
+def _short_resolver(graphql_field: GraphQLField, config: StrawberryConfig) -> Any:
+    field = graphql_field.extensions.get(_BACKREF)
+    if not isinstance(field, StrawberryField) or field.base_resolver is None:
+        return None
+    resolver = field.base_resolver
+    if field.extensions:
+        return None
+    names: dict[str, str] = {}
+    lists: set[str] = set()
+    for argument in field.arguments:
+        graphql_name = config.name_converter.from_argument(argument)
+        graphql_argument = graphql_field.args.get(graphql_name)
+        if graphql_argument is None or not _leaf_argument(graphql_argument, argument.type):
+            return None
+        names[graphql_name] = argument.python_name
+        if isinstance(_without_non_null(graphql_argument.type), GraphQLList):
+            lists.add(graphql_name)
+    if isinstance(resolver.wrapped_func, staticmethod | classmethod):
+        return None  # unbound: Strawberry's own wrapper says what is wrong
+    function: Callable[..., Any] = resolver.wrapped_func
+    takes_self = resolver.self_parameter is not None
+    info_name = resolver.info_parameter.name if resolver.info_parameter else None
+    # `root` and `strawberry.Parent` parameters both get the source.
+    source_names = [
+        parameter.name
+        for parameter in (resolver.root_parameter, resolver.parent_parameter)
+        if parameter is not None
+    ]
+    info_class = config.info_class
+
+    def resolve(source: Any, info: GraphQLResolveInfo[Any], **arguments: Any) -> Any:
+        kwargs = {
+            names[name]: list(value) if name in lists and value is not None else value
+            for name, value in arguments.items()
+        }
+        for source_name in source_names:
+            kwargs[source_name] = source
+        if info_name is not None:
+            kwargs[info_name] = info_class(_raw_info=info, _field=field)
+        return function(source, **kwargs) if takes_self else function(**kwargs)
+
+    return resolve
+
+
+def _without_non_null(graphql_type: Any) -> Any:
+    return graphql_type.of_type if isinstance(graphql_type, GraphQLNonNull) else graphql_type
+
+
+def _leaf_argument(graphql_argument: GraphQLArgument, strawberry_type: Any) -> bool:
+    """A scalar or enum, or a list of them (one level), that Strawberry passes on unconverted."""
+    graphql_type = _without_non_null(graphql_argument.type)
+    if isinstance(graphql_type, GraphQLList):
+        graphql_type = _without_non_null(graphql_type.of_type)
+    if not isinstance(graphql_type, GraphQLScalarType | GraphQLEnumType):
+        return False
+    if get_named_type(graphql_argument.type) is not graphql_type:
+        return False
+    while isinstance(strawberry_type, StrawberryOptional | StrawberryList):
+        if isinstance(strawberry_type, StrawberryMaybe):
+            return False
+        strawberry_type = strawberry_type.of_type
+    return strawberry_type is not GlobalID

@@ -1,4 +1,5 @@
-"""The shortcut for plain leaves answers exactly what graphql-core's ordinary path answers."""
+"""The shortcuts (plain leaves, resolvers with leaf arguments) answer exactly what graphql-core's
+and Strawberry's ordinary paths answer."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from domain.enums import PaymentMethod, PaymentProcess
 from domain.payment import Payment, PaymentRef, new_payment
 from resolvers.callers import Caller
 from resolvers.context import Context
+from resolvers.node_ids import loan_node_id, payment_node_id
 from schema import build_schema
 
 NOW = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)
@@ -42,17 +43,19 @@ def payment() -> Payment:
     )
 
 
-async def execute(stored: Any, *, shortcut: bool) -> dict[str, Any]:
-    schema = build_schema()
-    if not shortcut:
-        schema.execution_context_class = StrawberryGraphQLCoreExecutionContext
+async def execute(
+    stored: Any, *, shortcut: bool, query: str = QUERY, variables: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    schema = build_schema(shortcuts=shortcut)
     context = Context(
         store=OneAnswer(stored),  # type: ignore[arg-type]
         max_attempts=3,
         clock=lambda: NOW,
         authenticated=Caller("svc", is_service=True),
     )
-    result = await schema.execute(QUERY, {"p": stored.payment_id}, context_value=context)
+    if variables is None:
+        variables = {"p": stored.payment_id}
+    result = await schema.execute(query, variables, context_value=context)
     return {
         "data": result.data,
         "errors": [(e.message, e.path) for e in result.errors or []],
@@ -76,3 +79,53 @@ async def test_the_shortcut_answers_what_the_ordinary_path_answers(
 ) -> None:
     stored = dataclasses.replace(payment(), **changes)
     assert await execute(stored, shortcut=True) == await execute(stored, shortcut=False)
+
+
+FIELDS = "paymentId status allowedTransitions loan { id loanId }"
+RESOLVED = {
+    "variables": (
+        f"query($u: ID, $l: ID!, $p: ID!) {{ payment(userId: $u, loanId: $l, paymentId: $p) "
+        f"{{ {FIELDS} }} }}",
+        {"u": "u", "l": "l"},
+    ),
+    "literals-and-a-missing-optional": (
+        f'query($p: ID!) {{ payment(loanId: "l", paymentId: $p) {{ {FIELDS} }} }}',
+        {},
+    ),
+    "a-list-argument": (
+        f"query($ids: [ID!]!) {{ nodes(ids: $ids) {{ id ... on Payment {{ {FIELDS} }} }} }}",
+        {"ids": "both"},
+    ),
+    "an-invalid-id-in-the-list": (
+        "query($ids: [ID!]!) { nodes(ids: $ids) { id } }",
+        {"ids": ["not-a-node-id"]},
+    ),
+    "a-refused-argument": (
+        'query { payment(userId: "u", loanId: "l", paymentId: "") { paymentId } }',
+        {},
+    ),
+    "node": ("query($id: ID!) { node(id: $id) { id ... on Loan { loanId } } }", {"id": "loan"}),
+}
+
+
+@pytest.mark.parametrize("case", RESOLVED, ids=list(RESOLVED))
+async def test_the_short_resolvers_answer_what_strawberrys_wrapper_answers(case: str) -> None:
+    stored = payment()
+    query, variables = RESOLVED[case]
+    variables = dict(variables)
+    if "p" in query:
+        variables.setdefault("p", stored.payment_id)
+    if variables.get("ids") == "both":
+        variables["ids"] = [payment_node_id(stored.ref), loan_node_id(stored.loan)]
+    if variables.get("id") == "loan":
+        variables["id"] = loan_node_id(stored.loan)
+    short = await execute(stored, shortcut=True, query=query, variables=variables)
+    assert short == await execute(stored, shortcut=False, query=query, variables=variables)
+    assert short["data"] is not None or short["errors"]
+
+
+def test_fields_with_input_objects_keep_strawberrys_wrapper() -> None:
+    shortened = build_schema().shortened_fields
+    assert {"Query.payment", "Query.nodes", "Loan.payments", "Payment.history"} <= set(shortened)
+    assert not [name for name in shortened if name.startswith(("Mutation.", "Subscription."))]
+    assert build_schema(shortcuts=False).shortened_fields == []
