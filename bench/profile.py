@@ -17,20 +17,25 @@ import io
 import os
 import pstats
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 import uvloop
 from starlette.types import Message
 
 from bench import dataset, workloads
 from bench.fake_dynamodb import FakeDynamoDB, as_client
+from bench.peers import graphql_core
 from bench.runs import service_headers
 from bench.serve import FAKE_ENDPOINT, service_settings
+from datasource import PaymentStore
 from server.app import create_app
 from server.logs import configure_logging
 from server.runtime import tune_garbage_collector
 
 WARMUP = 200
+JSON = [(b"content-type", b"application/json")]
 
 
 def _arguments() -> argparse.Namespace:
@@ -40,6 +45,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--sort", default="tottime", help="a pstats sort key (default tottime)")
     parser.add_argument("--top", type=int, default=35)
+    parser.add_argument(
+        "--peer", choices=("P3", "P1"), default="P3", help="whom to profile (default the service)"
+    )
     return parser.parse_args()
 
 
@@ -47,16 +55,12 @@ def _stored() -> list[Any]:
     return list(dataset.items(users=range(10), loans_per_user=4, payments_per_loan=120))
 
 
-async def _profile(arguments: argparse.Namespace) -> None:
-    stored = _stored()
-    work = {workload.name: workload for workload in workloads.build(stored)}[arguments.workload]
-    settings = service_settings(0, FAKE_ENDPOINT)
-    client = as_client(FakeDynamoDB(settings.table_name, stored, latency=0.0))
-    app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
-    headers = [(b"content-type", b"application/json")] + [
-        (name.lower().encode(), value.encode()) for name, value in service_headers().items()
-    ]
-    body = work.body
+Request = Callable[[], Awaitable[bytes]]
+ROUNDS = 5
+
+
+def _caller(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> Request:
+    """One POST /graphql through `app`'s ASGI interface, answering the response body."""
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -85,21 +89,64 @@ async def _profile(arguments: argparse.Namespace) -> None:
         answer: bytes = sent[1]["body"]
         return answer
 
+    return request
+
+
+async def _cpu_seconds(request: Request, count: int) -> float:
+    started = time.process_time()
+    for _ in range(count):
+        await request()
+    return time.process_time() - started
+
+
+async def _warm(name: str, request: Request) -> bytes:
+    for _ in range(WARMUP):
+        answer = await request()
+    if b'"errors"' in answer:
+        raise RuntimeError(f"{name} failed: {answer[:300]!r}")
+    return answer
+
+
+async def _profile(arguments: argparse.Namespace) -> None:
+    stored = _stored()
+    work = {workload.name: workload for workload in workloads.build(stored)}[arguments.workload]
+    settings = service_settings(0, FAKE_ENDPOINT)
+    client = as_client(FakeDynamoDB(settings.table_name, stored, latency=0.0))
+    app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
+    floor_store = PaymentStore(
+        as_client(FakeDynamoDB(settings.table_name, stored, latency=0.0)),
+        table_name=settings.table_name,
+        cursor_secret=settings.cursor_secret.get_secret_value().encode(),
+    )
+    floor = _caller(graphql_core.create_app(floor_store), work.body, JSON)
+    headers = JSON + [
+        (name.lower().encode(), value.encode()) for name, value in service_headers().items()
+    ]
+    service = _caller(app, work.body, headers)
+
     async with app.router.lifespan_context(app):
         tune_garbage_collector()
-        for _ in range(WARMUP):
-            answer = await request()
-        if b'"errors"' in answer:
-            raise RuntimeError(f"{work.name} failed: {answer[:300]!r}")
-        started = time.process_time()
-        for _ in range(arguments.requests):
-            await request()
-        per_request = (time.process_time() - started) / arguments.requests * 1000
-        print(f"{work.name}: {per_request:.3f} ms of CPU per request, without the profiler")
+        if (
+            orjson.loads(await _warm("the service", service))["data"]
+            != orjson.loads(await _warm("the engine floor", floor))["data"]
+        ):
+            raise RuntimeError(f"{work.name}: the service and the engine floor disagree")
+        # Interleaved rounds, so that the machine's noise falls on both.
+        spent = {"service": 0.0, "floor": 0.0}
+        per_round = max(1, arguments.requests // ROUNDS)
+        for _ in range(ROUNDS):
+            spent["service"] += await _cpu_seconds(service, per_round)
+            spent["floor"] += await _cpu_seconds(floor, per_round)
+        service_ms, floor_ms = (spent[side] / (per_round * ROUNDS) * 1000 for side in spent)
+        print(f"{work.name}: {service_ms:.3f} ms of CPU per request, without the profiler")
+        print(
+            f"the engine floor (P1, graphql-core on the same store): {floor_ms:.3f} ms; "
+            f"P3 / P1 by CPU per request {floor_ms / service_ms:.2f}"
+        )
         profiler = cProfile.Profile()
+        profiled = floor if arguments.peer == "P1" else service
         profiler.enable()
-        for _ in range(arguments.requests):
-            await request()
+        await _cpu_seconds(profiled, arguments.requests)
         profiler.disable()
     report = io.StringIO()
     stats = pstats.Stats(profiler, stream=report)
