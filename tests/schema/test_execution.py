@@ -82,7 +82,7 @@ async def test_the_shortcut_answers_what_the_ordinary_path_answers(
 
 
 FIELDS = "paymentId status allowedTransitions loan { id loanId }"
-RESOLVED = {
+RESOLVED: dict[str, tuple[str, dict[str, Any]]] = {
     "variables": (
         f"query($u: ID, $l: ID!, $p: ID!) {{ payment(userId: $u, loanId: $l, paymentId: $p) "
         f"{{ {FIELDS} }} }}",
