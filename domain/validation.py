@@ -86,9 +86,12 @@ def identifier(field: str, value: str) -> str:
 
 def payment_id(field: str, value: str) -> str:
     """Payment ids are UUIDs the service made; anything else cannot name a payment."""
-    identifier(field, value)
-    if _CANONICAL_UUID.fullmatch(value):
+    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+        # Every check of `identifier` holds for it: 36 characters of hex digits and hyphens,
+        # none a control character, `#` or space, no digit run longer than 12, and its groups
+        # joined by hyphens, which a grouped card number's boundaries refuse.
         return value
+    identifier(field, value)
     try:
         uuid.UUID(value)
     except ValueError:

@@ -2,6 +2,8 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from uuid_utils.compat import uuid7
 
 from domain import validation
@@ -44,6 +46,17 @@ def test_payment_id_is_a_canonical_uuid() -> None:
     for bad in ["not-a-uuid", good.upper(), good.replace("-", ""), f"{{{good}}}", ""]:
         with pytest.raises(InvalidInput):
             validation.payment_id("paymentId", bad)
+
+
+@given(st.uuids(), st.sampled_from(["0", "9", "4111"]))
+def test_a_canonical_uuid_passes_every_identifier_check(value: uuid.UUID, digits: str) -> None:
+    # payment_id accepts a canonical UUID before `identifier` runs: it must never need it.
+    text = str(value)
+    assert validation.identifier("paymentId", text) == text
+    # Digit-heavy UUIDs too: the longest run of digits a canonical UUID can have is 12.
+    dense = "-".join((digits * 12)[: len(group)] for group in text.split("-"))
+    assert validation.identifier("paymentId", dense) == dense
+    assert validation.payment_id("paymentId", dense) == dense
 
 
 @pytest.mark.parametrize("value", [1, 12_345, 2_147_483_647])
