@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -70,6 +71,16 @@ class Metrics:
         self.errors = Counter(
             "loc_payments_errors", "Errors and UserError answers", ["code"], registry=r
         )
+        # Each metric's child per label values, as `labels()` would find it again (it checks
+        # and converts the values and takes a lock every time).
+        self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: Counter | Histogram, *values: str) -> Any:
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def watch_breaker(self, breaker: CircuitBreaker | None) -> None:
         """Report the store's circuit breaker (read at each scrape)."""
@@ -88,26 +99,26 @@ class Metrics:
         ] + context.user_errors
         outcome = codes[0] if codes else "OK"
         calls = context.calls
-        self.requests.labels(operation, outcome).inc()
-        self.duration.labels(operation).observe(observed.duration)
+        self._child(self.requests, operation, outcome).inc()
+        self._child(self.duration, operation).observe(observed.duration)
         for code in codes:
-            self.errors.labels(code).inc()
+            self._child(self.errors, code).inc()
         if calls is not None:
             for (api, answer), count in calls.outcomes.items():
-                self.dynamodb_calls.labels(api, answer).inc(count)
+                self._child(self.dynamodb_calls, api, answer).inc(count)
             unanswered = {
                 api: count - sum(n for (a, _), n in calls.outcomes.items() if a == api)
                 for api, count in calls.operations.items()
             }
             for api, count in unanswered.items():
                 if count > 0:
-                    self.dynamodb_calls.labels(api, "no_answer").inc(count)
+                    self._child(self.dynamodb_calls, api, "no_answer").inc(count)
             for api, units in calls.units_by_api.items():
                 for kind, value in (("read", units.read), ("write", units.write)):
                     if value:
-                        self.capacity_units.labels(operation, api, kind).inc(value)
+                        self._child(self.capacity_units, operation, api, kind).inc(value)
         for source, target in context.writes:
-            self.transitions.labels(source.value if source else "NEW", target.value).inc()
+            self._child(self.transitions, source.value if source else "NEW", target.value).inc()
         duration_ms = round(observed.duration * 1000, 3)
         request_log.info(
             "%s %s %s in %.1f ms, %d DynamoDB calls",
