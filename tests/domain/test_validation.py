@@ -111,6 +111,23 @@ def test_timestamps_are_rfc3339_utc_with_z_and_milliseconds() -> None:
     assert parsed.tzinfo is UTC
 
 
+@given(
+    st.datetimes(
+        min_value=datetime(1000, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=-5)), timezone(timedelta(0))]),
+    )
+)
+def test_a_timestamp_is_its_utc_moment_to_the_millisecond(moment: datetime) -> None:
+    text = validation.format_timestamp(moment)
+    utc = moment.astimezone(UTC)
+    assert text == f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+    # It reads back as the same moment, truncated to milliseconds; strings sort as moments do.
+    assert validation.parse_timestamp("at", text) == utc.replace(
+        microsecond=utc.microsecond // 1000 * 1000
+    )
+
+
 def test_naive_timestamps_are_refused() -> None:
     with pytest.raises(ValueError):
         validation.format_timestamp(datetime(2026, 3, 2))
