@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from domain.enums import PaymentMethod, PaymentProcess
+from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.payment import Payment, PaymentRef, new_payment
 from resolvers.callers import Caller
 from resolvers.context import Context
@@ -79,6 +79,15 @@ async def test_the_shortcut_answers_what_the_ordinary_path_answers(
 ) -> None:
     stored = dataclasses.replace(payment(), **changes)
     assert await execute(stored, shortcut=True) == await execute(stored, shortcut=False)
+
+
+async def test_every_enum_member_is_named_as_the_ordinary_path_names_it() -> None:
+    for status in PaymentStatus:
+        for method in PaymentMethod:
+            stored = dataclasses.replace(payment(), status=status, method=method)
+            short = await execute(stored, shortcut=True)
+            assert short == await execute(stored, shortcut=False)
+            assert short["data"]["payment"]["status"] == status.name
 
 
 FIELDS = "paymentId status allowedTransitions loan { id loanId }"
