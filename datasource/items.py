@@ -137,16 +137,20 @@ _PROCESSES = {process.value: process for process in PaymentProcess}
 
 def from_item(item: Item) -> Payment:
     """The payment an item holds, in one pass over its attributes (a list page maps a hundred)."""
-    optional = {name: value["S"] for name, value in item.items() if name in _OPTIONAL_TEXT}
     try:
         status = _STATUSES[item["loc_status"]["S"]]
         method = _METHODS[item["loc_payment_method"]["S"]]
         process = _PROCESSES[item["loc_process"]["S"]]
     except KeyError as missing:
         raise ValueError(f"not a stored payment: {missing}") from None
-    first_presented = optional.get("loc_first_presented_date")
-    completed = optional.get("loc_completed_date")
-    history_from = item.get("loc_history_from")
+    get = item.get
+    confirmation = get("loc_confirmation_id")
+    last_four = get("loc_account_last_four")
+    installment = get("loc_intended_installment_id")
+    return_code = get("loc_return_code")
+    first_presented = get("loc_first_presented_date")
+    completed = get("loc_completed_date")
+    history_from = get("loc_history_from")
     return Payment(
         user_id=item["loc_user_id"]["S"],
         loan_id=item["loc_loan_id"]["S"],
@@ -161,35 +165,23 @@ def from_item(item: Item) -> Payment:
         created_at=parse_timestamp("loc_created_date", item["loc_created_date"]["S"]),
         updated_at=parse_timestamp("loc_last_updated", item["loc_last_updated"]["S"]),
         version=int(item["loc_version"]["N"]),
-        confirmation_id=optional.get("loc_confirmation_id"),
-        account_last_four=optional.get("loc_account_last_four"),
-        intended_installment_id=optional.get("loc_intended_installment_id"),
+        confirmation_id=None if confirmation is None else confirmation["S"],
+        account_last_four=None if last_four is None else last_four["S"],
+        intended_installment_id=None if installment is None else installment["S"],
         applications=tuple(
             _application(value["M"]) for value in item.get("loc_applications", {}).get("L", ())
         ),
-        return_code=optional.get("loc_return_code"),
+        return_code=None if return_code is None else return_code["S"],
         first_presented_at=(
             None
             if first_presented is None
-            else parse_timestamp("loc_first_presented_date", first_presented)
+            else parse_timestamp("loc_first_presented_date", first_presented["S"])
         ),
         completed_at=(
-            None if completed is None else parse_timestamp("loc_completed_date", completed)
+            None if completed is None else parse_timestamp("loc_completed_date", completed["S"])
         ),
         history_from=None if history_from is None else int(history_from["N"]),
     )
-
-
-_OPTIONAL_TEXT = frozenset(
-    {
-        "loc_confirmation_id",
-        "loc_account_last_four",
-        "loc_intended_installment_id",
-        "loc_return_code",
-        "loc_first_presented_date",
-        "loc_completed_date",
-    }
-)
 
 
 def _application(value: Mapping[str, Any]) -> Application:
