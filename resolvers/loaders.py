@@ -5,7 +5,8 @@
     confirmations  (user, confirmation id)            -> one GSI3 Query per distinct id
     histories      (payment, first, after)            -> one Query per distinct page of history
 
-List pages prime `payments`, so a later lookup of a listed payment costs nothing.
+A payment listed or written earlier in the request is kept by its ref (`remember`), so a later
+lookup of it (`payment`) costs nothing; only lookups reach the `payments` loader.
 
 Reads are eventually consistent (half the read units) unless `consistent` is set: by the
 `strong_reads` setting, or by `read_strongly()` before a read that decides a write or must see
@@ -65,6 +66,16 @@ class Loaders:
             self._load_confirmations
         )
         self.histories: DataLoader[HistoryKey, HistoryPage] = DataLoader(self._load_histories)
+        # What this request listed or wrote, as it was then; consulted before `payments`.
+        self._known: dict[PaymentRef, Payment] = {}
+
+    async def payment(self, ref: PaymentRef) -> Payment | None:
+        """The payment `ref` names: as listed or written earlier in this request, or read in one
+        batch with the request's other lookups."""
+        known = self._known.get(ref)
+        if known is not None:
+            return known
+        return await self.payments.load(ref)
 
     def read_strongly(self) -> None:
         """Every later read of this request is strongly consistent: it decides a write, or it
@@ -72,10 +83,13 @@ class Loaders:
         self.consistent = True
 
     def remember(self, payments: list[Payment]) -> None:
-        self.payments.prime_many({payment.ref: payment for payment in payments}, force=True)
+        """Later lookups of these payments answer them as they are here (a list's, a write's):
+        a dict entry each, where priming the loader made a future for every payment listed."""
+        self._known.update((payment.ref, payment) for payment in payments)
 
     def forget(self, ref: PaymentRef) -> None:
         """The next lookup of `ref` reads it again (a live event says it changed)."""
+        self._known.pop(ref, None)
         with contextlib.suppress(KeyError):  # not read yet
             self.payments.clear(ref)
 

@@ -85,7 +85,7 @@ async def transition_payment(
     # The read that decides the write, and every read after it in this response, sees the
     # table as it is now (the write's condition would refuse a stale one anyway).
     context.loaders.read_strongly()
-    current = await context.loaders.payments.load(ref)
+    current = await context.loaders.payment(ref)
     if current is None:
         raise NotFound()
     saved = await workflow.move_payment(

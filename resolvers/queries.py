@@ -28,7 +28,7 @@ async def payment(
     ref = PaymentRef.checked(context.owner(user_id), loan_id, payment_id)
     if not context.caller().sees(ref.user_id):
         return None
-    return await context.loaders.payments.load(ref)
+    return await context.loaders.payment(ref)
 
 
 def loan(context: Context, *, user_id: str | None, loan_id: str) -> LoanRef:
@@ -62,7 +62,7 @@ async def payment_history(
 
 async def event_payment(context: Context, event: PaymentEvent) -> Payment:
     """An event's payment, as stored now (an event only reaches a caller who sees it)."""
-    payment = await context.loaders.payments.load(event.ref)
+    payment = await context.loaders.payment(event.ref)
     if payment is None:  # payments are never deleted
         raise NotFound()
     return payment
@@ -117,4 +117,4 @@ async def _node(context: Context, ref: PaymentRef | LoanRef) -> Payment | LoanRe
         return None
     if isinstance(ref, LoanRef):
         return ref
-    return await context.loaders.payments.load(ref)
+    return await context.loaders.payment(ref)

@@ -57,6 +57,28 @@ async def test_a_payment_listed_earlier_costs_nothing_to_look_up(api: Api) -> No
     assert body["extensions"]["dynamodb"]["requests"] <= 2
 
 
+async def test_a_listed_payment_looked_up_after_the_list_costs_no_read(api: Api) -> None:
+    for _ in range(3):
+        await api.create(user="alice", loan="loan-1")
+    # Each history event's `payment` is a lookup of a payment the list has just read.
+    query = """query { loan(userId: "alice", loanId: "loan-1") { payments { edges { node {
+      paymentId history { edges { node { payment { paymentId status } } } } } } } } }"""
+
+    body = await api.post(query, debug=True)
+
+    assert "errors" not in body
+    edges = body["data"]["loan"]["payments"]["edges"]
+    assert len(edges) == 3
+    for edge in edges:
+        [event] = edge["node"]["history"]["edges"]
+        assert event["node"]["payment"] == {
+            "paymentId": edge["node"]["paymentId"],
+            "status": "PENDING",
+        }
+    # The list, and one history page per payment; no GetItem or BatchGetItem.
+    assert body["extensions"]["dynamodb"]["operations"] == {"Query": 4}
+
+
 async def test_accounting_only_when_asked(api: Api) -> None:
     body = await api.post("query { paymentsByStatus(status: PENDING) { edges { cursor } } }")
     assert "extensions" not in body or "dynamodb" not in body["extensions"]
