@@ -178,8 +178,10 @@ def memory_record(server: Server, resident_after_repetitions: list[float]) -> di
     }
 
 
-def children(command_name: str) -> list[int]:
-    """The pids of this process's children whose command is `command_name` (`java`)."""
+def children(command_name: str, parent: int | None = None) -> list[int]:
+    """The pids of the children of `parent` (this process by default) whose command is
+    `command_name` (`java`)."""
+    parent = os.getpid() if parent is None else parent
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -189,7 +191,6 @@ def children(command_name: str) -> list[int]:
         except OSError:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-        if parent == os.getpid() and name == command_name:
+        if name == command_name and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
             found.append(int(entry.name))
     return found

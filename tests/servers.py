@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import httpx
 
 from bench.live import Instance
+from bench.processes import children
 
 
 @asynccontextmanager
@@ -44,18 +44,7 @@ async def serving(
 
 def java_children(parent: int) -> set[int]:
     """The pids of the `java` children (DynamoDB Local) of process `parent`."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        if name == "java" and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
-            found.add(int(entry.name))
-    return found
+    return set(children("java", parent))
 
 
 def java_child(parent: int) -> int:
