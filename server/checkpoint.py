@@ -55,16 +55,24 @@ class Checkpoint:
 
     def check_matches(self, other: Checkpoint) -> None:
         """Refuse to resume this run as `other` (the run the command line describes)."""
-        for name, mine, theirs in (
+        refuse_mismatch(
+            "a run",
+            "options",
             ("table", self.table_name, other.table_name),
             ("report file (--output)", self.report, other.report),
             ("--dry-run", self.dry_run, other.dry_run),
-        ):
-            if mine != theirs:
-                raise CheckpointRefused(
-                    f"the checkpoint belongs to a run with {name} {mine!r}, not {theirs!r}; "
-                    "resume it with the same options, or start over with a new checkpoint file"
-                )
+        )
+
+
+def refuse_mismatch(job: str, given_by: str, *compared: tuple[str, object, object]) -> None:
+    """Refuse to resume a checkpoint of `job` whose (name, checkpoint's, run's) values differ:
+    the run must be given the same `given_by` (options, settings) as the one that wrote it."""
+    for name, mine, theirs in compared:
+        if mine != theirs:
+            raise CheckpointRefused(
+                f"the checkpoint belongs to {job} with {name} {mine!r}, not {theirs!r}; resume "
+                f"it with the same {given_by}, or start over with a new checkpoint file"
+            )
 
 
 def read_checkpoint(path: Path, *, format: str, job: str) -> dict[str, Any] | None:

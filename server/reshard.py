@@ -34,7 +34,7 @@ from datasource import PaymentStore
 from datasource.items import Item
 from datasource.shards import Placed
 from server.bootstrap import payment_store
-from server.checkpoint import CheckpointRefused, read_checkpoint, replace_file
+from server.checkpoint import CheckpointRefused, read_checkpoint, refuse_mismatch, replace_file
 from server.settings import Settings
 
 DEFAULT_PAGE_SIZE = 100
@@ -76,16 +76,13 @@ class ReshardCheckpoint:
         return self.position >= len(self.sources)
 
     def check_matches(self, other: ReshardCheckpoint) -> None:
-        for name, mine, theirs in (
+        refuse_mismatch(
+            "a reshard",
+            "settings",
             ("table", self.table_name, other.table_name),
             ("LOC_GSI2_SHARDS", self.shards, other.shards),
             ("partitions to read (LOC_GSI2_READ_SHARDS)", self.sources, other.sources),
-        ):
-            if mine != theirs:
-                raise CheckpointRefused(
-                    f"the checkpoint belongs to a reshard with {name} {mine!r}, not {theirs!r}; "
-                    "resume it with the same settings, or start over with a new checkpoint file"
-                )
+        )
 
 
 def fresh_checkpoint(settings: Settings) -> ReshardCheckpoint:
