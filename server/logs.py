@@ -35,13 +35,13 @@ def configure_logging(
         )
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
-    # No line prints a thread, a process or the caller's file and line (the JSON fields are
-    # above, the text format names none): the logging HOWTO's "Optimization" switches, which
-    # save a record the work of finding them, a tenth of a request log line's cost.
+    # No line prints a thread or a process (the JSON fields are above, the text format names
+    # none): two of the logging HOWTO's "Optimization" switches, which save every record the
+    # work of finding them. The caller's file and line stay, for handlers that show them
+    # (pytest's, in a failing test's captured log).
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    logging._srcfile = None
     root = logging.getLogger()
     for existing in list(root.handlers):
         root.removeHandler(existing)

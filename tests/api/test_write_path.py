@@ -49,13 +49,16 @@ async def test_a_move_checks_its_payment_id_once(api: Api, monkeypatch: pytest.M
 async def test_a_lookup_checks_its_ids_once(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     payment = await api.create()
     identifiers = _counting(monkeypatch, "identifier")
+    payment_ids = _counting(monkeypatch, "payment_id")
     data = await api.data(
         "query($u: ID, $l: ID!, $p: ID!) { payment(userId: $u, loanId: $l, paymentId: $p) { id } }",
         {"u": payment["userId"], "l": payment["loanId"], "p": payment["paymentId"]},
     )
     assert data["payment"] is not None
-    # userId, loanId, and paymentId (whose check begins with the identifier's): once each.
-    assert sorted(identifiers) == ["loanId", "paymentId", "userId"]
+    # userId and loanId as identifiers, paymentId as a payment id (a canonical UUID needs no
+    # more): once each.
+    assert sorted(identifiers) == ["loanId", "userId"]
+    assert payment_ids == ["paymentId"]
 
 
 async def test_every_demonstration_write_is_audited_as_a_job(
