@@ -147,6 +147,9 @@ def clock() -> Clock:
     return Clock()
 
 
+TEST_BUDGET = 30.0
+
+
 @asynccontextmanager
 async def api_client(
     config: DynamoConfig,
@@ -158,8 +161,18 @@ async def api_client(
 ) -> AsyncIterator[Api]:
     """The real app on moto's table, its lifespan run as uvicorn would run it. No stream reader
     unless asked for (`live_updates=True`): live updates are tested on real servers
-    (`tests/api/test_live_updates.py`)."""
-    options: dict[str, Any] = {"env": "local", "live_updates": False, **settings}
+    (`tests/api/test_live_updates.py`).
+
+    The DynamoDB budget is 30 s unless a test sets its own: the shared emulators stall for
+    seconds on a loaded machine (DynamoDB Local's JVM under `make test-races` held a creation
+    past 3 s), and the budget's own behaviour is tested where it is the point (`test_faults`,
+    `test_outages`, `tests/datasource/test_breaker.py`)."""
+    options: dict[str, Any] = {
+        "env": "local",
+        "live_updates": False,
+        "dynamodb_budget": TEST_BUDGET,
+        **settings,
+    }
     app = create_app(
         Settings(table_name=config.table_name, dynamodb_endpoint=config.endpoint_url, **options),
         clock=clock or Clock(),
