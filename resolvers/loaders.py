@@ -1,12 +1,15 @@
 """Per-request DataLoaders: every read of a request goes through one of these.
 
-    payments       (user, loan, payment)              -> one BatchGetItem per 100 distinct keys
+    payments       (user, loan, payment)              -> one GetItem for one key, one BatchGetItem
+                                                         per 100 (shared with other requests'
+                                                         lookups of the moment: the store's)
     loan_pages     (user, loan, status, first, after) -> one Query per distinct list
     confirmations  (user, confirmation id)            -> one GSI3 Query per distinct id
     histories      (payment, first, after)            -> one Query per distinct page of history
 
 A payment listed or written earlier in the request is kept by its ref (`remember`), so a later
-lookup of it (`payment`) costs nothing; only lookups reach the `payments` loader.
+lookup of it (`payment`) costs nothing; only lookups reach the `payments` loader, which is
+private so that no caller bypasses that.
 
 Reads are eventually consistent (half the read units) unless `consistent` is set: by the
 `strong_reads` setting, or by `read_strongly()` before a read that decides a write or must see
@@ -60,13 +63,13 @@ class Loaders:
     def __init__(self, store: PaymentStore, *, consistent: bool = False) -> None:
         self._store = store
         self.consistent = consistent
-        self.payments: DataLoader[PaymentRef, Payment | None] = DataLoader(self._load_payments)
+        self._payments: DataLoader[PaymentRef, Payment | None] = DataLoader(self._load_payments)
         self.loan_pages: DataLoader[LoanPageKey, Page] = DataLoader(self._load_loan_pages)
         self.confirmations: DataLoader[ConfirmationKey, Payment | None] = DataLoader(
             self._load_confirmations
         )
         self.histories: DataLoader[HistoryKey, HistoryPage] = DataLoader(self._load_histories)
-        # What this request listed or wrote, as it was then; consulted before `payments`.
+        # What this request listed or wrote, as it was then; consulted before `_payments`.
         self._known: dict[PaymentRef, Payment] = {}
 
     async def payment(self, ref: PaymentRef) -> Payment | None:
@@ -75,7 +78,7 @@ class Loaders:
         known = self._known.get(ref)
         if known is not None:
             return known
-        return await self.payments.load(ref)
+        return await self._payments.load(ref)
 
     def read_strongly(self) -> None:
         """Every later read of this request is strongly consistent: it decides a write, or it
@@ -91,7 +94,7 @@ class Loaders:
         """The next lookup of `ref` reads it again (a live event says it changed)."""
         self._known.pop(ref, None)
         with contextlib.suppress(KeyError):  # not read yet
-            self.payments.clear(ref)
+            self._payments.clear(ref)
 
     def forget_lists(self) -> None:
         """After a write: lists and lookups may now be stale; single payments are re-primed."""

@@ -37,7 +37,6 @@ from graphql import (
     GraphQLScalarType,
     GraphQLSchema,
     Undefined,
-    get_named_type,
 )
 from strawberry.relay.types import GlobalID
 from strawberry.schema.config import StrawberryConfig
@@ -215,8 +214,6 @@ def _leaf_argument(graphql_argument: GraphQLArgument, strawberry_type: Any) -> b
     if isinstance(graphql_type, GraphQLList):
         graphql_type = _without_non_null(graphql_type.of_type)
     if not isinstance(graphql_type, GraphQLScalarType | GraphQLEnumType):
-        return False
-    if get_named_type(graphql_argument.type) is not graphql_type:
         return False
     while isinstance(strawberry_type, StrawberryOptional | StrawberryList):
         if isinstance(strawberry_type, StrawberryMaybe):
