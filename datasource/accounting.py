@@ -89,6 +89,22 @@ class CallCount:
         key = (operation, outcome)
         self.outcomes[key] = self.outcomes.get(key, 0) + 1
 
+    def add_share(self, call: CallCount, share: float) -> None:
+        """Count the calls of `call` (another context's count: a call shared with other
+        requests) as this one's own, and `share` of their units."""
+        self.requests += call.requests
+        for operation, calls in call.operations.items():
+            self.operations[operation] = self.operations.get(operation, 0) + calls
+        for outcome, answers in call.outcomes.items():
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + answers
+        self.units.add(call.units.read * share, call.units.write * share)
+        for mine, theirs in (
+            (self.units_by_api, call.units_by_api),
+            (self.units_by_index, call.units_by_index),
+        ):
+            for name, units in theirs.items():
+                mine.setdefault(name, Units()).add(units.read * share, units.write * share)
+
     def consumed(self, operation: str, capacity: Any) -> None:
         """Add an answer's `ConsumedCapacity` (an entry, or a list of them)."""
         kind: Kind = "read" if operation in READ_OPERATIONS else "write"
@@ -139,12 +155,23 @@ _current: ContextVar[CallCount | None] = ContextVar("dynamodb_call_count", defau
 @contextmanager
 def count_calls() -> Iterator[CallCount]:
     """Count the DynamoDB calls made inside the block (and in tasks it starts)."""
-    count = CallCount()
+    with counting(CallCount()) as count:
+        yield count
+
+
+@contextmanager
+def counting(count: CallCount) -> Iterator[CallCount]:
+    """Count the DynamoDB calls made inside the block (and in tasks it starts) in `count`."""
     token = _current.set(count)
     try:
         yield count
     finally:
         _current.reset(token)
+
+
+def current() -> CallCount | None:
+    """The count the calls made here go to, if any."""
+    return _current.get()
 
 
 def attach_accounting(client: DynamoDBClient) -> None:

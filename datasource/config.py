@@ -22,6 +22,8 @@ class DynamoConfig:
     # it, and how often an open one asks DynamoDB whether it answers again.
     breaker_failures: int = 5
     breaker_probe_interval: float = 0.5
+    # Lookups by key that requests make at the same moment share one call (`datasource.coalesce`).
+    coalesce_lookups: bool = True
     # When set (local and tests), used with the secret below; otherwise the default AWS chain.
     aws_access_key_id: str | None = None
     aws_secret_access_key: str | None = None

@@ -35,6 +35,11 @@ def budget(seconds: float | None) -> Iterator[None]:
         _deadline.reset(token)
 
 
+def current() -> float | None:
+    """The deadline of the calls made here (the event loop's clock), if any."""
+    return _deadline.get()
+
+
 @asynccontextmanager
 async def storage_call() -> AsyncIterator[None]:
     """One DynamoDB call: its errors become domain errors, and it ends by the deadline."""

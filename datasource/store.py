@@ -17,6 +17,7 @@ from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
 from datasource.breaker import CircuitBreaker
 from datasource.client import open_client
+from datasource.coalesce import Coalescer
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
@@ -66,6 +67,7 @@ async def open_store(
                 cursor_secret=cursor_secret,
                 layout=layout,
                 breaker=breaker,
+                coalesce=config.coalesce_lookups,
             )
         finally:
             await breaker.close()
@@ -81,6 +83,7 @@ class PaymentStore:
         backoff: Backoff | None = None,
         layout: StatusLayout = SEED_LAYOUT,
         breaker: CircuitBreaker | None = None,
+        coalesce: bool = False,
     ) -> None:
         self._client = client
         self._table = table_name
@@ -88,6 +91,8 @@ class PaymentStore:
         self._layout = layout
         self._cursors = CursorCodec(cursor_secret)
         self._backoff = backoff or Backoff()
+        # Lookups shared with other requests' (the service's store; a job's reads are its own).
+        self._lookups = Coalescer(self._read) if coalesce else None
         attach_accounting(client)
         # Fails calls at once while DynamoDB does not answer (the service's own client only).
         self.breaker = breaker
@@ -154,21 +159,37 @@ class PaymentStore:
         """The payments in `refs` order, None where there is none; duplicates are read once.
         `consistent=False` for a read that may miss the last second's writes (half the units).
 
-        One distinct key is one GetItem: the same units as a one-key BatchGetItem, with less
-        for the SDK to build, validate and sign (about an eighth of the call's CPU)."""
-        distinct = list(dict.fromkeys(refs))
-        if len(distinct) == 1:
-            payment = await self.get(distinct[0], consistent=consistent)
-            return [payment] * len(refs)
+        With coalescing (the service's store), the lookups other requests make in the same
+        turn of the event loop go out in the same call (`datasource.coalesce`)."""
+        if not refs:
+            return []
+        if self._lookups is None:
+            found = await self._read(list(dict.fromkeys(refs)), consistent)
+        else:
+            found = await self._lookups.lookup(refs, consistent=consistent)
+        return [found.get(ref) for ref in refs]
+
+    async def _read(self, refs: list[PaymentRef], consistent: bool) -> dict[PaymentRef, Payment]:
+        """The stored payments among the distinct `refs`, by ref.
+
+        One key is one GetItem: the same units as a one-key BatchGetItem, with less for the SDK
+        to build, validate and sign (about an eighth of the call's CPU)."""
+        if len(refs) == 1:
+            payment = await self.get(refs[0], consistent=consistent)
+            return {} if payment is None else {refs[0]: payment}
         items = await batch_get_items(
             self._client,
             table_name=self._table,
-            keys=[primary_key(ref) for ref in distinct],
+            keys=[primary_key(ref) for ref in refs],
             backoff=self._backoff,
             consistent=consistent,
         )
-        found = {(item[PK]["S"], item[SK]["S"]): from_item(item) for item in items}
-        return [found.get(_key_strings(ref)) for ref in refs]
+        found = {(item[PK]["S"], item[SK]["S"]): item for item in items}
+        return {
+            ref: from_item(item)
+            for ref in refs
+            if (item := found.get(_key_strings(ref))) is not None
+        }
 
     async def loan_payments(
         self,

@@ -91,7 +91,13 @@ async def payment_store(
         open_store(config, cursor_secret=secret, layout=layout)
         if client is None
         else contextlib.nullcontext(
-            PaymentStore(client, table_name=config.table_name, cursor_secret=secret, layout=layout)
+            PaymentStore(
+                client,
+                table_name=config.table_name,
+                cursor_secret=secret,
+                layout=layout,
+                coalesce=config.coalesce_lookups,
+            )
         )
     )
     async with opened as store:

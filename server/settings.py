@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     # The circuit breaker: attempts without an answer in a row that open it; probe period.
     dynamodb_breaker_failures: Annotated[int, Field(ge=1)] = 5
     dynamodb_breaker_probe_interval: Annotated[float, Field(gt=0)] = 0.5
+    # Lookups by key that requests make at the same moment go out as one call (one BatchGetItem).
+    dynamodb_coalesce_lookups: bool = True
     # `local`: the wait before restarting an embedded DynamoDB Local that exited (doubling).
     dynamodb_local_restart_backoff: Annotated[float, Field(gt=0)] = 0.5
     # Queries read eventually consistent (half the read units); true: every read strongly.
@@ -219,5 +221,6 @@ class Settings(BaseSettings):
             retry_mode=self.dynamodb_retry_mode,
             breaker_failures=self.dynamodb_breaker_failures,
             breaker_probe_interval=self.dynamodb_breaker_probe_interval,
+            coalesce_lookups=self.dynamodb_coalesce_lookups,
             **credentials,
         )

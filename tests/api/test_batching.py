@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Api, error_codes
+import asyncio
+from typing import Any
+
+import pytest
+
+from datasource import DynamoConfig
+from tests.api.conftest import Api, api_client, error_codes, token
 
 
 async def test_fifty_payments_by_node_id_make_one_batch_get(api: Api) -> None:
@@ -83,3 +89,72 @@ async def test_accounting_only_when_asked(api: Api) -> None:
     body = await api.post("query { paymentsByStatus(status: PENDING) { edges { cursor } } }")
     assert "extensions" not in body or "dynamodb" not in body["extensions"]
     assert error_codes(body) == []
+
+
+PAYMENT = """query($user: ID!, $loan: ID!, $id: ID!) {
+  payment(userId: $user, loanId: $loan, paymentId: $id) { userId paymentId amountCents }
+}"""
+
+
+def count_lookup_calls(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The lookups (GetItem, BatchGetItem) the service's client sends to DynamoDB."""
+    client = api.app.state.store.client
+    sent: list[str] = []
+    for method in ("get_item", "batch_get_item"):
+        real = getattr(client, method)
+
+        async def recording(*, _real: Any = real, _name: str = method, **parameters: Any) -> Any:
+            sent.append(_name)
+            return await _real(**parameters)
+
+        monkeypatch.setattr(client, method, recording)
+    return sent
+
+
+async def test_customers_looking_up_at_once_share_calls_and_each_sees_only_their_own(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created = [await api.create(user=f"user-{n}", amount=100 + n) for n in range(12)]
+    sent = count_lookup_calls(api, monkeypatch)
+
+    bodies = await asyncio.gather(
+        *(
+            api.post(
+                PAYMENT,
+                {"user": p["userId"], "loan": p["loanId"], "id": p["paymentId"]},
+                as_=token(p["userId"]),
+                debug=True,
+            )
+            for p in created
+        )
+    )
+
+    for payment, body in zip(created, bodies, strict=True):
+        assert "errors" not in body, body
+        assert body["data"]["payment"] == {
+            "userId": payment["userId"],
+            "paymentId": payment["paymentId"],
+            "amountCents": payment["amountCents"],
+        }
+        # Each request made one call, whether its own or shared.
+        assert body["extensions"]["dynamodb"]["requests"] == 1
+    assert 1 <= len(sent) < len(created)  # the service sent fewer calls than requests came
+    assert "batch_get_item" in sent
+
+
+async def test_with_coalescing_off_each_request_makes_its_own_call(
+    moto_config: DynamoConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with api_client(moto_config, dynamodb_coalesce_lookups=False) as api:
+        created = [await api.create(user=f"user-{n}") for n in range(4)]
+        sent = count_lookup_calls(api, monkeypatch)
+        bodies = await asyncio.gather(
+            *(
+                api.post(PAYMENT, {"user": p["userId"], "loan": p["loanId"], "id": p["paymentId"]})
+                for p in created
+            )
+        )
+    assert [body["data"]["payment"]["paymentId"] for body in bodies] == [
+        p["paymentId"] for p in created
+    ]
+    assert sent == ["get_item"] * 4

@@ -1,0 +1,138 @@
+"""Lookups by key, coalesced across requests.
+
+Each request batches its own lookups (its DataLoader), but many requests at once would still make
+one `GetItem` each, and on a one-payment request the SDK's work for that call (building,
+validating, signing and sending it) is most of the request's CPU. So the lookups that reach the
+store in the same turn of the event loop go out together: one `GetItem` for one key, one
+`BatchGetItem` for up to 100, and each caller is handed its own keys' items. DynamoDB counts a
+batch's read units item by item, so the units are those of the separate calls.
+
+What stays each request's own:
+    deadline    a caller waits for the shared call within its own operation's budget, and
+                answers UNAVAILABLE when that runs out, as with a call of its own; the call
+                carries no deadline, and is cancelled once its last caller has stopped waiting.
+    breaker     a caller whose budget ran out while no attempt of the shared call had an answer
+                counts one failure, as its own call would have (`breaker.budget_ran_out`, in the
+                call's context).
+    accounting  a caller counts the shared call as one call of its API and outcome (its
+                `extensions.dynamodb`, its log line), and a share of the call's capacity in
+                proportion to the keys it asked (a key two callers asked is shared by both);
+                the shares add up to what DynamoDB reported. (Exact when the items are of one
+                size class, as payments are: DynamoDB rounds each item up to 4 KB.)
+    errors      a failed call fails each of its callers with its error.
+
+Reads of one consistency go together: a strong read is never answered by an eventual one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+from datasource import accounting, breaker, deadline
+from domain.errors import StorageUnavailable
+
+# DynamoDB's limit of keys per BatchGetItem request.
+BATCH_SIZE = 100
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+# Reads the distinct keys at the consistency asked, and returns what it found by key.
+Fetch = Callable[[list[K], bool], Awaitable[dict[K, V]]]
+
+
+class _Batch(Generic[K, V]):
+    """The keys of one shared call, and what its callers wait on."""
+
+    __slots__ = ("asked", "callers", "calls", "consistent", "context", "done", "keys", "task")
+
+    def __init__(self, consistent: bool, done: asyncio.Future[dict[K, V]]) -> None:
+        self.consistent = consistent
+        self.keys: dict[K, None] = {}
+        # Keys asked by its callers, a key asked by two counted twice: the shares' denominator.
+        self.asked = 0
+        self.callers = 0
+        self.done = done
+        # The call runs in a context of its own: not any one caller's deadline or accounting.
+        self.context = contextvars.Context()
+        self.calls = accounting.CallCount()
+        self.task: asyncio.Task[None] | None = None
+
+
+class Coalescer(Generic[K, V]):
+    def __init__(self, fetch: Fetch[K, V]) -> None:
+        self._fetch = fetch
+        # The batch still taking keys, per consistency.
+        self._open: dict[bool, _Batch[K, V]] = {}
+
+    async def lookup(self, keys: Sequence[K], *, consistent: bool) -> dict[K, V]:
+        """What is stored under `keys` (the found ones), read in one call with the lookups other
+        requests make in this turn of the event loop."""
+        distinct = dict.fromkeys(keys)
+        if len(distinct) > BATCH_SIZE:  # a request of its own size: nothing to share
+            return await self._fetch(list(distinct), consistent)
+        batch = self._open.get(consistent)
+        if batch is None or len(batch.keys) + len(distinct) > BATCH_SIZE:
+            batch = self._start(consistent)
+        batch.keys.update(distinct)
+        batch.asked += len(distinct)
+        batch.callers += 1
+        try:
+            found = await self._wait(batch)
+        finally:
+            batch.callers -= 1
+            if batch.task is not None and batch.task.done():
+                self._account(batch, len(distinct))
+            elif batch.callers == 0 and batch.task is not None:
+                batch.task.cancel()  # nobody waits for it any more
+        return found
+
+    def _start(self, consistent: bool) -> _Batch[K, V]:
+        loop = asyncio.get_running_loop()
+        batch: _Batch[K, V] = _Batch(consistent, loop.create_future())
+        self._open[consistent] = batch
+        loop.call_soon(self._send, batch)
+        return batch
+
+    def _send(self, batch: _Batch[K, V]) -> None:
+        if self._open.get(batch.consistent) is batch:
+            del self._open[batch.consistent]
+        if batch.callers == 0:  # every caller left before it went out
+            batch.done.cancel()
+            return
+        batch.task = asyncio.get_running_loop().create_task(
+            self._call(batch), context=batch.context
+        )
+
+    async def _call(self, batch: _Batch[K, V]) -> None:
+        with accounting.counting(batch.calls):
+            try:
+                found = await self._fetch(list(batch.keys), batch.consistent)
+            except asyncio.CancelledError:
+                batch.done.cancel()
+                raise
+            except Exception as error:  # handed to every caller, who raises it
+                batch.done.set_exception(error)
+            else:
+                batch.done.set_result(found)
+
+    async def _wait(self, batch: _Batch[K, V]) -> dict[K, V]:
+        timeout = asyncio.timeout_at(deadline.current())
+        try:
+            async with timeout:
+                return await asyncio.shield(batch.done)
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            if batch.task is not None:
+                # Counted against the call's attempts, as the caller's own call would be.
+                batch.context.run(breaker.budget_ran_out)
+            raise StorageUnavailable(deadline.OUT_OF_TIME) from None
+
+    def _account(self, batch: _Batch[K, V], keys: int) -> None:
+        count = accounting.current()
+        if count is not None:
+            count.add_share(batch.calls, keys / batch.asked)
