@@ -28,6 +28,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,7 +50,7 @@ CONTENT_TYPE = "application/x-amz-json-1.0"
 TARGET_PREFIX = "DynamoDB_20120810."
 
 
-def _parameters(call: str, variables: dict[str, str], table_name: str) -> dict[str, Any]:
+def call_parameters(call: str, variables: dict[str, str], table_name: str) -> dict[str, Any]:
     if call == "payment":
         key = {
             PK: {"S": keys.user_partition(variables["u"])},
@@ -125,7 +127,7 @@ class Call:
     def __init__(self, client: Any, endpoint: str, region: str, command: dict[str, Any]) -> None:
         self.call: str = command["call"]
         self.table: str = command["table"]
-        self.parameters = _parameters(self.call, command["variables"], self.table)
+        self.parameters = call_parameters(self.call, command["variables"], self.table)
         self.operation = client.get_item if self.call == "payment" else client.query
         address = urlsplit(endpoint)
         assert address.hostname is not None and address.port is not None
@@ -189,19 +191,26 @@ async def _timed(call: Call, command: dict[str, Any]) -> dict[str, float]:
     }
 
 
-async def serve_commands(endpoint: str) -> None:
+@asynccontextmanager
+async def raw_client(endpoint: str) -> AsyncIterator[Any]:
+    """An aioboto3 client with the SDK's defaults but the service's pool size (the default of
+    10 would hold 16 connections back) and its local credentials and region."""
     settings = Settings(env="local", dynamodb_endpoint=endpoint)
-    session = aioboto3.Session()
-    loop = asyncio.get_running_loop()
-    # The service's pool size; the SDK's default of 10 would hold 16 connections back.
     config = AioConfig(max_pool_connections=settings.dynamodb_max_pool_connections)
-    async with session.client(
+    async with aioboto3.Session().client(
         "dynamodb",
         region_name=settings.region,
         endpoint_url=endpoint,
         config=config,
         **LOCAL_AWS_CREDENTIALS,
     ) as client:
+        yield client
+
+
+async def serve_commands(endpoint: str) -> None:
+    settings = Settings(env="local", dynamodb_endpoint=endpoint)
+    loop = asyncio.get_running_loop()
+    async with raw_client(endpoint) as client:
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             command = json.loads(line)
             call = Call(client, endpoint, settings.region, command)

@@ -25,3 +25,24 @@ def test_the_profile_of_one_payment_names_the_pipeline() -> None:
     )
     assert float(first.split()[1]) > 0
     assert "schema/operations.py" in finished.stdout
+
+
+def test_the_sdk_comparison_on_dynamodb_local_counts_coalesced_calls() -> None:
+    finished = subprocess.run(
+        [sys.executable, "-m", "bench.local_cpu", "payment", "--requests", "64"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+
+    lines = finished.stdout.splitlines()
+    assert lines[0] == "payment: CPU ms per request in this process (coalescing on)"
+    rows = {int(line.split()[0]): [float(cell) for cell in line.split()[1:]] for line in lines[2:]}
+    assert set(rows) == {1, 16}
+    for service, raw, ratio, _ in rows.values():
+        assert service > 0 and raw > 0 and abs(ratio - raw / service) < 0.02
+    # One request at a time makes its own call; sixteen at once share theirs.
+    assert rows[1][3] == 1.0
+    assert rows[16][3] < 1.0
