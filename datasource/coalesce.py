@@ -50,17 +50,18 @@ Fetch = Callable[[list[K], bool], Awaitable[dict[K, V]]]
 
 
 class _Batch(Generic[K, V]):
-    """The keys of one shared call, and what its callers wait on."""
+    """The keys of one shared call, and its callers' futures."""
 
-    __slots__ = ("asked", "callers", "calls", "consistent", "context", "done", "keys", "task")
+    __slots__ = ("asked", "callers", "calls", "consistent", "context", "keys", "task", "waiters")
 
-    def __init__(self, consistent: bool, done: asyncio.Future[dict[K, V]]) -> None:
+    def __init__(self, consistent: bool) -> None:
         self.consistent = consistent
         self.keys: dict[K, None] = {}
         # Keys asked by its callers, a key asked by two counted twice: the shares' denominator.
         self.asked = 0
+        # One future per caller, so that a caller who stops waiting cancels its own alone.
+        self.waiters: list[asyncio.Future[dict[K, V]]] = []
         self.callers = 0
-        self.done = done
         # The call runs in a context of its own: not any one caller's deadline or accounting.
         self.context = contextvars.Context()
         self.calls = accounting.CallCount()
@@ -79,14 +80,19 @@ class Coalescer(Generic[K, V]):
         distinct = dict.fromkeys(keys)
         if len(distinct) > BATCH_SIZE:  # a request of its own size: nothing to share
             return await self._fetch(list(distinct), consistent)
+        loop = asyncio.get_running_loop()
         batch = self._open.get(consistent)
         if batch is None or len(batch.keys) + len(distinct) > BATCH_SIZE:
-            batch = self._start(consistent)
+            batch = _Batch(consistent)
+            self._open[consistent] = batch
+            loop.call_soon(self._send_later, batch, TURNS)
         batch.keys.update(distinct)
         batch.asked += len(distinct)
+        waiter: asyncio.Future[dict[K, V]] = loop.create_future()
+        batch.waiters.append(waiter)
         batch.callers += 1
         try:
-            found = await self._wait(batch)
+            found = await self._wait(batch, waiter)
         finally:
             batch.callers -= 1
             if batch.task is not None and batch.task.done():
@@ -94,13 +100,6 @@ class Coalescer(Generic[K, V]):
             elif batch.callers == 0 and batch.task is not None:
                 batch.task.cancel()  # nobody waits for it any more
         return found
-
-    def _start(self, consistent: bool) -> _Batch[K, V]:
-        loop = asyncio.get_running_loop()
-        batch: _Batch[K, V] = _Batch(consistent, loop.create_future())
-        self._open[consistent] = batch
-        loop.call_soon(self._send_later, batch, TURNS)
-        return batch
 
     def _send_later(self, batch: _Batch[K, V], turns: int) -> None:
         if turns > 1:
@@ -112,7 +111,6 @@ class Coalescer(Generic[K, V]):
         if self._open.get(batch.consistent) is batch:
             del self._open[batch.consistent]
         if batch.callers == 0:  # every caller left before it went out
-            batch.done.cancel()
             return
         batch.task = asyncio.get_running_loop().create_task(
             self._call(batch), context=batch.context
@@ -123,18 +121,26 @@ class Coalescer(Generic[K, V]):
             try:
                 found = await self._fetch(list(batch.keys), batch.consistent)
             except asyncio.CancelledError:
-                batch.done.cancel()
+                for waiter in batch.waiters:
+                    waiter.cancel()
                 raise
             except Exception as error:  # handed to every caller, who raises it
-                batch.done.set_exception(error)
+                for waiter in batch.waiters:
+                    if not waiter.done():
+                        waiter.set_exception(error)
             else:
-                batch.done.set_result(found)
+                for waiter in batch.waiters:
+                    if not waiter.done():
+                        waiter.set_result(found)
 
-    async def _wait(self, batch: _Batch[K, V]) -> dict[K, V]:
-        timeout = asyncio.timeout_at(deadline.current())
+    async def _wait(self, batch: _Batch[K, V], waiter: asyncio.Future[dict[K, V]]) -> dict[K, V]:
+        at = deadline.current()
+        if at is None:
+            return await waiter
+        timeout = asyncio.timeout_at(at)
         try:
             async with timeout:
-                return await asyncio.shield(batch.done)
+                return await waiter
         except TimeoutError:
             if not timeout.expired():
                 raise

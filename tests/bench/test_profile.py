@@ -11,7 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_profile_of_one_payment_names_the_pipeline() -> None:
     finished = subprocess.run(
-        [sys.executable, "-m", "bench.profile", "payment", "--requests", "50", "--top", "200"],
+        [
+            *(sys.executable, "-m", "bench.profile", "payment", "--requests", "50"),
+            *("--top", "200", "--without", "log", "--without", "gc"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -25,6 +28,8 @@ def test_the_profile_of_one_payment_names_the_pipeline() -> None:
     )
     assert float(first.split()[1]) > 0
     assert "schema/operations.py" in finished.stdout
+    [switched] = [line for line in finished.stdout.splitlines() if "without log and gc" in line]
+    assert switched.startswith("the service without log and gc: ") and switched.endswith("less)")
 
 
 def test_the_sdk_comparison_on_dynamodb_local_counts_coalesced_calls() -> None:
