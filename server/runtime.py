@@ -19,6 +19,14 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+# How long an idle keep-alive connection stays open. Longer than the idle timeout of whatever
+# keeps connections to the service (an AWS load balancer's is 60 s): a server that closes an idle
+# connection first (uvicorn's default is 5 s) races the next request sent on it, which then fails
+# with a closed connection (a 502 behind a load balancer); likely what `make test-races` saw as
+# ReadErrors in the two-instance races (a server starved of CPU fires the timer late).
+KEEP_ALIVE_SECONDS = 75
+
+
 def uvicorn_options(*, host: str, port: int) -> dict[str, Any]:
     """uvloop and httptools (uvicorn's `standard` extra), one worker, and no access log: the
     service writes its own request log, and a line per request costs more than the request."""
@@ -31,4 +39,5 @@ def uvicorn_options(*, host: str, port: int) -> dict[str, Any]:
         # The service's own logging setup (server.logs) formats uvicorn's lines too.
         "log_config": None,
         "server_header": False,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
     }

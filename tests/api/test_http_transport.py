@@ -3,6 +3,7 @@ refusals included, and a request Strawberry's view would stream or render still 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -10,6 +11,9 @@ import pytest
 
 import server.graphql_http
 from tests.api.conftest import SERVICE, Api
+from tests.backends import Backend
+from tests.conftest import _fresh_table
+from tests.servers import served
 
 PAYMENT_QUERY = 'query Named { loan(userId: "alice", loanId: "loan-1") { loanId } }'
 HEADERS = {"Authorization": f"Bearer {SERVICE}"}
@@ -62,3 +66,34 @@ async def test_the_short_path_and_the_view_give_the_same_bytes(
     assert (short.status_code, short.content) == (viewed.status_code, viewed.content)
     assert short.headers["x-request-id"] == viewed.headers["x-request-id"] == "same"
     assert short.headers["content-type"] == viewed.headers["content-type"]
+
+
+async def test_an_idle_connection_is_kept_open_longer_than_uvicorns_default(
+    ddblocal_backend: Backend,
+) -> None:
+    """A client (or a load balancer) that keeps a connection idle for 6 s may send on it again:
+    uvicorn's default would have closed it after 5 s, racing that request."""
+    table_name = await _fresh_table(ddblocal_backend)
+    try:
+        async with served(ddblocal_backend.endpoint_url, table_name) as [url]:
+            host, port = url.removeprefix("http://").split(":")
+            reader, writer = await asyncio.open_connection(host, int(port))
+            request = f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+            try:
+                for _ in range(2):
+                    writer.write(request)
+                    status = await asyncio.wait_for(reader.readline(), 10)
+                    assert status.startswith(b"HTTP/1.1 200"), status
+                    headers = await reader.readuntil(b"\r\n\r\n")
+                    length = next(
+                        int(line.split(b":")[1])
+                        for line in headers.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    )
+                    await reader.readexactly(length)
+                    await asyncio.sleep(6)
+                    assert not reader.at_eof()
+            finally:
+                writer.close()
+    finally:
+        await ddblocal_backend.client.delete_table(TableName=table_name)
