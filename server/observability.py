@@ -12,11 +12,17 @@ Metrics (`prometheus-client`, one registry per app):
     loc_payments_dynamodb_breaker_open_seconds_total         time spent open
     loc_payments_transitions_total{from_status, to_status}   status moves written
     loc_payments_errors_total{code}                          errors and UserError answers
+
+The `operation` label is the name the caller gave its operation (or its first root field), so
+the caller chooses it: the first `MAX_OPERATION_LABELS` distinct names that are GraphQL names of
+at most 64 characters get a label each, and every other operation counts under `(other)`, so
+no caller can grow the registry (and every scrape) without bound.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +39,11 @@ request_log = logging.getLogger("loc_payments.request")
 
 # Latency buckets in seconds, from a cached lookup to a slow page.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# Distinct operation names with a label of their own; apps send a few dozen fixed operations.
+MAX_OPERATION_LABELS = 100
+# Not a GraphQL name, so no operation's own name can be taken for it.
+OTHER_OPERATIONS = "(other)"
+_OPERATION_LABEL = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
 
 
 @dataclass
@@ -40,6 +51,7 @@ class Metrics:
     registry: CollectorRegistry = field(
         default_factory=lambda: CollectorRegistry(auto_describe=True)
     )
+    max_operation_labels: int = MAX_OPERATION_LABELS
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -74,6 +86,7 @@ class Metrics:
         # Each metric's child per label values, as `labels()` would find it again (it checks
         # and converts the values and takes a lock every time).
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
+        self._operations: set[str] = set()
 
     def _child(self, metric: Counter | Histogram, *values: str) -> Any:
         key = (metric, values)
@@ -81,6 +94,17 @@ class Metrics:
         if child is None:
             child = self._children[key] = metric.labels(*values)
         return child
+
+    def _operation_label(self, operation: str) -> str:
+        """`operation` itself while labels remain for new names, else `OTHER_OPERATIONS`."""
+        if operation in self._operations:
+            return operation
+        if len(self._operations) < self.max_operation_labels and _OPERATION_LABEL.fullmatch(
+            operation
+        ):
+            self._operations.add(operation)
+            return operation
+        return OTHER_OPERATIONS
 
     def watch_breaker(self, breaker: CircuitBreaker | None) -> None:
         """Report the store's circuit breaker (read at each scrape)."""
@@ -93,14 +117,15 @@ class Metrics:
         if not isinstance(context, Context):
             return
         operation = observed.operation
+        label = self._operation_label(operation)
         codes = [
             str((error.extensions or {}).get("code", "GRAPHQL_VALIDATION_FAILED"))
             for error in observed.errors
         ] + context.user_errors
         outcome = codes[0] if codes else "OK"
         calls = context.calls
-        self._child(self.requests, operation, outcome).inc()
-        self._child(self.duration, operation).observe(observed.duration)
+        self._child(self.requests, label, outcome).inc()
+        self._child(self.duration, label).observe(observed.duration)
         for code in codes:
             self._child(self.errors, code).inc()
         if calls is not None:
@@ -116,7 +141,7 @@ class Metrics:
             for api, units in calls.units_by_api.items():
                 for kind, value in (("read", units.read), ("write", units.write)):
                     if value:
-                        self._child(self.capacity_units, operation, api, kind).inc(value)
+                        self._child(self.capacity_units, label, api, kind).inc(value)
         for source, target in context.writes:
             self._child(self.transitions, source.value if source else "NEW", target.value).inc()
         duration_ms = round(observed.duration * 1000, 3)

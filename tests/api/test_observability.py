@@ -5,12 +5,14 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from typing import Any
 
 import pytest
 
 from datasource import DynamoConfig
 from server.logs import configure_logging
+from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS
 from tests.api.conftest import SERVICE, Api, api_client
 
 LIST = "query Retries { paymentsByStatus(status: RETRY) { edges { cursor } } }"
@@ -148,6 +150,26 @@ async def test_consumed_capacity_is_a_metric(api: Api) -> None:
 
     after = metric((await api.http.get("/metrics")).text, name, operation="Retries", kind="read")
     assert before > 0 and after == 2 * before
+
+
+async def test_callers_cannot_grow_the_operation_labels_without_bound(api: Api) -> None:
+    await api.post(LIST)
+    for number in range(MAX_OPERATION_LABELS + 20):
+        await api.post(f"query Name{number} {{ __typename }}")
+    await api.post("query " + "N" * 5000 + " { __typename }")
+    await api.post(LIST)
+
+    text = (await api.http.get("/metrics")).text
+    labels = set(re.findall(r'^loc_payments_requests_total\{operation="([^"]*)"', text, re.M))
+    # The first hundred names each have a label (`Retries` among them); the rest share one.
+    assert len(labels) == MAX_OPERATION_LABELS + 1
+    assert OTHER_OPERATIONS in labels and "Retries" in labels
+    assert {f"Name{number}" for number in range(MAX_OPERATION_LABELS - 1)} < labels
+    assert f"Name{MAX_OPERATION_LABELS - 1}" not in labels
+    # Name99 to Name119, and the name too long for a label.
+    assert metric(text, "loc_payments_requests_total", operation=OTHER_OPERATIONS) == 22
+    # A name with a label keeps it after the labels ran out.
+    assert metric(text, "loc_payments_requests_total", operation="Retries") == 2
 
 
 async def test_metrics_can_be_off(moto_config: DynamoConfig) -> None:
