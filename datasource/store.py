@@ -159,8 +159,8 @@ class PaymentStore:
         """The payments in `refs` order, None where there is none; duplicates are read once.
         `consistent=False` for a read that may miss the last second's writes (half the units).
 
-        With coalescing (the service's store), the lookups other requests make in the same
-        turn of the event loop go out in the same call (`datasource.coalesce`)."""
+        With coalescing (the service's store), the lookups other requests make within the same
+        two turns of the event loop go out in the same call (`datasource.coalesce`)."""
         if not refs:
             return []
         if self._lookups is None:
