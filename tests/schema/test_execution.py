@@ -14,7 +14,7 @@ from domain.payment import Payment, PaymentRef, new_payment
 from resolvers.callers import Caller
 from resolvers.context import Context
 from resolvers.node_ids import loan_node_id, payment_node_id
-from schema import build_schema
+from schema import build_schema, execution
 
 NOW = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)
 QUERY = """query($p: ID!) { payment(userId: "u", loanId: "l", paymentId: $p) {
@@ -44,11 +44,16 @@ def payment() -> Payment:
 
 
 async def execute(
-    stored: Any, *, shortcut: bool, query: str = QUERY, variables: dict[str, Any] | None = None
+    stored: Any,
+    *,
+    shortcut: bool,
+    query: str = QUERY,
+    variables: dict[str, Any] | None = None,
+    store: Any = None,
 ) -> dict[str, Any]:
     schema = build_schema(shortcuts=shortcut)
     context = Context(
-        store=OneAnswer(stored),  # type: ignore[arg-type]
+        store=store or OneAnswer(stored),  # type: ignore[arg-type]
         max_attempts=3,
         clock=lambda: NOW,
         authenticated=Caller("svc", is_service=True),
@@ -138,3 +143,70 @@ def test_fields_with_input_objects_keep_strawberrys_wrapper() -> None:
     assert {"Query.payment", "Query.nodes", "Loan.payments", "Payment.history"} <= set(shortened)
     assert not [name for name in shortened if name.startswith(("Mutation.", "Subscription."))]
     assert build_schema(shortcuts=False).shortened_fields == []
+
+
+class ByRef:
+    """A store whose payments are given per ref, in the order asked."""
+
+    def __init__(self, payments: list[Payment]) -> None:
+        self.payments = {stored.ref: stored for stored in payments}
+
+    async def batch_get(self, refs: list[PaymentRef], *, consistent: bool = True) -> list[Any]:
+        return [self.payments.get(ref) for ref in refs]
+
+
+LEAVES = "paymentId status amountCents method createdAt confirmationId loanId"
+OBJECTS: dict[str, str] = {
+    "leaves": f"... on Payment {{ {LEAVES} }}",
+    "typename-and-aliases": f"__typename ... on Payment {{ a: paymentId b: paymentId {LEAVES} }}",
+    "skip-and-include": (
+        "... on Payment { paymentId status @include(if: $yes) "
+        "amountCents @skip(if: $no) method @include(if: false) loanId @skip(if: true) }"
+    ),
+    "with-a-resolved-field": f"id ... on Payment {{ {LEAVES} allowedTransitions }}",
+}
+PAGES: dict[str, list[dict[str, Any]]] = {
+    "plain": [{}, {"confirmation_id": "c-1"}, {}],
+    "a-null-non-null-in-the-middle": [{}, {"status": None}, {}],
+    "a-value-that-cannot-be-coerced-last": [{}, {}, {"amount_cents": 2**40}],
+}
+
+
+@pytest.mark.parametrize("selection", OBJECTS, ids=list(OBJECTS))
+@pytest.mark.parametrize("page", PAGES, ids=list(PAGES))
+async def test_objects_of_leaves_answer_what_the_ordinary_path_answers(
+    selection: str, page: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list of objects whose fields are all plain leaves is completed in one pass per object;
+    the answers, errors and their paths included, are the ordinary path's."""
+    one_pass: list[object] = []
+    complete = execution._complete_leaves
+
+    def counted(*args: Any) -> Any:
+        one_pass.append(args)
+        return complete(*args)
+
+    monkeypatch.setattr(execution, "_complete_leaves", counted)
+    payments = [dataclasses.replace(payment(), **changes) for changes in PAGES[page]]
+    variables: dict[str, Any] = {"ids": [payment_node_id(stored.ref) for stored in payments]}
+    declared = "$ids: [ID!]!"
+    if "$yes" in OBJECTS[selection]:
+        variables |= {"yes": True, "no": False}
+        declared += ", $yes: Boolean!, $no: Boolean!"
+    query = f"query({declared}) {{ nodes(ids: $ids) {{ {OBJECTS[selection]} }} }}"
+    answers = [
+        await execute(
+            None, shortcut=shortcut, query=query, variables=variables, store=ByRef(payments)
+        )
+        for shortcut in (True, False)
+    ]
+    assert answers[0] == answers[1]
+    # Every payment's object took the one pass, unless a field of it has a resolver.
+    assert len(one_pass) == (0 if selection == "with-a-resolved-field" else len(payments))
+    if page == "plain":
+        assert not answers[0]["errors"]
+        assert [node["paymentId"] for node in answers[0]["data"]["nodes"]] == [
+            stored.payment_id for stored in payments
+        ]
+    else:
+        assert answers[0]["errors"]
