@@ -88,23 +88,31 @@ def _plan(parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
     return None
 
 
+# A leaf's value that only graphql-core's ordinary path may answer (it reports the error).
+_ORDINARY = object()
+
+
+def _leaf_value(leaf: _Leaf, source: Any) -> Any:
+    """The leaf's coerced value on `source`, or `_ORDINARY` when it is null where it must not
+    be or fails to coerce."""
+    value = getattr(source, leaf.attribute, None)
+    if value is None:
+        return _ORDINARY if leaf.non_null else None
+    try:
+        coerced = leaf.coerce(value)
+    except Exception:
+        return _ORDINARY
+    return _ORDINARY if coerced is None or coerced is Undefined else coerced
+
+
 def _complete_leaves(plan: _ObjectPlan, source: Any) -> dict[str, Any] | None:
     """Each leaf's coerced value, or None when one needs the ordinary path."""
     results: dict[str, Any] = {}
     for response_name, leaf in plan:
-        value = getattr(source, leaf.attribute, None)
-        if value is None:
-            if leaf.non_null:
-                return None
-            results[response_name] = None
-            continue
-        try:
-            coerced = leaf.coerce(value)
-        except Exception:  # the ordinary path reports it, with its path
+        value = _leaf_value(leaf, source)
+        if value is _ORDINARY:
             return None
-        if coerced is None or coerced is Undefined:
-            return None
-        results[response_name] = coerced
+        results[response_name] = value
     return results
 
 
@@ -208,17 +216,9 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         if self._shortcut and not node.arguments:
             leaf = _leaf_plan(parent_type, node.name.value)
         if leaf is not None:
-            value = getattr(source, leaf.attribute, None)
-            if value is None:
-                if not leaf.non_null:
-                    return None
-            else:
-                try:
-                    coerced = leaf.coerce(value)
-                except Exception:  # the ordinary path reports it, with its path
-                    coerced = None
-                if coerced is not None and coerced is not Undefined:
-                    return coerced
+            value = _leaf_value(leaf, source)
+            if value is not _ORDINARY:
+                return value
         return super().execute_field(
             parent_type, source, field_details_list, path, position_context
         )
