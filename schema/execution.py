@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from graphql import (
     GraphQLArgument,
@@ -57,18 +57,33 @@ class _Leaf:
     non_null: bool
 
 
-# Per parent type (kept alive with its plans, so its id is never reused): field name -> plan.
-_PLANS: dict[int, tuple[GraphQLObjectType, dict[str, _Leaf | None]]] = {}
+class _LeafPlans:
+    """One schema's leaf plans: per object type (by identity, which the schema's own types keep
+    for its whole life), field name -> plan, made on first use."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[int, dict[str, _Leaf | None]] = {}
+
+    def leaf(self, parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
+        plans = self._by_type.get(id(parent_type))
+        if plans is None:
+            plans = self._by_type[id(parent_type)] = {}
+        if field_name not in plans:
+            plans[field_name] = _plan(parent_type, field_name)
+        return plans[field_name]
 
 
-def _leaf_plan(parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
-    entry = _PLANS.get(id(parent_type))
-    if entry is None:
-        entry = _PLANS[id(parent_type)] = (parent_type, {})
-    plans = entry[1]
-    if field_name not in plans:
-        plans[field_name] = _plan(parent_type, field_name)
-    return plans[field_name]
+_PLANS_KEY = "payments-leaf-plans"
+
+
+def _leaf_plans(schema: GraphQLSchema) -> _LeafPlans:
+    """The plans kept with `schema` (in its extensions), so they go when it goes: a table kept
+    by this module held every schema ever built, and the app each one's resolvers reach, for the
+    life of the process."""
+    plans = schema.extensions.get(_PLANS_KEY)
+    if plans is None:
+        plans = schema.extensions[_PLANS_KEY] = _LeafPlans()
+    return cast(_LeafPlans, plans)
 
 
 def _plan(parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
@@ -148,7 +163,9 @@ def _typename_leaf(parent_type: GraphQLObjectType) -> _Leaf:
     return _Leaf("__class__", lambda _: name, non_null=True)
 
 
-def _object_plan(parent_type: GraphQLObjectType, grouped_field_set: Any) -> _ObjectPlan | None:
+def _object_plan(
+    plans: _LeafPlans, parent_type: GraphQLObjectType, grouped_field_set: Any
+) -> _ObjectPlan | None:
     plan = []
     for response_name, field_details_list in grouped_field_set.items():
         node = field_details_list[0].node
@@ -158,7 +175,7 @@ def _object_plan(parent_type: GraphQLObjectType, grouped_field_set: Any) -> _Obj
         if field_name == "__typename":
             leaf: _Leaf | None = _typename_leaf(parent_type)
         else:
-            leaf = _leaf_plan(parent_type, field_name)
+            leaf = plans.leaf(parent_type, field_name)
         if leaf is None:
             return None
         plan.append((response_name, leaf))
@@ -171,6 +188,7 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         # A middleware (a schema extension with a `resolve` hook) must see every field.
         manager = self.middleware_manager
         self._shortcut = manager is None or not manager.middlewares
+        self._leaf_plans = _leaf_plans(self.schema)
         # By the identity of a grouped field set, which graphql-core keeps for the whole
         # execution (`collect_subfields` memoizes it), so every payment of a page finds the plan
         # made for the first; the set is held here too, so its id is never reused meanwhile.
@@ -191,7 +209,7 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         if self._shortcut:
             entry = self._object_plans.get(id(grouped_field_set))
             if entry is None:
-                plan = _object_plan(parent_type, grouped_field_set)
+                plan = _object_plan(self._leaf_plans, parent_type, grouped_field_set)
                 self._object_plans[id(grouped_field_set)] = (grouped_field_set, plan)
             else:
                 plan = entry[1]
@@ -214,7 +232,7 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         node = field_details_list[0].node
         leaf = None
         if self._shortcut and not node.arguments:
-            leaf = _leaf_plan(parent_type, node.name.value)
+            leaf = self._leaf_plans.leaf(parent_type, node.name.value)
         if leaf is not None:
             value = _leaf_value(leaf, source)
             if value is not _ORDINARY:
