@@ -19,6 +19,7 @@ from datasource.client import open_client
 from datasource.table import create_table_if_missing
 from tests.backends import CURSOR_SECRET, REGION, TEST_KEY, Backend, backend_config
 from tests.moto_idempotency import transactions_idempotent_by_token
+from tests.moto_memory import models_untracked
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -56,7 +57,7 @@ def aws_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 def moto_endpoint() -> Iterator[str]:
     # werkzeug logs every request at INFO; the test output needs none of it.
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    with transactions_idempotent_by_token():
+    with transactions_idempotent_by_token(), models_untracked():
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         host, port = server.get_host_and_port()

@@ -48,7 +48,9 @@ class _Done:
     at: float
 
 
-def idempotent(transact_write_items: Handler) -> Handler:
+def idempotent(
+    transact_write_items: Handler, *, clock: Callable[[], float] = time.monotonic
+) -> Handler:
     """`transact_write_items` answering a token it has carried out (within the token's lifetime)
     with that call's result, and writing nothing; a cancelled transaction wrote nothing, so its
     token may be tried again, as on DynamoDB."""
@@ -62,17 +64,27 @@ def idempotent(transact_write_items: Handler) -> Handler:
             return transact_write_items(self)
         request = json.dumps(self.body["TransactItems"], sort_keys=True)
         with lock:
-            now = time.monotonic()
+            now = clock()
             previous = done.get(token)
             if previous is not None and now - previous.at < TOKEN_LIFETIME_SECONDS:
                 if previous.request != request:
                     raise IdempotentParameterMismatch()
                 return previous.result
             result = transact_write_items(self)
+            _forget_expired(done, now)
             done[token] = _Done(request, result, now)
             return result
 
     return handler
+
+
+def _forget_expired(done: dict[str, _Done], now: float) -> None:
+    """Drop the tokens past their lifetime: the oldest first, as they were stored."""
+    while done:
+        oldest = next(iter(done))
+        if now - done[oldest].at < TOKEN_LIFETIME_SECONDS:
+            return
+        del done[oldest]
 
 
 @contextmanager
