@@ -72,6 +72,7 @@ def idempotent(
                 return previous.result
             result = transact_write_items(self)
             _forget_expired(done, now)
+            done.pop(token, None)  # a token stored again goes last, so the oldest stay first
             done[token] = _Done(request, result, now)
             return result
 
