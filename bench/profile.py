@@ -63,7 +63,8 @@ def _arguments() -> argparse.Namespace:
         default=[],
         help="also measure the service with this piece switched off (repeatable): `log`, the "
         "request log line (the log level above INFO); `gc`, the garbage collector; `one-pass`, "
-        "objects of plain leaves completed in one pass (graphql-core's path for each field)",
+        "objects of plain leaves, and pages of them, completed in one pass (graphql-core's path "
+        "for each field)",
     )
     return parser.parse_args()
 
@@ -80,7 +81,8 @@ SWITCHES = ("log", "gc", "one-pass")
 @contextlib.contextmanager
 def _switched_off(pieces: list[str]) -> Iterator[None]:
     """The service's request log line (INFO), the garbage collector and/or the one-pass
-    completion of objects of plain leaves (`schema.execution`), off in the block."""
+    completion of objects of plain leaves and pages of them (`schema.execution`), off in the
+    block."""
     root = logging.getLogger()
     level = root.level
     if "log" in pieces:

@@ -11,6 +11,10 @@ coerce, takes graphql-core's ordinary path, which reports the error as it always
 object whose selected fields are all such leaves (every payment of a page, `__typename` too)
 goes further: its fields are read and coerced in one pass, without the path, the call and the
 awaitable check graphql-core spends on each field (`PaymentsExecutionContext.execute_fields`).
+So does an object whose fields are such leaves or plain attributes holding such objects, or a
+list of them (a page: its edges, each edge's payment, its page info): the whole tree is
+completed in one pass. Where any part of it needs the ordinary path (a null where it must not
+be, a value that fails to coerce or is not of the field's type), the whole object takes it.
 
 A field with a resolver runs through Strawberry's wrapper, which converts its arguments on every
 call: each argument's GraphQL name computed again from its Python name, each value passed
@@ -48,6 +52,9 @@ from strawberry.types.base import StrawberryList, StrawberryMaybe, StrawberryOpt
 from strawberry.types.field import StrawberryField
 
 _BACKREF = "strawberry-definition"
+# A leaf's or object's value that only graphql-core's ordinary path may answer (it reports the
+# error, at the field's path).
+_ORDINARY: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +62,85 @@ class _Leaf:
     attribute: str
     coerce: Callable[[Any], Any]  # the leaf type's `coerce_output_value`, or as good
     non_null: bool
+
+    def value(self, source: Any) -> Any:
+        """The coerced value on `source`, or `_ORDINARY` when it is missing, null where it must
+        not be, or fails to coerce."""
+        try:
+            value = getattr(source, self.attribute)
+            if value is None:
+                return _ORDINARY if self.non_null else None
+            coerced = self.coerce(value)
+        except Exception:  # a missing attribute, a property that fails, a value that does
+            return _ORDINARY
+        return _ORDINARY if coerced is None or coerced is Undefined else coerced
+
+
+# An object's selected fields, each a leaf or a field of objects: (response name, plan) in
+# selection order.
+_ObjectPlan = tuple[tuple[str, "_Leaf | _Objects"], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Objects:
+    """A plain attribute holding an object, or a list of objects (one level), of an object type
+    whose selected fields all have plans."""
+
+    attribute: str
+    non_null: bool
+    is_list: bool
+    item_non_null: bool
+    # The object type's own check (graphql-core calls it before completing each object).
+    is_type_of: Callable[[Any, Any], Any] | None
+    is_awaitable: Callable[[Any], bool]
+    plan: _ObjectPlan
+
+    def value(self, source: Any) -> Any:
+        try:
+            value = getattr(source, self.attribute)
+        except Exception:  # a missing attribute, a property that fails
+            return _ORDINARY
+        if value is None:
+            return _ORDINARY if self.non_null else None
+        if not self.is_list:
+            return self._object(value)
+        if not isinstance(value, list | tuple):
+            return _ORDINARY  # another iterable, or none: the ordinary path decides
+        completed: list[Any] = []
+        for item in value:
+            if item is None:
+                if self.item_non_null:
+                    return _ORDINARY
+                completed.append(None)
+                continue
+            answer = self._object(item)
+            if answer is _ORDINARY:
+                return _ORDINARY
+            completed.append(answer)
+        return completed
+
+    def _object(self, value: Any) -> Any:
+        if self.is_awaitable(value):
+            return _ORDINARY
+        if self.is_type_of is not None:
+            try:
+                if self.is_type_of(value, None) is not True:
+                    return _ORDINARY
+            except Exception:
+                return _ORDINARY
+        results = _complete_object(self.plan, value)
+        return _ORDINARY if results is None else results
+
+
+def _complete_object(plan: _ObjectPlan, source: Any) -> dict[str, Any] | None:
+    """Each selected field's completed value, or None when one needs the ordinary path."""
+    results: dict[str, Any] = {}
+    for response_name, part in plan:
+        value = part.value(source)
+        if value is _ORDINARY:
+            return None
+        results[response_name] = value
+    return results
 
 
 class _LeafPlans:
@@ -86,13 +172,21 @@ def _leaf_plans(schema: GraphQLSchema) -> _LeafPlans:
     return cast(_LeafPlans, plans)
 
 
-def _plan(parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
-    field = parent_type.fields.get(field_name)
+def _plain_attribute(field: GraphQLField | None) -> str | None:
+    """The attribute a field reads, when Strawberry answers it with the attribute as it is: no
+    resolver, no arguments, no field extensions."""
     if field is None or field.args or not getattr(field.resolve, "_is_default", False):
         return None
     definition = field.extensions.get(_BACKREF)
-    attribute = getattr(definition, "python_name", None)
-    if attribute is None:
+    if not isinstance(definition, StrawberryField) or not definition.is_basic_field:
+        return None
+    return definition.python_name
+
+
+def _plan(parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
+    field = parent_type.fields.get(field_name)
+    attribute = _plain_attribute(field)
+    if field is None or attribute is None:
         return None
     non_null = isinstance(field.type, GraphQLNonNull)
     leaf_type = field.type.of_type if non_null else field.type
@@ -101,34 +195,6 @@ def _plan(parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
     if isinstance(leaf_type, GraphQLScalarType):
         return _Leaf(attribute, leaf_type.coerce_output_value, non_null)
     return None
-
-
-# A leaf's value that only graphql-core's ordinary path may answer (it reports the error).
-_ORDINARY = object()
-
-
-def _leaf_value(leaf: _Leaf, source: Any) -> Any:
-    """The leaf's coerced value on `source`, or `_ORDINARY` when it is null where it must not
-    be or fails to coerce."""
-    value = getattr(source, leaf.attribute, None)
-    if value is None:
-        return _ORDINARY if leaf.non_null else None
-    try:
-        coerced = leaf.coerce(value)
-    except Exception:
-        return _ORDINARY
-    return _ORDINARY if coerced is None or coerced is Undefined else coerced
-
-
-def _complete_leaves(plan: _ObjectPlan, source: Any) -> dict[str, Any] | None:
-    """Each leaf's coerced value, or None when one needs the ordinary path."""
-    results: dict[str, Any] = {}
-    for response_name, leaf in plan:
-        value = _leaf_value(leaf, source)
-        if value is _ORDINARY:
-            return None
-        results[response_name] = value
-    return results
 
 
 def _enum_output(enum_type: GraphQLEnumType) -> Callable[[Any], Any]:
@@ -153,33 +219,15 @@ def _enum_output(enum_type: GraphQLEnumType) -> Callable[[Any], Any]:
     return coerce
 
 
-# An object whose selected fields are all plain leaves: (response name, leaf) in selection order.
-_ObjectPlan = tuple[tuple[str, _Leaf], ...]
-
-
 def _typename_leaf(parent_type: GraphQLObjectType) -> _Leaf:
     """`__typename` as a leaf: the object type's name, whatever the source."""
     name = parent_type.name
     return _Leaf("__class__", lambda _: name, non_null=True)
 
 
-def _object_plan(
-    plans: _LeafPlans, parent_type: GraphQLObjectType, grouped_field_set: Any
-) -> _ObjectPlan | None:
-    plan = []
-    for response_name, field_details_list in grouped_field_set.items():
-        node = field_details_list[0].node
-        if node.arguments:
-            return None
-        field_name = node.name.value
-        if field_name == "__typename":
-            leaf: _Leaf | None = _typename_leaf(parent_type)
-        else:
-            leaf = plans.leaf(parent_type, field_name)
-        if leaf is None:
-            return None
-        plan.append((response_name, leaf))
-    return tuple(plan)
+# Directives the collection of fields has already applied; any other on a field (`@stream`)
+# is the ordinary path's.
+_COLLECTED = frozenset({"skip", "include"})
 
 
 class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
@@ -202,23 +250,88 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         grouped_field_set: Any,
         position_context: Any,
     ) -> Any:
-        """An object whose selected fields are all plain leaves (a page's payment, with
-        `__typename` if asked) is answered in one pass, without the path, the field call and
-        the awaitable check each field costs; a value that is null where it must not be, or
-        fails to coerce, sends the whole object down the ordinary path, which reports it."""
+        """An object whose selected fields all have plans (plain leaves, with `__typename` if
+        asked, and plain attributes holding such objects) is answered in one pass, without the
+        path, the field call and the awaitable check each field costs; a value that needs the
+        ordinary path anywhere in it sends the whole object down that path, which reports it."""
         if self._shortcut:
-            entry = self._object_plans.get(id(grouped_field_set))
-            if entry is None:
-                plan = _object_plan(self._leaf_plans, parent_type, grouped_field_set)
-                self._object_plans[id(grouped_field_set)] = (grouped_field_set, plan)
-            else:
-                plan = entry[1]
+            plan = self._object_plan(parent_type, grouped_field_set)
             if plan is not None:
-                results = _complete_leaves(plan, source_value)
+                results = _complete_object(plan, source_value)
                 if results is not None:
                     return results
         return super().execute_fields(
             parent_type, source_value, path, grouped_field_set, position_context
+        )
+
+    def _object_plan(
+        self, parent_type: GraphQLObjectType, grouped_field_set: Any
+    ) -> _ObjectPlan | None:
+        entry = self._object_plans.get(id(grouped_field_set))
+        if entry is not None:
+            return entry[1]
+        plan: _ObjectPlan | None = None
+        parts: list[tuple[str, _Leaf | _Objects]] = []
+        for response_name, field_details_list in grouped_field_set.items():
+            node = field_details_list[0].node
+            field_name = node.name.value
+            part: _Leaf | _Objects | None = None
+            if field_name == "__typename":
+                part = _typename_leaf(parent_type)
+            elif not node.arguments:
+                part = self._leaf_plans.leaf(parent_type, field_name) or self._objects_plan(
+                    parent_type, field_name, field_details_list
+                )
+            if part is None:
+                break
+            parts.append((response_name, part))
+        else:
+            plan = tuple(parts)
+        self._object_plans[id(grouped_field_set)] = (grouped_field_set, plan)
+        return plan
+
+    def _objects_plan(
+        self, parent_type: GraphQLObjectType, field_name: str, field_details_list: Any
+    ) -> _Objects | None:
+        """The plan of a plain attribute holding an object, or a list of them, of one object
+        type (not an interface or union), whose selected fields all have plans."""
+        field = parent_type.fields.get(field_name)
+        attribute = _plain_attribute(field)
+        if field is None or attribute is None:
+            return None
+        for details in field_details_list:
+            if details.defer_usage is not None or any(
+                directive.name.value not in _COLLECTED
+                for directive in details.node.directives or ()
+            ):
+                return None
+        field_type = field.type
+        non_null = isinstance(field_type, GraphQLNonNull)
+        field_type = field_type.of_type if non_null else field_type
+        is_list = isinstance(field_type, GraphQLList)
+        item_non_null = False
+        if is_list:
+            field_type = field_type.of_type
+            item_non_null = isinstance(field_type, GraphQLNonNull)
+            field_type = field_type.of_type if item_non_null else field_type
+        if not isinstance(field_type, GraphQLObjectType):
+            return None
+        grouped_field_set, new_defer_usages, _ = self.collect_subfields(
+            field_type, field_details_list
+        )
+        if new_defer_usages:
+            return None
+        plan = self._object_plan(field_type, grouped_field_set)
+        if plan is None:
+            return None
+        return _Objects(
+            attribute,
+            non_null,
+            is_list,
+            item_non_null,
+            field_type.is_type_of,
+            self.is_awaitable,
+            plan,
         )
 
     def execute_field(
@@ -234,7 +347,7 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         if self._shortcut and not node.arguments:
             leaf = self._leaf_plans.leaf(parent_type, node.name.value)
         if leaf is not None:
-            value = _leaf_value(leaf, source)
+            value = leaf.value(source)
             if value is not _ORDINARY:
                 return value
         return super().execute_field(

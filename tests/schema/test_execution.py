@@ -4,15 +4,22 @@ and Strawberry's ordinary paths answer."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import strawberry
+from strawberry.extensions import FieldExtension
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
+from datasource.pages import EdgeOf, Page, PageOf
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.payment import Payment, PaymentRef, new_payment
 from resolvers.callers import Caller
 from resolvers.context import Context
+from resolvers.loaders import Loaders
 from resolvers.node_ids import loan_node_id, payment_node_id
 from schema import build_schema, execution
 
@@ -180,13 +187,13 @@ async def test_objects_of_leaves_answer_what_the_ordinary_path_answers(
     """A list of objects whose fields are all plain leaves is completed in one pass per object;
     the answers, errors and their paths included, are the ordinary path's."""
     one_pass: list[object] = []
-    complete = execution._complete_leaves
+    complete = execution._complete_object
 
     def counted(*args: Any) -> Any:
         one_pass.append(args)
         return complete(*args)
 
-    monkeypatch.setattr(execution, "_complete_leaves", counted)
+    monkeypatch.setattr(execution, "_complete_object", counted)
     payments = [dataclasses.replace(payment(), **changes) for changes in PAGES[page]]
     variables: dict[str, Any] = {"ids": [payment_node_id(stored.ref) for stored in payments]}
     declared = "$ids: [ID!]!"
@@ -210,3 +217,151 @@ async def test_objects_of_leaves_answer_what_the_ordinary_path_answers(
         ]
     else:
         assert answers[0]["errors"]
+
+
+class OnePage:
+    """A store whose every loan holds one page: these payments, with the edges' cursors."""
+
+    def __init__(self, nodes: list[Any], cursors: list[Any]) -> None:
+        self.nodes = nodes
+        self.cursors = cursors
+
+    async def loan_payments(self, loan: Any, **_: Any) -> Page:
+        edges = [EdgeOf(node, sign) for node, sign in zip(self.nodes, self.cursors, strict=True)]
+        return PageOf(edges=edges, has_next_page=True, end_cursor="end")
+
+
+def _cursor(n: int) -> Any:
+    return lambda: f"cursor-{n}"
+
+
+def _refused() -> str:
+    raise ValueError("the cursor cannot be signed")
+
+
+PAGE_SELECTIONS: dict[str, str] = {
+    "edges-and-page-info": (
+        f"edges {{ cursor node {{ {LEAVES} }} }} pageInfo {{ hasNextPage endCursor }}"
+    ),
+    "typename-and-aliases": (
+        f"__typename all: edges {{ node {{ __typename {LEAVES} }} }} "
+        f"again: edges {{ node {{ id: paymentId }} }}"
+    ),
+    "a-fragment-and-skip": (
+        "edges { ...E node @skip(if: $no) { amountCents } } pageInfo @include(if: $yes) "
+        f"{{ startCursor }} fragment E on PaymentEdge {{ node {{ {LEAVES} }} }}"
+    ),
+    "with-a-resolved-field": f"edges {{ node {{ {LEAVES} allowedTransitions }} }}",
+}
+PAGE_CHANGES: dict[str, list[Any]] = {
+    "plain": [{}, {"confirmation_id": "c-1"}, {}],
+    "a-null-non-null-in-the-middle": [{}, {"status": None}, {}],
+    "a-value-that-cannot-be-coerced-last": [{}, {}, {"amount_cents": 2**40}],
+    "a-null-node": [{}, None, {}],
+    "a-node-of-another-type": [{}, "look-alike", {}],
+    "a-cursor-that-fails": [{}, "no-cursor", {}],
+}
+
+
+@pytest.mark.parametrize("selection", PAGE_SELECTIONS, ids=list(PAGE_SELECTIONS))
+@pytest.mark.parametrize("page", PAGE_CHANGES, ids=list(PAGE_CHANGES))
+async def test_pages_answer_what_the_ordinary_path_answers(
+    selection: str, page: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page (its edges, each edge's payment, its page info) is completed in one pass, as a
+    tree; the answers, errors and their paths included, are the ordinary path's."""
+    one_pass: list[object] = []
+    complete = execution._complete_object
+
+    def counted(*args: Any) -> Any:
+        one_pass.append(args)
+        return complete(*args)
+
+    monkeypatch.setattr(execution, "_complete_object", counted)
+    # The loaders remember a page's payments by ref; these pages also hold what is not one.
+    monkeypatch.setattr(Loaders, "remember", lambda self, payments: None)
+    nodes: list[Any] = []
+    cursors: list[Any] = []
+    for n, changes in enumerate(PAGE_CHANGES[page]):
+        cursors.append(_refused if changes == "no-cursor" else _cursor(n))
+        if changes is None:
+            nodes.append(None)
+        elif changes == "look-alike":  # every attribute of a payment, but not a Payment
+            nodes.append(SimpleNamespace(**dataclasses.asdict(payment()), ref=payment().ref))
+        else:
+            nodes.append(
+                dataclasses.replace(payment(), **({} if changes == "no-cursor" else changes))
+            )
+    selected = PAGE_SELECTIONS[selection]
+    declared = "($yes: Boolean!, $no: Boolean!)" if "$yes" in selected else ""
+    fragment = ""
+    if " fragment " in selected:
+        selected, fragment = selected.split(" fragment ", 1)
+        fragment = f"fragment {fragment}"
+    query = (
+        f'query{declared} {{ loan(userId: "u", loanId: "l") {{ payments {{ {selected} }} }} }} '
+        f"{fragment}"
+    )
+    answers = [
+        await execute(
+            None,
+            shortcut=shortcut,
+            query=query,
+            variables={"yes": True, "no": False} if declared else {},
+            store=OnePage(nodes, cursors),
+        )
+        for shortcut in (True, False)
+    ]
+    assert answers[0] == answers[1]
+    unread = page == "a-cursor-that-fails" and not re.search(r"\bcursor\b", selected)
+    if page == "plain" or unread:
+        assert not answers[0]["errors"]
+        # The page, each edge and each payment, and the page info if asked: one pass each.
+        if selection == "edges-and-page-info":
+            assert len(one_pass) == 2 + 2 * len(nodes)
+        elif selection == "with-a-resolved-field":
+            assert not one_pass
+    else:
+        assert answers[0]["errors"]
+        assert all(len(path) > 3 for _, path in answers[0]["errors"])
+
+
+class Shout(FieldExtension):
+    def resolve(self, next_: Any, source: Any, info: Any, **kwargs: Any) -> Any:
+        return str(next_(source, info, **kwargs)).upper()
+
+
+@strawberry.type
+class Word:
+    text: str = strawberry.field(extensions=[Shout()])
+    plain: str
+
+
+@strawberry.type
+class Words:
+    word: Word
+    words: list[Word]
+
+
+@strawberry.type
+class WordsQuery:
+    @strawberry.field
+    def words(self) -> Words:
+        return Words(word=Word(text="one", plain="one"), words=[Word(text="two", plain="two")])
+
+
+async def test_a_field_with_an_extension_is_not_a_plain_leaf() -> None:
+    """A field without a resolver but with a field extension is answered by the extension, on
+    the shortcut's path as on the ordinary one."""
+    query = "{ words { word { text plain } words { text plain } } }"
+    answers = []
+    for executor in (execution.PaymentsExecutionContext, StrawberryGraphQLCoreExecutionContext):
+        schema = strawberry.Schema(query=WordsQuery, execution_context_class=executor)
+        answers.append((await schema.execute(query)).data)
+    assert answers[0] == answers[1]
+    assert answers[0] == {
+        "words": {
+            "word": {"text": "ONE", "plain": "one"},
+            "words": [{"text": "TWO", "plain": "two"}],
+        }
+    }
