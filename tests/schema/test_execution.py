@@ -162,6 +162,20 @@ class ByRef:
         return [self.payments.get(ref) for ref in refs]
 
 
+@pytest.fixture
+def one_pass(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Each object completed in one pass (its plan and source), in order."""
+    completed: list[object] = []
+    complete = execution._complete_object
+
+    def counted(*args: Any) -> Any:
+        completed.append(args)
+        return complete(*args)
+
+    monkeypatch.setattr(execution, "_complete_object", counted)
+    return completed
+
+
 LEAVES = "paymentId status amountCents method createdAt confirmationId loanId"
 OBJECTS: dict[str, str] = {
     "leaves": f"... on Payment {{ {LEAVES} }}",
@@ -182,18 +196,10 @@ PAGES: dict[str, list[dict[str, Any]]] = {
 @pytest.mark.parametrize("selection", OBJECTS, ids=list(OBJECTS))
 @pytest.mark.parametrize("page", PAGES, ids=list(PAGES))
 async def test_objects_of_leaves_answer_what_the_ordinary_path_answers(
-    selection: str, page: str, monkeypatch: pytest.MonkeyPatch
+    selection: str, page: str, one_pass: list[object]
 ) -> None:
     """A list of objects whose fields are all plain leaves is completed in one pass per object;
     the answers, errors and their paths included, are the ordinary path's."""
-    one_pass: list[object] = []
-    complete = execution._complete_object
-
-    def counted(*args: Any) -> Any:
-        one_pass.append(args)
-        return complete(*args)
-
-    monkeypatch.setattr(execution, "_complete_object", counted)
     payments = [dataclasses.replace(payment(), **changes) for changes in PAGES[page]]
     variables: dict[str, Any] = {"ids": [payment_node_id(stored.ref) for stored in payments]}
     declared = "$ids: [ID!]!"
@@ -266,18 +272,10 @@ PAGE_CHANGES: dict[str, list[Any]] = {
 @pytest.mark.parametrize("selection", PAGE_SELECTIONS, ids=list(PAGE_SELECTIONS))
 @pytest.mark.parametrize("page", PAGE_CHANGES, ids=list(PAGE_CHANGES))
 async def test_pages_answer_what_the_ordinary_path_answers(
-    selection: str, page: str, monkeypatch: pytest.MonkeyPatch
+    selection: str, page: str, one_pass: list[object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A page (its edges, each edge's payment, its page info) is completed in one pass, as a
     tree; the answers, errors and their paths included, are the ordinary path's."""
-    one_pass: list[object] = []
-    complete = execution._complete_object
-
-    def counted(*args: Any) -> Any:
-        one_pass.append(args)
-        return complete(*args)
-
-    monkeypatch.setattr(execution, "_complete_object", counted)
     # The loaders remember a page's payments by ref; these pages also hold what is not one.
     monkeypatch.setattr(Loaders, "remember", lambda self, payments: None)
     nodes: list[Any] = []
