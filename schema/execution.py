@@ -189,7 +189,7 @@ def _plan(parent_type: GraphQLObjectType, field_name: str) -> _Leaf | None:
     if field is None or attribute is None:
         return None
     non_null = isinstance(field.type, GraphQLNonNull)
-    leaf_type = field.type.of_type if non_null else field.type
+    leaf_type = _without_non_null(field.type)
     if isinstance(leaf_type, GraphQLEnumType):
         return _Leaf(attribute, _enum_output(leaf_type), non_null)
     if isinstance(leaf_type, GraphQLScalarType):
@@ -305,15 +305,11 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
                 for directive in details.node.directives or ()
             ):
                 return None
-        field_type = field.type
-        non_null = isinstance(field_type, GraphQLNonNull)
-        field_type = field_type.of_type if non_null else field_type
+        field_type = _without_non_null(field.type)
         is_list = isinstance(field_type, GraphQLList)
-        item_non_null = False
+        item_non_null = is_list and isinstance(field_type.of_type, GraphQLNonNull)
         if is_list:
-            field_type = field_type.of_type
-            item_non_null = isinstance(field_type, GraphQLNonNull)
-            field_type = field_type.of_type if item_non_null else field_type
+            field_type = _without_non_null(field_type.of_type)
         if not isinstance(field_type, GraphQLObjectType):
             return None
         grouped_field_set, new_defer_usages, _ = self.collect_subfields(
@@ -326,7 +322,7 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
             return None
         return _Objects(
             attribute,
-            non_null,
+            isinstance(field.type, GraphQLNonNull),
             is_list,
             item_non_null,
             field_type.is_type_of,
