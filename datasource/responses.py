@@ -60,10 +60,25 @@ class DynamoDBJSONParser(AioJSONParser):  # type: ignore[misc]
 
 
 class DynamoDBParserFactory(AioResponseParserFactory):  # type: ignore[misc]
+    """One `DynamoDBJSONParser` for every answer. aiobotocore asks for a parser per response, and
+    a botocore parser holds a bound method of itself (its event-stream parser's blob parser): a
+    cycle per call, left to the garbage collector. A parser keeps nothing of a response (its
+    attributes are set once, from the defaults), so one serves them all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._json_parser: DynamoDBJSONParser | None = None
+
+    def set_parser_defaults(self, **kwargs: Any) -> None:
+        super().set_parser_defaults(**kwargs)
+        self._json_parser = None  # made again with the new defaults
+
     def create_parser(self, protocol_name: str) -> Any:
-        if protocol_name == _JSON_PROTOCOL:
-            return DynamoDBJSONParser(**self._defaults)
-        return super().create_parser(protocol_name)
+        if protocol_name != _JSON_PROTOCOL:
+            return super().create_parser(protocol_name)
+        if self._json_parser is None:
+            self._json_parser = DynamoDBJSONParser(**self._defaults)
+        return self._json_parser
 
 
 def fast_session() -> AioSession:

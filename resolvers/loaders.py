@@ -61,21 +61,26 @@ class HistoryKey:
 
 class Loaders:
     def __init__(self, store: PaymentStore, *, consistent: bool = False) -> None:
-        self._store = store
-        self.consistent = consistent
-        self._payments: DataLoader[PaymentRef, Payment | None] = DataLoader(self._load_payments)
-        self.loan_pages: DataLoader[LoanPageKey, Page] = DataLoader(self._load_loan_pages)
+        # The batch functions are `BatchReads`' methods, not this object's: a DataLoader holds its
+        # function, so a bound method of `Loaders` would make a cycle (`Loaders` holds the
+        # loaders), and every request's loaders, with each payment they read, would wait for
+        # the garbage collector instead of going when the request ends.
+        self._reads = reads = BatchReads(store, consistent)
+        self._payments: DataLoader[PaymentRef, Payment | None] = DataLoader(reads.payments)
+        self.loan_pages: DataLoader[LoanPageKey, Page] = DataLoader(reads.loan_pages)
         self.confirmations: DataLoader[ConfirmationKey, Payment | None] = DataLoader(
-            self._load_confirmations
+            reads.confirmations
         )
-        self.histories: DataLoader[HistoryKey, HistoryPage] = DataLoader(self._load_histories)
-        # What this request listed or wrote, as it was then; consulted before `_payments`.
-        self._known: dict[PaymentRef, Payment] = {}
+        self.histories: DataLoader[HistoryKey, HistoryPage] = DataLoader(reads.histories)
+
+    @property
+    def consistent(self) -> bool:
+        return self._reads.consistent
 
     async def payment(self, ref: PaymentRef) -> Payment | None:
         """The payment `ref` names: as listed or written earlier in this request, or read in one
         batch with the request's other lookups."""
-        known = self._known.get(ref)
+        known = self._reads.known.get(ref)
         if known is not None:
             return known
         return await self._payments.load(ref)
@@ -83,16 +88,16 @@ class Loaders:
     def read_strongly(self) -> None:
         """Every later read of this request is strongly consistent: it decides a write, or it
         must see a write made since (this request's own, or one a live event announced)."""
-        self.consistent = True
+        self._reads.consistent = True
 
     def remember(self, payments: list[Payment]) -> None:
         """Later lookups of these payments answer them as they are here (a list's, a write's):
         a dict entry each, where priming the loader made a future for every payment listed."""
-        self._known.update((payment.ref, payment) for payment in payments)
+        self._reads.remember(payments)
 
     def forget(self, ref: PaymentRef) -> None:
         """The next lookup of `ref` reads it again (a live event says it changed)."""
-        self._known.pop(ref, None)
+        self._reads.known.pop(ref, None)
         with contextlib.suppress(KeyError):  # not read yet
             self._payments.clear(ref)
 
@@ -102,12 +107,28 @@ class Loaders:
         self.confirmations.clear_all()
         self.histories.clear_all()
 
-    async def _load_payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
+
+class BatchReads:
+    """The loaders' batch functions, with what they read by: the store, whether reads are
+    strongly consistent, and the payments this request listed or wrote, as they were then
+    (consulted before a lookup reaches the store)."""
+
+    __slots__ = ("_store", "consistent", "known")
+
+    def __init__(self, store: PaymentStore, consistent: bool) -> None:
+        self._store = store
+        self.consistent = consistent
+        self.known: dict[PaymentRef, Payment] = {}
+
+    def remember(self, payments: list[Payment]) -> None:
+        self.known.update((payment.ref, payment) for payment in payments)
+
+    async def payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
         return await self._store.batch_get(refs, consistent=self.consistent)
 
     # Each key is its own Query; a failure (a refused cursor) belongs to its key alone, so
     # exceptions are handed back per key and the loader raises them where they were asked for.
-    async def _load_loan_pages(self, keys: list[LoanPageKey]) -> list[Page | BaseException]:
+    async def loan_pages(self, keys: list[LoanPageKey]) -> list[Page | BaseException]:
         pages = await asyncio.gather(
             *(
                 self._store.loan_payments(
@@ -126,7 +147,7 @@ class Loaders:
                 self.remember([edge.node for edge in page.edges])
         return list(pages)
 
-    async def _load_confirmations(
+    async def confirmations(
         self, keys: list[ConfirmationKey]
     ) -> list[Payment | BaseException | None]:
         found = await asyncio.gather(
@@ -141,7 +162,7 @@ class Loaders:
         self.remember([payment for payment in found if isinstance(payment, Payment)])
         return list(found)
 
-    async def _load_histories(self, keys: list[HistoryKey]) -> list[HistoryPage | BaseException]:
+    async def histories(self, keys: list[HistoryKey]) -> list[HistoryPage | BaseException]:
         pages = await asyncio.gather(
             *(
                 self._store.history(

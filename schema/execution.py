@@ -29,6 +29,7 @@ wrapper, as do subscriptions.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -41,6 +42,7 @@ from graphql import (
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLResolveInfo,
+    GraphQLResolveInfoHelpers,
     GraphQLScalarType,
     GraphQLSchema,
     Undefined,
@@ -230,9 +232,29 @@ def _typename_leaf(parent_type: GraphQLObjectType) -> _Leaf:
 _COLLECTED = frozenset({"skip", "include"})
 
 
+def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method`, called through a weak reference to its object."""
+    reference = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        bound = reference()
+        if bound is None:
+            raise RuntimeError("the execution has ended")
+        return bound(*args)
+
+    return call
+
+
 class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # graphql-core keeps its helpers for resolvers (`info.async_helpers`) on the executor as
+        # bound methods of the executor: a cycle, so every request's executor, and everything it
+        # holds, waited for the garbage collector. Held weakly they make none; they are called
+        # while a field runs, and the running field holds the executor.
+        self.async_helpers = GraphQLResolveInfoHelpers(
+            gather=_weakly(self.gather_async_work), track=_weakly(self.track_async_work)
+        )
         # A middleware (a schema extension with a `resolve` hook) must see every field.
         manager = self.middleware_manager
         self._shortcut = manager is None or not manager.middlewares

@@ -19,7 +19,7 @@ from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.payment import Payment, PaymentRef, new_payment
 from resolvers.callers import Caller
 from resolvers.context import Context
-from resolvers.loaders import Loaders
+from resolvers.loaders import BatchReads
 from resolvers.node_ids import loan_node_id, payment_node_id
 from schema import build_schema, execution
 
@@ -277,7 +277,7 @@ async def test_pages_answer_what_the_ordinary_path_answers(
     """A page (its edges, each edge's payment, its page info) is completed in one pass, as a
     tree; the answers, errors and their paths included, are the ordinary path's."""
     # The loaders remember a page's payments by ref; these pages also hold what is not one.
-    monkeypatch.setattr(Loaders, "remember", lambda self, payments: None)
+    monkeypatch.setattr(BatchReads, "remember", lambda self, payments: None)
     nodes: list[Any] = []
     cursors: list[Any] = []
     for n, changes in enumerate(PAGE_CHANGES[page]):
