@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from dataclasses import dataclass
+from typing import Any
 
 from strawberry.dataloader import DataLoader
 
@@ -60,18 +62,32 @@ class HistoryKey:
 
 
 class Loaders:
+    """A request's loaders, each made when the request first reads through it (a request reads
+    one way or two of the four).
+
+    The batch functions are `BatchReads`' methods, not this object's: a DataLoader holds its
+    function, so a bound method of `Loaders` would make a cycle (`Loaders` holds the loaders),
+    and every request's loaders, with each payment they read, would wait for the garbage
+    collector instead of going when the request ends."""
+
     def __init__(self, store: PaymentStore, *, consistent: bool = False) -> None:
-        # The batch functions are `BatchReads`' methods, not this object's: a DataLoader holds its
-        # function, so a bound method of `Loaders` would make a cycle (`Loaders` holds the
-        # loaders), and every request's loaders, with each payment they read, would wait for
-        # the garbage collector instead of going when the request ends.
-        self._reads = reads = BatchReads(store, consistent)
-        self._payments: DataLoader[PaymentRef, Payment | None] = DataLoader(reads.payments)
-        self.loan_pages: DataLoader[LoanPageKey, Page] = DataLoader(reads.loan_pages)
-        self.confirmations: DataLoader[ConfirmationKey, Payment | None] = DataLoader(
-            reads.confirmations
-        )
-        self.histories: DataLoader[HistoryKey, HistoryPage] = DataLoader(reads.histories)
+        self._reads = BatchReads(store, consistent)
+
+    @functools.cached_property
+    def _payments(self) -> DataLoader[PaymentRef, Payment | None]:
+        return DataLoader(self._reads.payments)
+
+    @functools.cached_property
+    def loan_pages(self) -> DataLoader[LoanPageKey, Page]:
+        return DataLoader(self._reads.loan_pages)
+
+    @functools.cached_property
+    def confirmations(self) -> DataLoader[ConfirmationKey, Payment | None]:
+        return DataLoader(self._reads.confirmations)
+
+    @functools.cached_property
+    def histories(self) -> DataLoader[HistoryKey, HistoryPage]:
+        return DataLoader(self._reads.histories)
 
     @property
     def consistent(self) -> bool:
@@ -98,14 +114,19 @@ class Loaders:
     def forget(self, ref: PaymentRef) -> None:
         """The next lookup of `ref` reads it again (a live event says it changed)."""
         self._reads.known.pop(ref, None)
-        with contextlib.suppress(KeyError):  # not read yet
-            self._payments.clear(ref)
+        for loader in self._made("_payments"):
+            with contextlib.suppress(KeyError):  # not read yet
+                loader.clear(ref)
 
     def forget_lists(self) -> None:
         """After a write: lists and lookups may now be stale; single payments are re-primed."""
-        self.loan_pages.clear_all()
-        self.confirmations.clear_all()
-        self.histories.clear_all()
+        for loader in self._made("loan_pages", "confirmations", "histories"):
+            loader.clear_all()
+
+    def _made(self, *names: str) -> list[DataLoader[Any, Any]]:
+        """Those of the loaders `names` this request has read through (a cached property is
+        kept in the instance's dict once made)."""
+        return [self.__dict__[name] for name in names if name in self.__dict__]
 
 
 class BatchReads:

@@ -29,8 +29,9 @@ wrapper, as do subscriptions.
 
 from __future__ import annotations
 
+import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -47,6 +48,7 @@ from graphql import (
     GraphQLSchema,
     Undefined,
 )
+from graphql.execution import Executor
 from strawberry.relay.types import GlobalID
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
@@ -232,17 +234,27 @@ def _typename_leaf(parent_type: GraphQLObjectType) -> _Leaf:
 _COLLECTED = frozenset({"skip", "include"})
 
 
-def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
-    """`method`, called through a weak reference to its object."""
-    reference = weakref.WeakMethod(method)
+def _weak_helpers(executor: Executor[Any]) -> GraphQLResolveInfoHelpers:
+    """graphql-core's helpers for `executor`'s resolvers, holding it weakly."""
+    reference = weakref.ref(executor)
+    return GraphQLResolveInfoHelpers(
+        gather=functools.partial(_gather, reference), track=functools.partial(_track, reference)
+    )
 
-    def call(*args: Any) -> Any:
-        bound = reference()
-        if bound is None:
-            raise RuntimeError("the execution has ended")
-        return bound(*args)
 
-    return call
+def _alive(reference: weakref.ref[Executor[Any]]) -> Executor[Any]:
+    executor = reference()
+    if executor is None:
+        raise RuntimeError("the execution has ended")
+    return executor
+
+
+def _gather(reference: weakref.ref[Executor[Any]], values: Sequence[Awaitable[Any]]) -> Any:
+    return _alive(reference).gather_async_work(values)
+
+
+def _track(reference: weakref.ref[Executor[Any]], values: Sequence[Any]) -> None:
+    _alive(reference).track_async_work(values)
 
 
 class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
@@ -252,9 +264,7 @@ class PaymentsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         # bound methods of the executor: a cycle, so every request's executor, and everything it
         # holds, waited for the garbage collector. Held weakly they make none; they are called
         # while a field runs, and the running field holds the executor.
-        self.async_helpers = GraphQLResolveInfoHelpers(
-            gather=_weakly(self.gather_async_work), track=_weakly(self.track_async_work)
-        )
+        self.async_helpers = _weak_helpers(self)
         # A middleware (a schema extension with a `resolve` hook) must see every field.
         manager = self.middleware_manager
         self._shortcut = manager is None or not manager.middlewares

@@ -3,6 +3,7 @@ and Strawberry's ordinary paths answer."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from datetime import UTC, datetime
@@ -363,3 +364,28 @@ async def test_a_field_with_an_extension_is_not_a_plain_leaf() -> None:
             "words": [{"text": "TWO", "plain": "two"}],
         }
     }
+
+
+async def _doubled(number: int) -> int:
+    await asyncio.sleep(0)
+    return 2 * number
+
+
+@strawberry.type
+class HelpersQuery:
+    @strawberry.field
+    async def doubled(self, info: strawberry.Info) -> list[int]:
+        """graphql-core's helpers, which the execution context holds weakly."""
+        info._raw_info.async_helpers.track([asyncio.sleep(0)])
+        results: list[int] = await info._raw_info.async_helpers.gather([_doubled(1), _doubled(2)])
+        return results
+
+
+async def test_resolvers_keep_graphql_cores_helpers() -> None:
+    """The helpers for resolvers (`info.async_helpers`) work on the shortcut's path as on the
+    ordinary one, though the shortcut's hold the execution weakly (no cycle per request)."""
+    for executor in (execution.PaymentsExecutionContext, StrawberryGraphQLCoreExecutionContext):
+        schema = strawberry.Schema(query=HelpersQuery, execution_context_class=executor)
+        result = await schema.execute("{ doubled }")
+        assert result.errors is None
+        assert result.data == {"doubled": [2, 4]}
