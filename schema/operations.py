@@ -112,6 +112,7 @@ class OperationRunner:
         )
         self._prepare = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
         self._fixed_cost = lru_cache(maxsize=CACHED_DOCUMENTS)(self._cost_without_variables)
+        self._operation_type = lru_cache(maxsize=CACHED_DOCUMENTS)(self._type_of_operation)
 
     def _parse_and_validate(self, query: str) -> _Prepared:
         try:
@@ -127,6 +128,16 @@ class OperationRunner:
         document = self._prepare(query).document
         assert document is not None  # costed only once parsed and valid
         return fixed_cost(self._schema, document, operation_name)
+
+    def _type_of_operation(self, query: str, operation_name: str | None) -> OperationType:
+        """The operation's type; `CannotGetOperationTypeError` (not cached) if there is no such
+        operation, or no name where the document holds several."""
+        document = self._prepare(query).document
+        assert document is not None  # typed only once parsed
+        try:
+            return get_operation_type(document, operation_name)
+        except RuntimeError as error:
+            raise CannotGetOperationTypeError(operation_name) from error
 
     async def run(
         self,
@@ -230,7 +241,9 @@ class OperationRunner:
         errors = list(prepared.errors)
         if document is None:
             return None, errors
-        _check_operation_type(document, operation_name, allowed)
+        operation_type = self._operation_type(query, operation_name)
+        if operation_type not in allowed:
+            raise InvalidOperationTypeError(operation_type)
         if not errors:
             cost = self._fixed_cost(query, operation_name)
             if cost is None:
@@ -272,17 +285,6 @@ class OperationRunner:
         except Exception as error:  # masked as unexpected, like any resolver's
             return None, [GraphQLError(str(error), original_error=error)]
         return result.data, list(result.errors or ())
-
-
-def _check_operation_type(
-    document: DocumentNode, operation_name: str | None, allowed: Iterable[OperationType]
-) -> None:
-    try:
-        operation_type = get_operation_type(document, operation_name)
-    except RuntimeError as error:
-        raise CannotGetOperationTypeError(operation_name) from error
-    if operation_type not in allowed:
-        raise InvalidOperationTypeError(operation_type)
 
 
 def dynamodb_report(calls: CallCount) -> dict[str, Any]:
