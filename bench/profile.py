@@ -9,6 +9,7 @@ without the profiler, then cProfile's top functions with it.
     python -m bench.profile loan_page --requests 300 --sort cumulative
     python -m bench.profile payment --without log --without gc   # what those two cost
     python -m bench.profile loan_page --without one-pass         # what the one pass saves
+    python -m bench.profile payment --without dataloader         # what a lookup's batching costs
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import logging
 import os
 import pstats
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 from unittest import mock
 
@@ -37,6 +38,8 @@ from bench.peers import graphql_core
 from bench.runs import service_headers
 from bench.serve import FAKE_ENDPOINT, service_settings
 from datasource import PaymentStore
+from domain.payment import Payment, PaymentRef
+from resolvers.loaders import Loaders
 from schema.execution import PaymentsExecutionContext
 from server.app import create_app
 from server.logs import configure_logging
@@ -64,7 +67,8 @@ def _arguments() -> argparse.Namespace:
         help="also measure the service with this piece switched off (repeatable): `log`, the "
         "request log line (the log level above INFO); `gc`, the garbage collector; `one-pass`, "
         "objects of plain leaves, and pages of them, completed in one pass (graphql-core's path "
-        "for each field)",
+        "for each field); `dataloader`, the request's DataLoader for lookups (each lookup straight "
+        "to the store); `coalescing`, lookups coalesced across requests (each request's own call)",
     )
     return parser.parse_args()
 
@@ -75,14 +79,14 @@ def _stored() -> list[Any]:
 
 Request = Callable[[], Awaitable[bytes]]
 ROUNDS = 5
-SWITCHES = ("log", "gc", "one-pass")
+SWITCHES = ("log", "gc", "one-pass", "dataloader", "coalescing")
 
 
 @contextlib.contextmanager
 def _switched_off(pieces: list[str]) -> Iterator[None]:
-    """The service's request log line (INFO), the garbage collector and/or the one-pass
-    completion of objects of plain leaves and pages of them (`schema.execution`), off in the
-    block."""
+    """The service's request log line (INFO), the garbage collector, the one-pass completion
+    of objects of plain leaves and pages of them (`schema.execution`), the lookups' DataLoader
+    and/or their coalescing across requests, off in the block."""
     root = logging.getLogger()
     level = root.level
     if "log" in pieces:
@@ -90,6 +94,10 @@ def _switched_off(pieces: list[str]) -> Iterator[None]:
     if "gc" in pieces:
         gc.disable()
     with contextlib.ExitStack() as stack:
+        if "dataloader" in pieces:
+            stack.enter_context(mock.patch.object(Loaders, "payment", _without_dataloader))
+        if "coalescing" in pieces:
+            stack.enter_context(mock.patch.object(PaymentStore, "batch_get", _without_coalescing))
         if "one-pass" in pieces:
             stack.enter_context(
                 mock.patch.object(
@@ -103,6 +111,21 @@ def _switched_off(pieces: list[str]) -> Iterator[None]:
         finally:
             root.setLevel(level)
             gc.enable()
+
+
+async def _without_dataloader(self: Loaders, ref: PaymentRef) -> Payment | None:
+    """A lookup straight through the batch function, without the request's DataLoader (its
+    future, its batch and the task that dispatches it)."""
+    found: list[Payment | None] = await self._reads.payments([ref])
+    return found[0]
+
+
+async def _without_coalescing(
+    self: PaymentStore, refs: Sequence[PaymentRef], *, consistent: bool = True
+) -> list[Payment | None]:
+    """The lookups of one request in a call of their own, as with coalescing off."""
+    found = await self._read(list(dict.fromkeys(refs)), consistent)
+    return [found.get(ref) for ref in refs]
 
 
 def _caller(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> Request:

@@ -5,6 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
+
+from strawberry.dataloader import DataLoader
+
+from bench import dataset, profile, workloads
+from bench.fake_dynamodb import FakeDynamoDB, as_client
+from bench.runs import service_headers
+from bench.serve import FAKE_ENDPOINT, service_settings
+from datasource.coalesce import Coalescer
+from server.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,3 +62,28 @@ def test_the_sdk_comparison_on_dynamodb_local_counts_coalesced_calls() -> None:
     # One request at a time makes its own call; sixteen at once share theirs.
     assert rows[1][3] == 1.0
     assert rows[16][3] < 1.0
+
+
+async def test_the_dataloader_and_coalescing_switches_take_them_out() -> None:
+    """With `--without dataloader --without coalescing` a lookup reaches the store through
+    neither, and the answer is the same."""
+    stored = list(dataset.items(users=range(1), loans_per_user=1, payments_per_loan=3))
+    work = {w.name: w for w in workloads.build(stored)}["payment"]
+    settings = service_settings(0, FAKE_ENDPOINT)
+    client = as_client(FakeDynamoDB(settings.table_name, stored, latency=0.0))
+    app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
+    headers = profile.JSON + [
+        (name.lower().encode(), value.encode()) for name, value in service_headers().items()
+    ]
+    request = profile._caller(app, work.body, headers)
+    async with app.router.lifespan_context(app):
+        answer = await request()
+        with (
+            profile._switched_off(["dataloader", "coalescing"]),
+            mock.patch.object(DataLoader, "load", side_effect=AssertionError("a DataLoader")),
+            mock.patch.object(Coalescer, "lookup", side_effect=AssertionError("coalesced")),
+        ):
+            switched = await request()
+
+    assert b'"paymentId"' in answer
+    assert switched == answer
