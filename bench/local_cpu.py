@@ -27,7 +27,7 @@ from typing import Any
 import uvloop
 
 from bench import dataset, generator, workloads
-from bench.profile import JSON, Request, _caller, _warm
+from bench.profile import JSON, Request, _warm, asgi_caller
 from bench.raw_dynamodb import call_parameters, raw_client
 from bench.runs import service_headers
 from bench.serve import service_settings
@@ -77,7 +77,7 @@ async def _measure(arguments: argparse.Namespace, endpoint: str) -> None:
     work = {w.name: w for w in workloads.build(stored)}[arguments.workload]
     app = create_app(settings, dynamodb_endpoint=endpoint)
     headers = JSON + [(k.lower().encode(), v.encode()) for k, v in service_headers().items()]
-    service: Request = _caller(app, work.body, headers)
+    service: Request = asgi_caller(app, work.body, headers)
     async with app.router.lifespan_context(app):
         store = app.state.store
         await create_table_if_missing(store.client, settings.table_name, stream=False)

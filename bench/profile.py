@@ -128,7 +128,7 @@ async def _without_coalescing(
     return [found.get(ref) for ref in refs]
 
 
-def _caller(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> Request:
+def asgi_caller(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> Request:
     """One POST /graphql through `app`'s ASGI interface, answering the response body."""
     scope: dict[str, Any] = {
         "type": "http",
@@ -187,11 +187,11 @@ async def _profile(arguments: argparse.Namespace) -> None:
         table_name=settings.table_name,
         cursor_secret=settings.cursor_secret.get_secret_value().encode(),
     )
-    floor = _caller(graphql_core.create_app(floor_store), work.body, JSON)
+    floor = asgi_caller(graphql_core.create_app(floor_store), work.body, JSON)
     headers = JSON + [
         (name.lower().encode(), value.encode()) for name, value in service_headers().items()
     ]
-    service = _caller(app, work.body, headers)
+    service = asgi_caller(app, work.body, headers)
 
     async with app.router.lifespan_context(app):
         tune_garbage_collector()

@@ -19,8 +19,8 @@ from typing import Any
 import jmespath  # type: ignore[import-untyped]  # botocore's, untyped
 import orjson
 import pytest
-from starlette.types import Message
 
+from bench.profile import asgi_caller
 from datasource import DynamoConfig
 from tests.api.conftest import ALICE, SERVICE, Api, Clock, api_client
 
@@ -85,40 +85,13 @@ def described(garbage: list[Any]) -> list[tuple[str, int]]:
 
 
 async def asgi_post(api: Api, body: dict[str, Any], token: str) -> dict[str, Any]:
-    """POST /graphql through the app's ASGI interface, without an HTTP client (whose own
-    objects would be counted too)."""
-    sent: list[Message] = []
-    encoded = orjson.dumps(body)
-
-    async def receive() -> Message:
-        return {"type": "http.request", "body": encoded, "more_body": False}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
+    """POST /graphql through the app's ASGI interface, as the profiler calls it, without an HTTP
+    client (whose own objects would be counted too)."""
     headers = [
         (b"content-type", b"application/json"),
         (b"authorization", f"Bearer {token}".encode()),
-        (b"content-length", str(len(encoded)).encode()),
     ]
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/graphql",
-        "raw_path": b"/graphql",
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 8000),
-        "state": {},
-    }
-    await api.app(scope, receive, send)
-    assert sent[0]["status"] == 200, sent
-    answer: dict[str, Any] = orjson.loads(sent[1]["body"])
+    answer: dict[str, Any] = orjson.loads(await asgi_caller(api.app, orjson.dumps(body), headers)())
     return answer
 
 

@@ -75,7 +75,7 @@ async def test_the_dataloader_and_coalescing_switches_take_them_out() -> None:
     headers = profile.JSON + [
         (name.lower().encode(), value.encode()) for name, value in service_headers().items()
     ]
-    request = profile._caller(app, work.body, headers)
+    request = profile.asgi_caller(app, work.body, headers)
     async with app.router.lifespan_context(app):
         answer = await request()
         with (
