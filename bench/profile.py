@@ -23,7 +23,7 @@ import logging
 import os
 import pstats
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 from unittest import mock
 
@@ -83,10 +83,10 @@ SWITCHES = ("log", "gc", "one-pass", "dataloader", "coalescing")
 
 
 @contextlib.contextmanager
-def _switched_off(pieces: list[str]) -> Iterator[None]:
+def _switched_off(pieces: list[str], store: PaymentStore) -> Iterator[None]:
     """The service's request log line (INFO), the garbage collector, the one-pass completion
     of objects of plain leaves and pages of them (`schema.execution`), the lookups' DataLoader
-    and/or their coalescing across requests, off in the block."""
+    and/or their coalescing across requests (`store`'s), off in the block."""
     root = logging.getLogger()
     level = root.level
     if "log" in pieces:
@@ -97,7 +97,8 @@ def _switched_off(pieces: list[str]) -> Iterator[None]:
         if "dataloader" in pieces:
             stack.enter_context(mock.patch.object(Loaders, "payment", _without_dataloader))
         if "coalescing" in pieces:
-            stack.enter_context(mock.patch.object(PaymentStore, "batch_get", _without_coalescing))
+            # The store's own path with coalescing off: each request's lookups a call of their own.
+            stack.enter_context(mock.patch.object(store, "_lookups", None))
         if "one-pass" in pieces:
             stack.enter_context(
                 mock.patch.object(
@@ -118,14 +119,6 @@ async def _without_dataloader(self: Loaders, ref: PaymentRef) -> Payment | None:
     future, its batch and the task that dispatches it)."""
     found: list[Payment | None] = await self._reads.payments([ref])
     return found[0]
-
-
-async def _without_coalescing(
-    self: PaymentStore, refs: Sequence[PaymentRef], *, consistent: bool = True
-) -> list[Payment | None]:
-    """The lookups of one request in a call of their own, as with coalescing off."""
-    found = await self._read(list(dict.fromkeys(refs)), consistent)
-    return [found.get(ref) for ref in refs]
 
 
 def asgi_caller(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> Request:
@@ -207,7 +200,7 @@ async def _profile(arguments: argparse.Namespace) -> None:
             spent["service"] += await _cpu_seconds(service, per_round)
             spent["floor"] += await _cpu_seconds(floor, per_round)
             if arguments.without:
-                with _switched_off(arguments.without):
+                with _switched_off(arguments.without, app.state.store):
                     spent["switched"] += await _cpu_seconds(service, per_round)
         service_ms, floor_ms, switched_ms = (
             spent[side] / (per_round * ROUNDS) * 1000 for side in spent

@@ -137,8 +137,8 @@ class Coalescer(Generic[K, V]):
         at = deadline.current()
         if at is None:
             return await waiter
-        # A timer on the caller's own future: `asyncio.timeout_at` (a context manager that
-        # would cancel the whole task) cost twice as much on every lookup.
+        # A timer on the caller's own future, lighter than `asyncio.timeout_at` (a context
+        # manager that would cancel the whole task), on every lookup.
         expiry = asyncio.get_running_loop().call_at(at, _run_out, waiter)
         try:
             return await waiter

@@ -79,7 +79,7 @@ async def test_the_dataloader_and_coalescing_switches_take_them_out() -> None:
     async with app.router.lifespan_context(app):
         answer = await request()
         with (
-            profile._switched_off(["dataloader", "coalescing"]),
+            profile._switched_off(["dataloader", "coalescing"], app.state.store),
             mock.patch.object(DataLoader, "load", side_effect=AssertionError("a DataLoader")),
             mock.patch.object(Coalescer, "lookup", side_effect=AssertionError("coalesced")),
         ):
