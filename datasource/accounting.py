@@ -34,7 +34,7 @@ the final answer.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -152,21 +152,32 @@ def _parts(table: str, entry: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[
 _current: ContextVar[CallCount | None] = ContextVar("dynamodb_call_count", default=None)
 
 
-@contextmanager
-def count_calls() -> Iterator[CallCount]:
+def count_calls() -> AbstractContextManager[CallCount]:
     """Count the DynamoDB calls made inside the block (and in tasks it starts)."""
-    with counting(CallCount()) as count:
-        yield count
+    return _Counting(CallCount())
 
 
-@contextmanager
-def counting(count: CallCount) -> Iterator[CallCount]:
+def counting(count: CallCount) -> AbstractContextManager[CallCount]:
     """Count the DynamoDB calls made inside the block (and in tasks it starts) in `count`."""
-    token = _current.set(count)
-    try:
-        yield count
-    finally:
-        _current.reset(token)
+    return _Counting(count)
+
+
+class _Counting:
+    """The block of `counting`: a class rather than a generator, since every operation and
+    every coalesced call enters one, and a generator's context manager costs several times
+    more."""
+
+    __slots__ = ("_count", "_token")
+
+    def __init__(self, count: CallCount) -> None:
+        self._count = count
+
+    def __enter__(self) -> CallCount:
+        self._token = _current.set(self._count)
+        return self._count
+
+    def __exit__(self, *_: object) -> None:
+        _current.reset(self._token)
 
 
 def current() -> CallCount | None:

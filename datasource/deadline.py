@@ -11,8 +11,8 @@ client's own timeouts and retries alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
 from contextvars import ContextVar
 
 from datasource import breaker
@@ -24,15 +24,25 @@ _deadline: ContextVar[float | None] = ContextVar("dynamodb_deadline", default=No
 OUT_OF_TIME = "the payments store did not answer within the request's time budget; retry shortly"
 
 
-@contextmanager
-def budget(seconds: float | None) -> Iterator[None]:
+def budget(seconds: float | None) -> AbstractContextManager[None]:
     """The DynamoDB calls made inside the block must finish within `seconds` (None: no limit)."""
-    deadline = None if seconds is None else asyncio.get_running_loop().time() + seconds
-    token = _deadline.set(deadline)
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+    return _Budget(None if seconds is None else asyncio.get_running_loop().time() + seconds)
+
+
+class _Budget:
+    """The block of `budget`: a class rather than a generator, since every operation enters
+    one."""
+
+    __slots__ = ("_at", "_token")
+
+    def __init__(self, at: float | None) -> None:
+        self._at = at
+
+    def __enter__(self) -> None:
+        self._token = _deadline.set(self._at)
+
+    def __exit__(self, *_: object) -> None:
+        _deadline.reset(self._token)
 
 
 def current() -> float | None:

@@ -10,14 +10,38 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal, TextIO
+import time
+from typing import Any, Literal, TextIO
 
-from pythonjsonlogger.orjson import OrjsonFormatter as JsonFormatter
+from pythonjsonlogger.orjson import OrjsonFormatter
 
 LogFormat = Literal["auto", "json", "text"]
 
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+class JsonFormatter(OrjsonFormatter):
+    """python-json-logger's formatter, on orjson, with each second's `time` text made once.
+
+    `logging.Formatter.formatTime` converts and formats the whole date for every line (a tenth
+    of a request log line's cost); lines of the same second differ only in their milliseconds.
+    The text is the same: `2026-12-02 07:43:25,209`, local time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # (the second, its text): one tuple, so that a thread reads both of the same second.
+        self._second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second, text = self._second
+        if int(record.created) != second:
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (int(record.created), text)
+        milliseconds = self.default_msec_format
+        return milliseconds % (text, record.msecs) if milliseconds else text
 
 
 def configure_logging(

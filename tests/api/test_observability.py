@@ -199,3 +199,26 @@ def test_json_lines_or_text() -> None:
         assert stream.getvalue().rstrip().endswith("loc_payments.request: readable")
     finally:
         logging.getLogger().removeHandler(handler)
+
+
+@pytest.mark.parametrize(
+    "created",
+    # Within a second, at its last millisecond, across a minute, a day and a year.
+    [1764660205.209, 1764660205.9995, 1764660206.0, 1767225599.999, 1767225600.001],
+)
+def test_a_json_line_s_time_is_logging_s_own(created: float) -> None:
+    """The JSON formatter makes each second's text once; every line's `time` is still what
+    `logging.Formatter` writes for it (local time, milliseconds), seconds apart or not."""
+    stream = io.StringIO()
+    handler = configure_logging(log_format="json", local=False, stream=stream)
+    try:
+        times = []
+        for moment in (created - 1.0, created, created + 0.0004, created):
+            record = logging.LogRecord("loc_payments.request", logging.INFO, "", 0, "m", (), None)
+            record.created, record.msecs = moment, (moment - int(moment)) * 1000 // 1
+            handler.handle(record)
+            times.append((json.loads(stream.getvalue().splitlines()[-1])["time"], record))
+        for written, record in times:
+            assert written == logging.Formatter().formatTime(record)
+    finally:
+        logging.getLogger().removeHandler(handler)
