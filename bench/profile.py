@@ -10,11 +10,19 @@ without the profiler, then cProfile's top functions with it.
     python -m bench.profile payment --without log --without gc   # what those two cost
     python -m bench.profile loan_page --without one-pass         # what the one pass saves
     python -m bench.profile payment --without dataloader         # what a lookup's batching costs
+    python -m bench.profile payment --in-flight 16 --latency 2 --without coalescing
+
+With `--in-flight N` the callers keep N requests in flight at once, as the benchmark's 16
+connections do, and with `--latency` the fake answers each call after that many milliseconds
+(`make bench` uses 2). It then prints each side's rate and the share of the time the process
+was busy (its CPU time over the time taken): below 100 % while every request in flight waits
+for DynamoDB at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import cProfile
 import gc
@@ -24,6 +32,7 @@ import os
 import pstats
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
@@ -58,6 +67,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument(
         "--peer", choices=("P3", "P1"), default="P3", help="whom to profile (default the service)"
+    )
+    parser.add_argument(
+        "--in-flight", type=int, default=1, help="requests kept in flight at once (default 1)"
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="the fake's milliseconds per call (default 0)"
     )
     parser.add_argument(
         "--without",
@@ -154,11 +169,49 @@ def asgi_caller(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> Re
     return request
 
 
-async def _cpu_seconds(request: Request, count: int) -> float:
-    started = time.process_time()
-    for _ in range(count):
-        await request()
-    return time.process_time() - started
+@dataclass
+class Spent:
+    """CPU and wall-clock seconds over a number of requests."""
+
+    requests: int = 0
+    cpu: float = 0.0
+    wall: float = 0.0
+
+    def add(self, other: Spent) -> None:
+        self.requests += other.requests
+        self.cpu += other.cpu
+        self.wall += other.wall
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.cpu / self.requests * 1000
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.wall
+
+    @property
+    def busy(self) -> float:
+        """The share of the time this process ran: below 1 while it waited with nothing to do."""
+        return self.cpu / self.wall
+
+
+async def _spent(request: Request, count: int, in_flight: int = 1) -> Spent:
+    """`count` requests, `in_flight` at a time (each caller starting its next as one ends)."""
+    left = count
+
+    async def caller() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await request()
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    if in_flight == 1:
+        await caller()
+    else:
+        await asyncio.gather(*(caller() for _ in range(in_flight)))
+    return Spent(count, time.process_time() - cpu_started, time.perf_counter() - started)
 
 
 async def _warm(name: str, request: Request) -> bytes:
@@ -173,10 +226,11 @@ async def _profile(arguments: argparse.Namespace) -> None:
     stored = _stored()
     work = {workload.name: workload for workload in workloads.build(stored)}[arguments.workload]
     settings = service_settings(0, FAKE_ENDPOINT)
-    client = as_client(FakeDynamoDB(settings.table_name, stored, latency=0.0))
+    latency = arguments.latency / 1000
+    client = as_client(FakeDynamoDB(settings.table_name, stored, latency=latency))
     app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
     floor_store = PaymentStore(
-        as_client(FakeDynamoDB(settings.table_name, stored, latency=0.0)),
+        as_client(FakeDynamoDB(settings.table_name, stored, latency=latency)),
         table_name=settings.table_name,
         cursor_secret=settings.cursor_secret.get_secret_value().encode(),
     )
@@ -194,36 +248,53 @@ async def _profile(arguments: argparse.Namespace) -> None:
         ):
             raise RuntimeError(f"{work.name}: the service and the engine floor disagree")
         # Interleaved rounds, so that the machine's noise falls on both.
-        spent = {"service": 0.0, "floor": 0.0, "switched": 0.0}
+        spent = {"service": Spent(), "floor": Spent(), "switched": Spent()}
         per_round = max(1, arguments.requests // ROUNDS)
+        in_flight = arguments.in_flight
         for _ in range(ROUNDS):
-            spent["service"] += await _cpu_seconds(service, per_round)
-            spent["floor"] += await _cpu_seconds(floor, per_round)
+            spent["service"].add(await _spent(service, per_round, in_flight))
+            spent["floor"].add(await _spent(floor, per_round, in_flight))
             if arguments.without:
                 with _switched_off(arguments.without, app.state.store):
-                    spent["switched"] += await _cpu_seconds(service, per_round)
-        service_ms, floor_ms, switched_ms = (
-            spent[side] / (per_round * ROUNDS) * 1000 for side in spent
-        )
-        print(f"{work.name}: {service_ms:.3f} ms of CPU per request, without the profiler")
-        print(
-            f"the engine floor (P1, graphql-core on the same store): {floor_ms:.3f} ms; "
-            f"P3 / P1 by CPU per request {floor_ms / service_ms:.2f}"
-        )
-        if arguments.without:
-            print(
-                f"the service without {' and '.join(arguments.without)}: {switched_ms:.3f} ms "
-                f"({switched_ms / service_ms - 1:+.0%})"
-            )
+                    spent["switched"].add(await _spent(service, per_round, in_flight))
+        for line in _report(work.name, spent, arguments):
+            print(line)
         profiler = cProfile.Profile()
         profiled = floor if arguments.peer == "P1" else service
         profiler.enable()
-        await _cpu_seconds(profiled, arguments.requests)
+        await _spent(profiled, arguments.requests, in_flight)
         profiler.disable()
     report = io.StringIO()
     stats = pstats.Stats(profiler, stream=report)
     stats.sort_stats(arguments.sort).print_stats(arguments.top)
     print(report.getvalue())
+
+
+def _report(name: str, spent: dict[str, Spent], arguments: argparse.Namespace) -> list[str]:
+    service, floor, switched = spent["service"], spent["floor"], spent["switched"]
+    lines = [
+        f"{name}: {service.cpu_ms:.3f} ms of CPU per request, without the profiler",
+        f"the engine floor (P1, graphql-core on the same store): {floor.cpu_ms:.3f} ms; "
+        f"P3 / P1 by CPU per request {floor.cpu_ms / service.cpu_ms:.2f}",
+    ]
+    if arguments.without:
+        lines.append(
+            f"the service without {' and '.join(arguments.without)}: {switched.cpu_ms:.3f} ms "
+            f"({switched.cpu_ms / service.cpu_ms - 1:+.0%})"
+        )
+    if arguments.in_flight > 1 or arguments.latency:
+        lines.append(
+            f"{arguments.in_flight} in flight, the fake answering in {arguments.latency:g} ms: "
+            f"P3 / P1 by rate {service.rate / floor.rate:.2f}"
+        )
+        sides = [("the service", service), ("the engine floor", floor)]
+        if arguments.without:
+            sides.append((f"the service without {' and '.join(arguments.without)}", switched))
+        lines += [
+            f"  {side}: {measured.rate:,.0f} requests/s, busy {measured.busy:.0%} of the time"
+            for side, measured in sides
+        ]
+    return lines
 
 
 def main() -> None:

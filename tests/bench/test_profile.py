@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,56 @@ def test_the_profile_of_one_payment_names_the_pipeline() -> None:
     switched_off = "without log and gc and one-pass"
     [switched] = [line for line in finished.stdout.splitlines() if switched_off in line]
     assert switched.startswith(f"the service {switched_off}: ") and switched.endswith("%)")
+
+
+def test_in_flight_requests_and_latency_give_each_side_s_rate_and_busy_share() -> None:
+    finished = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.profile", "payment", "--requests", "160"),
+            *("--in-flight", "8", "--latency", "1", "--without", "coalescing", "--top", "1"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+    lines = finished.stdout.splitlines()
+    assert lines[3].startswith("8 in flight, the fake answering in 1 ms: P3 / P1 by rate ")
+    sides: dict[str, tuple[float, float]] = {}
+    for line in lines[4:7]:
+        side, _, measured = line.strip().partition(": ")
+        rate_text, _, busy_text = measured.partition(" requests/s, busy ")
+        sides[side] = (
+            float(rate_text.replace(",", "")),
+            float(busy_text.removesuffix("% of the time")),
+        )
+    assert set(sides) == {"the service", "the engine floor", "the service without coalescing"}
+    for rate, busy in sides.values():
+        # Eight at a time, each waiting at least 1 ms: at most 8,000 a second.
+        assert 0 < rate < 8000 and 0 < busy <= 110
+    assert (
+        abs(float(lines[3].split()[-1]) - sides["the service"][0] / sides["the engine floor"][0])
+        < 0.02
+    )
+
+
+async def test_requests_in_flight_are_kept_at_the_count_asked() -> None:
+    in_flight = most = 0
+
+    async def request() -> bytes:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.001)
+        in_flight -= 1
+        return b""
+
+    spent = await profile._spent(request, 10, in_flight=4)
+
+    assert (spent.requests, most, in_flight) == (10, 4, 0)
+    assert spent.wall > 0 and spent.cpu >= 0
 
 
 def test_the_sdk_comparison_on_dynamodb_local_counts_coalesced_calls() -> None:
