@@ -24,9 +24,9 @@ JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
 class JsonFormatter(OrjsonFormatter):
     """python-json-logger's formatter, on orjson, with each second's `time` text made once.
 
-    `logging.Formatter.formatTime` converts and formats the whole date for every line (a tenth
-    of a request log line's cost); lines of the same second differ only in their milliseconds.
-    The text is the same: `2026-12-02 07:43:25,209`, local time."""
+    `logging.Formatter.formatTime` converts and formats the whole date for every line; lines of
+    the same second differ only in their milliseconds. The text is the same:
+    `2026-12-02 07:43:25,209`, local time."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
