@@ -20,44 +20,40 @@ from server.app import create_app
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_profile_of_one_payment_names_the_pipeline() -> None:
-    finished = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.profile", "payment", "--requests", "50"),
-            *("--top", "200", "--without", "log", "--without", "gc", "--without", "one-pass"),
-        ],
+def _profile(*arguments: str) -> str:
+    """What `python -m bench.profile payment ...` prints."""
+    return subprocess.run(
+        [sys.executable, "-m", "bench.profile", "payment", *arguments],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
+    ).stdout
+
+
+def test_the_profile_of_one_payment_names_the_pipeline() -> None:
+    printed = _profile(
+        *("--requests", "50", "--top", "200"),
+        *("--without", "log", "--without", "gc", "--without", "one-pass"),
     )
 
-    first = finished.stdout.splitlines()[0]
+    first = printed.splitlines()[0]
     assert first.startswith("payment: ") and first.endswith(
         "ms of CPU per request, without the profiler"
     )
     assert float(first.split()[1]) > 0
-    assert "schema/operations.py" in finished.stdout
+    assert "schema/operations.py" in printed
     switched_off = "without log and gc and one-pass"
-    [switched] = [line for line in finished.stdout.splitlines() if switched_off in line]
+    [switched] = [line for line in printed.splitlines() if switched_off in line]
     assert switched.startswith(f"the service {switched_off}: ") and switched.endswith("%)")
 
 
 def test_in_flight_requests_and_latency_give_each_side_s_rate_and_busy_share() -> None:
-    finished = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.profile", "payment", "--requests", "160"),
-            *("--in-flight", "8", "--latency", "1", "--without", "coalescing", "--top", "1"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-
-    lines = finished.stdout.splitlines()
+    lines = _profile(
+        *("--requests", "160", "--in-flight", "8", "--latency", "1"),
+        *("--without", "coalescing", "--top", "1"),
+    ).splitlines()
     assert lines[3].startswith("8 in flight, the fake answering in 1 ms: P3 / P1 by rate ")
     sides: dict[str, tuple[float, float]] = {}
     for line in lines[4:7]:
