@@ -207,10 +207,7 @@ async def _spent(request: Request, count: int, in_flight: int = 1) -> Spent:
             await request()
 
     started, cpu_started = time.perf_counter(), time.process_time()
-    if in_flight == 1:
-        await caller()
-    else:
-        await asyncio.gather(*(caller() for _ in range(in_flight)))
+    await asyncio.gather(*(caller() for _ in range(in_flight)))
     return Spent(count, time.process_time() - cpu_started, time.perf_counter() - started)
 
 

@@ -39,6 +39,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from datasource.scoped import Scoped
+
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
@@ -154,30 +156,12 @@ _current: ContextVar[CallCount | None] = ContextVar("dynamodb_call_count", defau
 
 def count_calls() -> AbstractContextManager[CallCount]:
     """Count the DynamoDB calls made inside the block (and in tasks it starts)."""
-    return _Counting(CallCount())
+    return Scoped(_current, CallCount())
 
 
 def counting(count: CallCount) -> AbstractContextManager[CallCount]:
     """Count the DynamoDB calls made inside the block (and in tasks it starts) in `count`."""
-    return _Counting(count)
-
-
-class _Counting:
-    """The block of `counting`: a class rather than a generator, since every operation and
-    every coalesced call enters one, and a generator's context manager costs several times
-    more."""
-
-    __slots__ = ("_count", "_token")
-
-    def __init__(self, count: CallCount) -> None:
-        self._count = count
-
-    def __enter__(self) -> CallCount:
-        self._token = _current.set(self._count)
-        return self._count
-
-    def __exit__(self, *_: object) -> None:
-        _current.reset(self._token)
+    return Scoped(_current, count)
 
 
 def current() -> CallCount | None:

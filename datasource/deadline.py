@@ -17,6 +17,7 @@ from contextvars import ContextVar
 
 from datasource import breaker
 from datasource.errors import storage_errors
+from datasource.scoped import Scoped
 from domain.errors import StorageUnavailable
 
 _deadline: ContextVar[float | None] = ContextVar("dynamodb_deadline", default=None)
@@ -24,25 +25,11 @@ _deadline: ContextVar[float | None] = ContextVar("dynamodb_deadline", default=No
 OUT_OF_TIME = "the payments store did not answer within the request's time budget; retry shortly"
 
 
-def budget(seconds: float | None) -> AbstractContextManager[None]:
-    """The DynamoDB calls made inside the block must finish within `seconds` (None: no limit)."""
-    return _Budget(None if seconds is None else asyncio.get_running_loop().time() + seconds)
-
-
-class _Budget:
-    """The block of `budget`: a class rather than a generator, since every operation enters
-    one."""
-
-    __slots__ = ("_at", "_token")
-
-    def __init__(self, at: float | None) -> None:
-        self._at = at
-
-    def __enter__(self) -> None:
-        self._token = _deadline.set(self._at)
-
-    def __exit__(self, *_: object) -> None:
-        _deadline.reset(self._token)
+def budget(seconds: float | None) -> AbstractContextManager[float | None]:
+    """The DynamoDB calls made inside the block must finish within `seconds` (None: no limit);
+    `with` gives the deadline, on the event loop's clock."""
+    deadline = None if seconds is None else asyncio.get_running_loop().time() + seconds
+    return Scoped(_deadline, deadline)
 
 
 def current() -> float | None:
