@@ -2,9 +2,10 @@
 a fixed injected latency, so that the engine comparisons measure our code and not a database.
 
 It answers `batch_get_item`, `query`, `get_item` and `describe_table` as DynamoDB does for the
-requests `datasource` sends (key conditions `<partition> = :pk AND begins_with(<sort>, :prefix)`
-and `<partition> = :pk AND <sort> = :sk`, with attribute names or `#` placeholders, `IndexName`,
-`ScanIndexForward`, `Limit`, `ExclusiveStartKey` and `LastEvaluatedKey`), and fires botocore's
+requests `datasource` sends (key conditions `<partition> = :pk AND <sort> BETWEEN :low AND
+:high`, `<partition> = :pk AND begins_with(<sort>, :prefix)` and `<partition> = :pk AND <sort> =
+:sk`, with attribute names or `#` placeholders, `IndexName`, `ScanIndexForward`, `Limit`,
+`ExclusiveStartKey` and `LastEvaluatedKey`), and fires botocore's
 `before-call.dynamodb.<Operation>` event per call, so the service's request accounting counts its
 calls. Anything else it does not understand is refused loudly; writes are not served (the
 workloads only read).
@@ -35,6 +36,7 @@ MAX_BATCH_KEYS = 100
 _INDEXES: tuple[str | None, ...] = (None, GSI1, GSI2, GSI3)
 _EQUALS_AND_PREFIX = re.compile(r"^(\S+) = (:\w+) AND begins_with\((\S+), (:\w+)\)$")
 _EQUALS_AND_EQUALS = re.compile(r"^(\S+) = (:\w+) AND (\S+) = (:\w+)$")
+_EQUALS_AND_BETWEEN = re.compile(r"^(\S+) = (:\w+) AND (\S+) BETWEEN (:\w+) AND (:\w+)$")
 
 
 class ResourceNotFoundException(ClientError):  # type: ignore[misc]
@@ -162,7 +164,7 @@ class FakeDynamoDB:
         ExclusiveStartKey: Item | None = None,
     ) -> dict[str, Any]:
         names = ExpressionAttributeNames or {}
-        partition_name, partition_value, sort_name, sort_value, prefix = _key_condition(
+        partition_name, partition_value, sort_name, (first, last, last_included) = _key_condition(
             KeyConditionExpression, names, ExpressionAttributeValues
         )
         if IndexName not in _INDEXES:
@@ -173,12 +175,8 @@ class FakeDynamoDB:
         await self._call("Query", TableName)
         partition = self._partitions.get((IndexName, partition_value), _Partition())
         sort_keys = [order[0] for order in partition.order]
-        if prefix:
-            low = bisect.bisect_left(sort_keys, sort_value)
-            high = bisect.bisect_left(sort_keys, sort_value + "\U0010ffff")
-        else:
-            low = bisect.bisect_left(sort_keys, sort_value)
-            high = bisect.bisect_right(sort_keys, sort_value)
+        low = bisect.bisect_left(sort_keys, first)
+        high = (bisect.bisect_right if last_included else bisect.bisect_left)(sort_keys, last)
         if ExclusiveStartKey is not None:
             start = tuple(ExclusiveStartKey[name]["S"] for name in key_attributes[1:])
             if ScanIndexForward:
@@ -210,17 +208,26 @@ def as_client(fake: FakeDynamoDB) -> DynamoDBClient:
 
 def _key_condition(
     expression: str, names: dict[str, str], values: dict[str, Any]
-) -> tuple[str, str, str, str, bool]:
-    """(partition attribute, its value, sort attribute, sort value or prefix, is a prefix)."""
-    prefix = _EQUALS_AND_PREFIX.match(expression)
-    match = prefix or _EQUALS_AND_EQUALS.match(expression)
-    if match is None:
+) -> tuple[str, str, str, tuple[str, str, bool]]:
+    """(partition attribute, its value, sort attribute, (the sort keys' first value, their last,
+    whether the last is in))."""
+    for pattern in (_EQUALS_AND_BETWEEN, _EQUALS_AND_PREFIX, _EQUALS_AND_EQUALS):
+        match = pattern.match(expression)
+        if match is not None:
+            break
+    else:
         raise _refusal("Query", f"the fake does not understand {expression!r}")
-    partition_name, partition_value, sort_name, sort_value = match.groups()
+    partition_name, partition_value, sort_name, *placeholders = match.groups()
+    sort_values = [values[placeholder]["S"] for placeholder in placeholders]
+    if pattern is _EQUALS_AND_BETWEEN:
+        sort_range = (sort_values[0], sort_values[1], True)
+    elif pattern is _EQUALS_AND_PREFIX:
+        sort_range = (sort_values[0], sort_values[0] + "\U0010ffff", False)
+    else:
+        sort_range = (sort_values[0], sort_values[0], True)
     return (
         names.get(partition_name, partition_name),
         values[partition_value]["S"],
         names.get(sort_name, sort_name),
-        values[sort_value]["S"],
-        prefix is not None,
+        sort_range,
     )

@@ -39,9 +39,11 @@ from aiobotocore.config import AioConfig
 
 from bench.loadgen import http_request, percentile, run_load
 from datasource.pages import MAX_PAGE_SIZE
-from datasource.table import GSI2, GSI2PK, GSI2SK, PK, SK
+from datasource.store import loan_query, status_query
+from datasource.table import PK, SK
 from domain import keys
 from domain.enums import PaymentStatus
+from domain.payment import LoanRef
 from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
 # What the service asks for a full page: one item more, to learn whether a next page exists.
@@ -58,28 +60,12 @@ def call_parameters(call: str, variables: dict[str, str], table_name: str) -> di
         }
         # As the service reads one payment: GetItem, eventually consistent.
         return {"TableName": table_name, "Key": key, "ConsistentRead": False}
+    # The service's own Query for the page, one item more than the page.
     if call == "loan_page":
-        partition, prefix, index = (
-            (PK, keys.user_partition(variables["u"])),
-            (SK, keys.loan_payments_prefix(variables["l"])),
-            None,
-        )
+        query = loan_query(LoanRef(variables["u"], variables["l"]), status=None)
     else:
-        partition, prefix, index = (
-            (GSI2PK, keys.GSI2_PARTITION),
-            (GSI2SK, keys.status_prefix(PaymentStatus.PENDING)),
-            GSI2,
-        )
-    parameters: dict[str, Any] = {
-        "TableName": table_name,
-        "KeyConditionExpression": f"{partition[0]} = :pk AND begins_with({prefix[0]}, :prefix)",
-        "ExpressionAttributeValues": {":pk": {"S": partition[1]}, ":prefix": {"S": prefix[1]}},
-        "ScanIndexForward": False,
-        "Limit": PAGE_LIMIT,
-    }
-    if index is not None:
-        parameters["IndexName"] = index
-    return parameters
+        query = status_query(PaymentStatus.PENDING, keys.GSI2_PARTITION)
+    return {**query.parameters(table_name), "Limit": PAGE_LIMIT}
 
 
 async def _calls(

@@ -13,6 +13,7 @@ from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
 from datasource.items import Item
 from datasource.table import page_key_attributes
+from domain import keys
 from domain.errors import InvalidInput
 from domain.payment import Payment
 
@@ -91,7 +92,8 @@ class PageQuery:
     def parameters(self, table_name: str) -> QueryInputTypeDef:
         parameters: QueryInputTypeDef = {
             "TableName": table_name,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            # `begins_with(#sk, :prefix)`, as a range (`keys.prefix_end`).
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :prefix AND :end",
             "ExpressionAttributeNames": {
                 "#pk": self.partition_attribute,
                 "#sk": self.sort_attribute,
@@ -99,6 +101,7 @@ class PageQuery:
             "ExpressionAttributeValues": {
                 ":pk": {"S": self.partition},
                 ":prefix": {"S": self.sort_prefix},
+                ":end": {"S": keys.prefix_end(self.sort_prefix)},
             },
             "ScanIndexForward": not self.newest_first,
         }

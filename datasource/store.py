@@ -202,26 +202,8 @@ class PaymentStore:
     ) -> Page:
         """A loan's payments, newest first; only those in `status` when given (GSI1).
         `consistent` applies to the table's list; an index is read eventually consistent."""
-        user_id, loan_id = loan.user_id, loan.loan_id
         first = page_size(first)
-        if status is None:
-            query = PageQuery(
-                scope=ListScope(None, user_id, loan_id),
-                partition_attribute=PK,
-                partition=keys.user_partition(user_id),
-                sort_attribute=SK,
-                sort_prefix=keys.loan_payments_prefix(loan_id),
-                consistent=consistent,
-            )
-        else:
-            query = PageQuery(
-                scope=ListScope(GSI1, user_id, loan_id, status),
-                partition_attribute=GSI1PK,
-                partition=keys.user_partition(user_id),
-                sort_attribute=GSI1SK,
-                sort_prefix=keys.loan_status_prefix(loan_id, status),
-            )
-        return await self._page(query, first=first, after=after)
+        return await self._page(loan_query(loan, status, consistent), first=first, after=after)
 
     async def payments_by_status(
         self, *, status: PaymentStatus, first: int, after: str | None
@@ -232,16 +214,7 @@ class PaymentStore:
         exact pages whatever the number of shards.
         """
         first = page_size(first)
-        queries = [
-            PageQuery(
-                scope=ListScope(GSI2, status=status),
-                partition_attribute=GSI2PK,
-                partition=partition,
-                sort_attribute=GSI2SK,
-                sort_prefix=keys.status_prefix(status),
-            )
-            for partition in self._layout.read_partitions()
-        ]
+        queries = [status_query(status, partition) for partition in self._layout.read_partitions()]
         if len(queries) == 1:
             return await self._page(queries[0], first=first, after=after)
         return await merged_page(
@@ -353,3 +326,36 @@ class PaymentStore:
 
 def _key_strings(ref: PaymentRef) -> tuple[str, str]:
     return keys.user_partition(ref.user_id), keys.payment_sort_key(ref.loan_id, ref.payment_id)
+
+
+def loan_query(loan: LoanRef, status: PaymentStatus | None, consistent: bool = False) -> PageQuery:
+    """The Query of a loan's payments (the table), or of those in `status` (GSI1, whose reads
+    are eventually consistent whatever `consistent` says)."""
+    user_id, loan_id = loan.user_id, loan.loan_id
+    if status is None:
+        return PageQuery(
+            scope=ListScope(None, user_id, loan_id),
+            partition_attribute=PK,
+            partition=keys.user_partition(user_id),
+            sort_attribute=SK,
+            sort_prefix=keys.loan_payments_prefix(loan_id),
+            consistent=consistent,
+        )
+    return PageQuery(
+        scope=ListScope(GSI1, user_id, loan_id, status),
+        partition_attribute=GSI1PK,
+        partition=keys.user_partition(user_id),
+        sort_attribute=GSI1SK,
+        sort_prefix=keys.loan_status_prefix(loan_id, status),
+    )
+
+
+def status_query(status: PaymentStatus, partition: str) -> PageQuery:
+    """The Query of the payments in `status` on one GSI2 partition."""
+    return PageQuery(
+        scope=ListScope(GSI2, status=status),
+        partition_attribute=GSI2PK,
+        partition=partition,
+        sort_attribute=GSI2SK,
+        sort_prefix=keys.status_prefix(status),
+    )

@@ -5,10 +5,16 @@ from typing import Any
 import pytest
 
 from datasource import Page, PageOf, PaymentStore, count_calls
+from datasource.history import event_item, history_query
+from datasource.items import Item
+from datasource.store import loan_query, status_query
+from domain import keys
+from domain.audit import Actor, ActorKind
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import InvalidCursor
+from domain.history import event_of
 from domain.payment import LoanRef, Payment
-from tests.datasource.stored_items import put_all
+from tests.datasource.stored_items import put_all, put_items
 from tests.payment_samples import sample_payment
 
 S = PaymentStatus
@@ -194,3 +200,66 @@ async def test_a_tampered_cursor_is_refused(store: PaymentStore) -> None:
     other_secret = type(store)(store.client, table_name=store.table_name, cursor_secret=b"other")
     with pytest.raises(InvalidCursor):
         await other_secret.payments_by_status(status=S.PENDING, first=1, after=cursor)
+
+
+# Loans whose keys sort right next to loan `1`'s, on both sides of its prefix and of the range's
+# end (`keys.prefix_end`): `!` and `"` sort before `#`, `$` is the end's own character.
+NEIGHBOUR_LOANS = ("1", "12", "1!", '1"', "1$", "1$x", "0", "2")
+
+
+async def _all_items(store: PaymentStore, parameters: dict[str, Any]) -> list[Item]:
+    items: list[Item] = []
+    start: dict[str, Any] = {}
+    while True:
+        response = await store.client.query(**parameters, **start)
+        items += response["Items"]
+        if "LastEvaluatedKey" not in response:
+            return items
+        start = {"ExclusiveStartKey": response["LastEvaluatedKey"]}
+
+
+async def test_every_list_s_key_range_finds_exactly_what_begins_with_finds(
+    store: PaymentStore,
+) -> None:
+    """The lists ask for their sort-key prefix as a range (`BETWEEN`), which DynamoDB Local reads
+    through its index; on either backend it must select what `begins_with` selects, among keys
+    that sort right next to the prefix, in the same order."""
+    payments = [
+        sample_payment(user_id="alice", loan_id=loan, status=status)
+        for loan in NEIGHBOUR_LOANS
+        for status in (S.PENDING, S.RETRY, S.PENDING)
+    ]
+    await put_all(store, payments)
+    actor = Actor(ActorKind.SERVICE, "svc", None)
+    await put_items(store, [event_item(event_of(None, payment, actor)) for payment in payments])
+    one = payments[0]
+    queries = {
+        "a loan": loan_query(LoanRef("alice", "1"), None),
+        "a loan in one status": loan_query(LoanRef("alice", "1"), S.PENDING),
+        "one status": status_query(S.PENDING, keys.GSI2_PARTITION),
+        "a payment's history": history_query(one.ref),
+    }
+    for name, query in queries.items():
+        parameters: dict[str, Any] = {**query.parameters(store.table_name), "Limit": 5}
+        assert "BETWEEN" in parameters["KeyConditionExpression"]
+        as_prefix = {
+            **parameters,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "ExpressionAttributeValues": {
+                name: value
+                for name, value in parameters["ExpressionAttributeValues"].items()
+                if name != ":end"
+            },
+        }
+        expected = await _all_items(store, as_prefix)
+        assert expected, name
+        assert await _all_items(store, parameters) == expected, name
+    # And what a caller sees: loan `1`'s payments, none of its neighbours'.
+    page = await store.loan_payments(LoanRef("alice", "1"), status=None, first=50, after=None)
+    assert sorted(_ids(page)) == sorted(p.payment_id for p in payments if p.loan_id == "1")
+
+
+def test_a_prefix_s_range_ends_at_its_delimiter_s_successor() -> None:
+    assert keys.prefix_end("LOAN#1#PAYMENT#") == "LOAN#1#PAYMENT$"
+    with pytest.raises(ValueError, match="ends in '#'"):
+        keys.prefix_end("LOAN#1")
