@@ -3,12 +3,11 @@ a fixed injected latency, so that the engine comparisons measure our code and no
 
 It answers `batch_get_item`, `query`, `get_item` and `describe_table` as DynamoDB does for the
 requests `datasource` sends (key conditions `<partition> = :pk AND <sort> BETWEEN :low AND
-:high`, `<partition> = :pk AND begins_with(<sort>, :prefix)` and `<partition> = :pk AND <sort> =
-:sk`, with attribute names or `#` placeholders, `IndexName`, `ScanIndexForward`, `Limit`,
-`ExclusiveStartKey` and `LastEvaluatedKey`), and fires botocore's
-`before-call.dynamodb.<Operation>` event per call, so the service's request accounting counts its
-calls. Anything else it does not understand is refused loudly; writes are not served (the
-workloads only read).
+:high` and `<partition> = :pk AND <sort> = :sk`, with attribute names or `#` placeholders,
+`IndexName`, `ScanIndexForward`, `Limit`, `ExclusiveStartKey` and `LastEvaluatedKey`), and fires
+botocore's `before-call.dynamodb.<Operation>` event per call, so the service's request accounting
+counts its calls. Anything else it does not understand is refused loudly; writes are not served
+(the workloads only read).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ INJECTED_LATENCY_SECONDS = 0.002
 # DynamoDB's limit of keys per BatchGetItem.
 MAX_BATCH_KEYS = 100
 _INDEXES: tuple[str | None, ...] = (None, GSI1, GSI2, GSI3)
-_EQUALS_AND_PREFIX = re.compile(r"^(\S+) = (:\w+) AND begins_with\((\S+), (:\w+)\)$")
 _EQUALS_AND_EQUALS = re.compile(r"^(\S+) = (:\w+) AND (\S+) = (:\w+)$")
 _EQUALS_AND_BETWEEN = re.compile(r"^(\S+) = (:\w+) AND (\S+) BETWEEN (:\w+) AND (:\w+)$")
 
@@ -164,7 +162,7 @@ class FakeDynamoDB:
         ExclusiveStartKey: Item | None = None,
     ) -> dict[str, Any]:
         names = ExpressionAttributeNames or {}
-        partition_name, partition_value, sort_name, (first, last, last_included) = _key_condition(
+        partition_name, partition_value, sort_name, (first, last) = _key_condition(
             KeyConditionExpression, names, ExpressionAttributeValues
         )
         if IndexName not in _INDEXES:
@@ -176,7 +174,7 @@ class FakeDynamoDB:
         partition = self._partitions.get((IndexName, partition_value), _Partition())
         sort_keys = [order[0] for order in partition.order]
         low = bisect.bisect_left(sort_keys, first)
-        high = (bisect.bisect_right if last_included else bisect.bisect_left)(sort_keys, last)
+        high = bisect.bisect_right(sort_keys, last)
         if ExclusiveStartKey is not None:
             start = tuple(ExclusiveStartKey[name]["S"] for name in key_attributes[1:])
             if ScanIndexForward:
@@ -208,10 +206,10 @@ def as_client(fake: FakeDynamoDB) -> DynamoDBClient:
 
 def _key_condition(
     expression: str, names: dict[str, str], values: dict[str, Any]
-) -> tuple[str, str, str, tuple[str, str, bool]]:
-    """(partition attribute, its value, sort attribute, (the sort keys' first value, their last,
-    whether the last is in))."""
-    for pattern in (_EQUALS_AND_BETWEEN, _EQUALS_AND_PREFIX, _EQUALS_AND_EQUALS):
+) -> tuple[str, str, str, tuple[str, str]]:
+    """(partition attribute, its value, sort attribute, (the sort keys' first and last value,
+    both included))."""
+    for pattern in (_EQUALS_AND_BETWEEN, _EQUALS_AND_EQUALS):
         match = pattern.match(expression)
         if match is not None:
             break
@@ -219,12 +217,8 @@ def _key_condition(
         raise _refusal("Query", f"the fake does not understand {expression!r}")
     partition_name, partition_value, sort_name, *placeholders = match.groups()
     sort_values = [values[placeholder]["S"] for placeholder in placeholders]
-    if pattern is _EQUALS_AND_BETWEEN:
-        sort_range = (sort_values[0], sort_values[1], True)
-    elif pattern is _EQUALS_AND_PREFIX:
-        sort_range = (sort_values[0], sort_values[0] + "\U0010ffff", False)
-    else:
-        sort_range = (sort_values[0], sort_values[0], True)
+    # BETWEEN's two values, or the one value of `=`: both ends are in.
+    sort_range = (sort_values[0], sort_values[-1])
     return (
         names.get(partition_name, partition_name),
         values[partition_value]["S"],
