@@ -124,9 +124,13 @@ class CircuitBreaker:
         if self._opened_at is not None:
             self._close()
 
+    def refuses(self) -> bool:
+        """Whether a call made here now is refused: open, and not the probe's own call."""
+        return self._opened_at is not None and not _probing.get()
+
     def _refuse_when_open(self, **_: Any) -> None:
         _call.set(_Call(self))
-        if self._opened_at is not None and not _probing.get():
+        if self.refuses():
             raise StorageUnavailable(OPEN_MESSAGE)
 
     def _watch_attempt(

@@ -20,6 +20,9 @@ What stays each request's own:
                 the shares add up to what DynamoDB reported. (Exact when the items are of one
                 size class, as payments are: DynamoDB rounds each item up to 4 KB.)
     errors      a failed call fails each of its callers with its error.
+    traces      with a tracer, the shared call is a span of its own (`coalesced lookup`), a
+                child of the first caller's current span (its DataLoader batch) and linked to
+                every caller's; each caller's span is linked back to it.
 
 Reads of one consistency go together: a strong read is never answered by an eventual one.
 """
@@ -29,10 +32,15 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from datasource import accounting, breaker, deadline
+from opentelemetry import trace
+
+from datasource import accounting, breaker, deadline, tracing
 from domain.errors import StorageUnavailable
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext, Tracer
 
 # DynamoDB's limit of keys per BatchGetItem request.
 BATCH_SIZE = 100
@@ -52,7 +60,18 @@ Fetch = Callable[[list[K], bool], Awaitable[dict[K, V]]]
 class _Batch(Generic[K, V]):
     """The keys of one shared call, and its callers' futures."""
 
-    __slots__ = ("asked", "callers", "calls", "consistent", "context", "keys", "task", "waiters")
+    __slots__ = (
+        "asked",
+        "callers",
+        "calls",
+        "consistent",
+        "context",
+        "keys",
+        "links",
+        "span",
+        "task",
+        "waiters",
+    )
 
     def __init__(self, consistent: bool) -> None:
         self.consistent = consistent
@@ -66,11 +85,15 @@ class _Batch(Generic[K, V]):
         self.context = contextvars.Context()
         self.calls = accounting.CallCount()
         self.task: asyncio.Task[None] | None = None
+        # Traced: the callers' current spans, and the shared call's own.
+        self.links: list[SpanContext] = []
+        self.span: trace.Span | None = None
 
 
 class Coalescer(Generic[K, V]):
-    def __init__(self, fetch: Fetch[K, V]) -> None:
+    def __init__(self, fetch: Fetch[K, V], *, tracer: Tracer | None = None) -> None:
         self._fetch = fetch
+        self._tracer = tracer
         # The batch still taking keys, per consistency.
         self._open: dict[bool, _Batch[K, V]] = {}
 
@@ -91,10 +114,14 @@ class Coalescer(Generic[K, V]):
         waiter: asyncio.Future[dict[K, V]] = loop.create_future()
         batch.waiters.append(waiter)
         batch.callers += 1
+        if self._tracer is not None:
+            batch.links.append(trace.get_current_span().get_span_context())
         try:
             found = await self._wait(batch, waiter)
         finally:
             batch.callers -= 1
+            if batch.span is not None:
+                trace.get_current_span().add_link(batch.span.get_span_context())
             if batch.task is not None and batch.task.done():
                 self._account(batch, len(distinct))
             elif batch.callers == 0 and batch.task is not None:
@@ -112,12 +139,31 @@ class Coalescer(Generic[K, V]):
             del self._open[batch.consistent]
         if batch.callers == 0:  # every caller left before it went out
             return
+        if self._tracer is not None:
+            batch.span = self._group_span(batch)
         batch.task = asyncio.get_running_loop().create_task(
             self._call(batch), context=batch.context
         )
 
+    def _group_span(self, batch: _Batch[K, V]) -> trace.Span | None:
+        """The shared call's span, if any caller is traced."""
+        assert self._tracer is not None
+        callers = [link for link in batch.links if link.is_valid and link.trace_flags.sampled]
+        if not callers:
+            return None
+        return self._tracer.start_span(
+            "coalesced lookup",
+            context=trace.set_span_in_context(trace.NonRecordingSpan(callers[0])),
+            links=[trace.Link(caller) for caller in callers],
+            attributes={
+                "loc.coalesce.callers": batch.callers,
+                "loc.coalesce.keys": len(batch.keys),
+                "aws.dynamodb.consistent_read": batch.consistent,
+            },
+        )
+
     async def _call(self, batch: _Batch[K, V]) -> None:
-        with accounting.counting(batch.calls):
+        with accounting.counting(batch.calls), tracing.Current(batch.span):
             try:
                 found = await self._fetch(list(batch.keys), batch.consistent)
             except asyncio.CancelledError:
@@ -125,6 +171,7 @@ class Coalescer(Generic[K, V]):
                     waiter.cancel()
                 raise
             except Exception as error:  # handed to every caller, who raises it
+                tracing.record_error(error)
                 for waiter in batch.waiters:
                     if not waiter.done():
                         waiter.set_exception(error)

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
 from contextvars import ContextVar
 
-from datasource import breaker
+from datasource import breaker, tracing
 from datasource.errors import storage_errors
 from datasource.scoped import Scoped
 from domain.errors import StorageUnavailable
@@ -39,17 +39,22 @@ def current() -> float | None:
 
 @asynccontextmanager
 async def storage_call() -> AsyncIterator[None]:
-    """One DynamoDB call: its errors become domain errors, and it ends by the deadline."""
+    """One DynamoDB call: its errors become domain errors, and it ends by the deadline. A call
+    that ends without an answer ends its span here (`tracing.abandoned`)."""
     timeout = asyncio.timeout_at(_deadline.get())  # no deadline: no limit of ours
     try:
-        async with timeout:
-            with storage_errors():
-                yield
-    except TimeoutError:
-        if not timeout.expired():
-            raise
-        breaker.budget_ran_out()
-        raise StorageUnavailable(OUT_OF_TIME) from None
+        try:
+            async with timeout:
+                with storage_errors():
+                    yield
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            breaker.budget_ran_out()
+            raise StorageUnavailable(OUT_OF_TIME) from None
+    except BaseException as error:
+        tracing.abandoned(error)
+        raise
 
 
 async def pause(seconds: float) -> None:

@@ -12,6 +12,7 @@
     loc_actor_kind               S  CUSTOMER, SERVICE or JOB
     loc_actor_id                 S  the token's subject, or the job's name
     loc_request_id               S  the API request that wrote, if any
+    loc_trace_parent             S  the W3C `traceparent` of the span that wrote it, when traced
 
 No GSI attributes, and a sort key that no payment prefix matches: no payment access pattern sees
 an event. An event is put in the same transaction as the write it records, on the condition that
@@ -26,6 +27,7 @@ from datasource.cursors import ListScope
 from datasource.items import Item
 from datasource.pages import PageOf, PageQuery
 from datasource.table import PK, SK
+from datasource.tracing import current_traceparent
 from domain import keys
 from domain.audit import ActorKind
 from domain.enums import PaymentStatus
@@ -44,6 +46,7 @@ _OPTIONAL_TEXT = {
     "loc_return_code": "return_code",
     "loc_confirmation_id": "confirmation_id",
     "loc_request_id": "request_id",
+    "loc_trace_parent": "trace_parent",
 }
 
 
@@ -72,6 +75,8 @@ def event_item(event: PaymentEvent) -> Item:
         "loc_return_code": event.return_code,
         "loc_confirmation_id": event.confirmation_id,
         "loc_request_id": event.request_id,
+        # A new event takes the trace of the request writing it (what is current here).
+        "loc_trace_parent": event.trace_parent or current_traceparent(),
     }
     item.update({name: {"S": value} for name, value in optional.items() if value is not None})
     return item
@@ -94,6 +99,7 @@ def event_from_item(item: Item) -> PaymentEvent:
         request_id=optional.get("request_id"),
         return_code=optional.get("return_code"),
         confirmation_id=optional.get("confirmation_id"),
+        trace_parent=optional.get("trace_parent"),
     )
 
 

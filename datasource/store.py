@@ -39,6 +39,7 @@ from datasource.table import (
     PK,
     SK,
 )
+from datasource.tracing import CallSpans
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
@@ -48,14 +49,20 @@ from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import LoanRef, Payment, PaymentRef
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
     from types_aiobotocore_dynamodb import DynamoDBClient
 
 
 @asynccontextmanager
 async def open_store(
-    config: DynamoConfig, *, cursor_secret: bytes, layout: StatusLayout = SEED_LAYOUT
+    config: DynamoConfig,
+    *,
+    cursor_secret: bytes,
+    layout: StatusLayout = SEED_LAYOUT,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[PaymentStore]:
-    """A store on one shared client, open for the life of the block (the life of the service)."""
+    """A store on one shared client, open for the life of the block (the life of the service);
+    with a tracer, a span per DynamoDB call (`datasource.tracing`)."""
     breaker = CircuitBreaker(
         failures=config.breaker_failures, probe_interval=config.breaker_probe_interval
     )
@@ -68,6 +75,7 @@ async def open_store(
                 layout=layout,
                 breaker=breaker,
                 coalesce=config.coalesce_lookups,
+                tracer=tracer,
             )
         finally:
             await breaker.close()
@@ -84,6 +92,7 @@ class PaymentStore:
         layout: StatusLayout = SEED_LAYOUT,
         breaker: CircuitBreaker | None = None,
         coalesce: bool = False,
+        tracer: Tracer | None = None,
     ) -> None:
         self._client = client
         self._table = table_name
@@ -92,8 +101,12 @@ class PaymentStore:
         self._cursors = CursorCodec(cursor_secret)
         self._backoff = backoff or Backoff()
         # Lookups shared with other requests' (the service's store; a job's reads are its own).
-        self._lookups = Coalescer(self._read) if coalesce else None
+        self._lookups = Coalescer(self._read, tracer=tracer) if coalesce else None
         attach_accounting(client)
+        # The process's tracer (None: tracing off); its call spans hook in before the breaker.
+        self.tracer = tracer
+        if tracer is not None:
+            CallSpans(tracer, breaker).attach(client)
         # Fails calls at once while DynamoDB does not answer (the service's own client only).
         self.breaker = breaker
         if breaker is not None:

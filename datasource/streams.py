@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from datasource import tracing
 from datasource.batch import Backoff
 from datasource.history import event_from_item
 from datasource.table import SK
@@ -43,6 +44,7 @@ from domain.errors import PaymentsError
 from domain.history import PaymentEvent
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
     from types_aiobotocore_dynamodb import DynamoDBClient
 
 logger = logging.getLogger("loc_payments.streams")
@@ -101,8 +103,11 @@ class DynamoDBStreamSource:
         table_name: str,
         poll_interval: float,
         backoff: Backoff | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
+        """With a tracer, each event read is a span linked to its write (`tracing.received`)."""
         self._dynamodb = dynamodb_client
+        self._tracer = tracer
         self._streams = streams_client
         self._table_name = table_name
         self._poll_interval = poll_interval
@@ -221,7 +226,13 @@ class DynamoDBStreamSource:
             shard.last_sequence = record["dynamodb"]["SequenceNumber"]
             event = _event_of(record)
             if event is not None:
-                publish(event)
+                with tracing.received(
+                    self._tracer,
+                    event,
+                    table_name=self._table_name,
+                    sequence_number=shard.last_sequence,
+                ):
+                    publish(event)
         shard.iterator = answer.get("NextShardIterator")
         if shard.iterator is None:
             # Read to its end: its children (if any) come next.

@@ -32,6 +32,9 @@ class PaymentEvent:
     request_id: str | None = None
     return_code: str | None = None
     confirmation_id: str | None = None
+    # The W3C `traceparent` of the request that wrote it, as stored (None until it is stored, and
+    # for writes that were not traced): what a live update's trace links back to.
+    trace_parent: str | None = None
 
     @property
     def ref(self) -> PaymentRef:

@@ -11,6 +11,9 @@ A payment listed or written earlier in the request is kept by its ref (`remember
 lookup of it (`payment`) costs nothing; only lookups reach the `payments` loader, which is
 private so that no caller bypasses that.
 
+With a tracer, each batch is a span (`DataLoader <loader>`, its number of keys), the parent of
+the DynamoDB calls it makes; no span per field or per key.
+
 Reads are eventually consistent (half the read units) unless `consistent` is set: by the
 `strong_reads` setting, or by `read_strongly()` before a read that decides a write or must see
 one (a mutation, a live event). Index queries (GSI1, GSI3) are eventually consistent whatever
@@ -28,6 +31,7 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 
 from datasource import HistoryPage, Page, PageOf, PaymentStore
+from datasource.tracing import internal_span
 from domain import validation
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
@@ -144,12 +148,24 @@ class BatchReads:
     def remember(self, payments: list[Payment]) -> None:
         self.known.update((payment.ref, payment) for payment in payments)
 
+    def _span(self, loader: str, keys: list[Any]) -> contextlib.AbstractContextManager[object]:
+        tracer = getattr(self._store, "tracer", None)  # none on the tests' stand-in stores
+        if tracer is None:
+            return contextlib.nullcontext()
+        attributes = {"loc.dataloader.name": loader, "loc.dataloader.keys": len(keys)}
+        return internal_span(tracer, f"DataLoader {loader}", attributes)
+
     async def payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
-        return await self._store.batch_get(refs, consistent=self.consistent)
+        with self._span("payments", refs):
+            return await self._store.batch_get(refs, consistent=self.consistent)
 
     # Each key is its own Query; a failure (a refused cursor) belongs to its key alone, so
     # exceptions are handed back per key and the loader raises them where they were asked for.
     async def loan_pages(self, keys: list[LoanPageKey]) -> list[Page | BaseException]:
+        with self._span("loan_pages", keys):
+            return await self._loan_pages(keys)
+
+    async def _loan_pages(self, keys: list[LoanPageKey]) -> list[Page | BaseException]:
         pages = await asyncio.gather(
             *(
                 self._store.loan_payments(
@@ -171,26 +187,28 @@ class BatchReads:
     async def confirmations(
         self, keys: list[ConfirmationKey]
     ) -> list[Payment | BaseException | None]:
-        found = await asyncio.gather(
-            *(
-                self._store.payment_by_confirmation(
-                    user_id=key.user_id, confirmation_id=key.confirmation_id
-                )
-                for key in keys
-            ),
-            return_exceptions=True,
-        )
+        with self._span("confirmations", keys):
+            found = await asyncio.gather(
+                *(
+                    self._store.payment_by_confirmation(
+                        user_id=key.user_id, confirmation_id=key.confirmation_id
+                    )
+                    for key in keys
+                ),
+                return_exceptions=True,
+            )
         self.remember([payment for payment in found if isinstance(payment, Payment)])
         return list(found)
 
     async def histories(self, keys: list[HistoryKey]) -> list[HistoryPage | BaseException]:
-        pages = await asyncio.gather(
-            *(
-                self._store.history(
-                    key.payment, first=key.first, after=key.after, consistent=self.consistent
-                )
-                for key in keys
-            ),
-            return_exceptions=True,
-        )
+        with self._span("histories", keys):
+            pages = await asyncio.gather(
+                *(
+                    self._store.history(
+                        key.payment, first=key.first, after=key.after, consistent=self.consistent
+                    )
+                    for key in keys
+                ),
+                return_exceptions=True,
+            )
         return list(pages)
