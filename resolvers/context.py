@@ -16,6 +16,9 @@ from resolvers.callers import Caller, CallerError, Forbidden
 from resolvers.loaders import Loaders
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context as TraceContext
+    from opentelemetry.trace import Span, Tracer
+
     from resolvers.live import EventHub
 
 
@@ -43,14 +46,25 @@ class Context:
     live: EventHub | None = None
     connection_params: dict[str, Any] | None = None
     close_connection: Callable[[int, str], Awaitable[None]] | None = None
+    # Traces (`schema.tracing`), when the store has a tracer: the caller's trace (W3C
+    # `traceparent`, from the request or `connection_init`'s payload) and the operation's span.
+    trace_parent: TraceContext | None = None
+    span: Span | None = None
 
     def __post_init__(self) -> None:
         self.loaders = Loaders(self.store, consistent=self.strong_reads)
 
     def fresh(self) -> Context:
         """A context for one more operation on the same connection: its own loaders (no reads
-        cached by an earlier operation) and its own record of what it did."""
-        return dataclasses.replace(self, calls=None, writes=[], user_errors=[])
+        cached by an earlier operation), its own record of what it did and its own span."""
+        return dataclasses.replace(self, calls=None, writes=[], user_errors=[], span=None)
+
+    @property
+    def tracer(self) -> Tracer | None:
+        """The process's tracer; None when tracing is off (or for a store without one: the
+        tests' stand-ins)."""
+        tracer: Tracer | None = getattr(self.store, "tracer", None)
+        return tracer
 
     @property
     def caller_kind(self) -> str:

@@ -36,7 +36,8 @@ class PaymentsSchema(strawberry.Schema):
     graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing
     variables), which would reveal the schema piece by piece. `observers` are what the server
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
-    on DynamoDB (`datasource.deadline`). `shortcuts=False` leaves out the shorter paths of
+    on DynamoDB (`datasource.deadline`); `trace_documents` puts each operation's document in its
+    span (`schema.tracing`). `shortcuts=False` leaves out the shorter paths of
     `schema.execution` (the tests compare both)."""
 
     def __init__(
@@ -47,6 +48,7 @@ class PaymentsSchema(strawberry.Schema):
         observers: Sequence[Observer] = (),
         dynamodb_budget: float | None = None,
         shortcuts: bool = True,
+        trace_documents: bool = False,
     ) -> None:
         executor_class = (
             PaymentsExecutionContext if shortcuts else StrawberryGraphQLCoreExecutionContext
@@ -68,6 +70,7 @@ class PaymentsSchema(strawberry.Schema):
             on_errors=self.process_errors,
             observers=observers,
             dynamodb_budget=dynamodb_budget,
+            trace_documents=trace_documents,
         )
 
     async def execute(
@@ -130,6 +133,7 @@ def build_schema(
     observers: Sequence[Observer] = (),
     dynamodb_budget: float | None = None,
     shortcuts: bool = True,
+    trace_documents: bool = False,
 ) -> PaymentsSchema:
     return PaymentsSchema(
         limits,
@@ -137,4 +141,5 @@ def build_schema(
         observers=observers,
         dynamodb_budget=dynamodb_budget,
         shortcuts=shortcuts,
+        trace_documents=trace_documents,
     )

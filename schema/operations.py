@@ -11,6 +11,8 @@
                operation's budget (`datasource.deadline`)
     errors     the unexpected logged and masked, the rest made public (`schema.public_errors`)
     observe    the server's observers (request log, metrics) see the finished operation
+    trace      with a tracer, the operation is a span from its parse to its answer, current
+               while it executes (`schema.tracing`)
 
 A subscription (`stream`, over WebSocket) takes the same steps up to the cost; then each event
 is executed as graphql-core's `subscribe` maps it, and its errors made public the same way.
@@ -59,6 +61,7 @@ from datasource import deadline
 from datasource.accounting import CallCount, count_calls
 from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
 from schema.public_errors import public_error
+from schema.tracing import operation_trace, record_errors
 
 # Distinct query texts kept parsed and validated; clients send a handful of fixed operations.
 CACHED_DOCUMENTS = 512
@@ -94,8 +97,10 @@ class OperationRunner:
         on_errors: Callable[[list[GraphQLError]], None],
         observers: Sequence[Observer],
         dynamodb_budget: float | None = None,
+        trace_documents: bool = False,
     ) -> None:
         self._schema = schema
+        self._trace_documents = trace_documents
         self._limits = limits
         self._hide_suggestions = production
         self._executor_class = executor_class
@@ -155,14 +160,18 @@ class OperationRunner:
             raise MissingQueryError
         started = time.perf_counter()
         document, errors = self._checked(query, variables, operation_name, allowed)
+        trace = operation_trace(
+            context, document, operation_name, document_text=self._text(query), started=started
+        )
         data = None
-        with count_calls() as calls, deadline.budget(self._budget):
+        with count_calls() as calls, deadline.budget(self._budget), trace:
             if hasattr(context, "calls"):
                 context.calls = calls
             if document is not None and not errors:
                 data, errors = await self._execute(
                     document, variables, context, operation_name, operation_extensions
                 )
+        trace.end(errors)
         errors = self._public(errors)
         extensions = None
         if getattr(context, "debug_dynamodb", False):
@@ -190,8 +199,12 @@ class OperationRunner:
         document is one `PreExecutionError` (graphql-transport-ws answers it with `error`)."""
         if not query:
             raise MissingQueryError
+        started = time.perf_counter()
         document, errors = self._checked(query, variables, operation_name, allowed)
         if document is None or errors:
+            operation_trace(
+                context, document, operation_name, document_text=self._text(query), started=started
+            ).end(errors)
             yield PreExecutionError(data=None, errors=self._public(errors))
             return
         if get_operation_type(document, operation_name) is not OperationType.SUBSCRIPTION:
@@ -203,21 +216,28 @@ class OperationRunner:
                 allowed=allowed,
             )
             return
-        source = subscribe(
-            self._schema,
-            document,
-            context_value=context,
-            variable_values=variables,
-            operation_name=operation_name,
-            hide_suggestions=self._hide_suggestions,
+        # The subscription's span ends once it is accepted; each event sent has its own.
+        trace = operation_trace(
+            context, document, operation_name, document_text=self._text(query), started=started
         )
-        if isawaitable(source):
-            source = await source
+        with trace:
+            source = subscribe(
+                self._schema,
+                document,
+                context_value=context,
+                variable_values=variables,
+                operation_name=operation_name,
+                hide_suggestions=self._hide_suggestions,
+            )
+            if isawaitable(source):
+                source = await source
+        trace.end(source.errors or [] if isinstance(source, GraphQLExecutionResult) else [])
         if isinstance(source, GraphQLExecutionResult):  # refused before its first event
             yield PreExecutionError(data=None, errors=self._public(source.errors))
             return
         try:
             async for event in source:
+                record_errors(event.errors)
                 yield ExecutionResult(data=event.data, errors=self._public(event.errors) or None)
         except Exception as error:  # the source failed: one last answer, masked if unexpected
             yield ExecutionResult(
@@ -252,6 +272,10 @@ class OperationRunner:
             if refusal is not None:
                 errors = [refusal]
         return document, errors
+
+    def _text(self, query: str) -> str | None:
+        """The document, for its span, when the setting says to record it."""
+        return query if self._trace_documents else None
 
     def _public(self, errors: Sequence[GraphQLError] | None) -> list[GraphQLError]:
         """The unexpected logged and masked, every error in the words a caller may read."""

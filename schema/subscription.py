@@ -9,6 +9,7 @@ import strawberry
 
 from resolvers import live
 from resolvers.context import Context
+from schema.tracing import delivery
 from schema.types import PaymentEventType
 
 Info = strawberry.Info[Context, None]
@@ -43,4 +44,6 @@ class Subscription:
         ):
             # `payment` is read as stored now: not as an earlier event of this stream saw it.
             context.loaders.forget(event.ref)
-            yield cast(PaymentEventType, event)
+            # Its span (linked to the write) is current while its fields resolve and it is sent.
+            with delivery(context, event):
+                yield cast(PaymentEventType, event)
