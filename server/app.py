@@ -35,8 +35,10 @@ from server.graphql_http import PaymentsGraphQL
 from server.live_feed import LiveFeed, live_feed
 from server.observability import Metrics
 from server.settings import Settings
+from server.tracing import open_tracing
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
     from types_aiobotocore_dynamodb import DynamoDBClient
 
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
@@ -57,6 +59,7 @@ def create_app(
     token_clock: Callable[[], float] = time.time,
     seed_demo_data: bool = False,
     dynamodb_client: DynamoDBClient | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> Starlette:
     """The ASGI app; `dynamodb_endpoint` (the embedded one, if any) wins over the settings'.
 
@@ -65,7 +68,8 @@ def create_app(
 
     With `seed_demo_data`, a table this start creates gets the demonstration payments.
     `dynamodb_client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces
-    the one the app would open.
+    the one the app would open. `tracer_provider` (the tests' in-memory exporter) takes the
+    spans instead of the one `LOC_OTEL_EXPORTER` names (`server.tracing`).
     """
     metrics = Metrics()
     routes = [
@@ -84,6 +88,7 @@ def create_app(
             client=dynamodb_client,
             seed_demo_data=seed_demo_data,
             clock=clock,
+            tracer_provider=tracer_provider,
         ),
     )
     app.state.metrics = metrics
@@ -99,11 +104,16 @@ async def store_lifespan(
     client: DynamoDBClient | None,
     seed_demo_data: bool,
     clock: Callable[[], datetime],
+    tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[None]:
     """The store on `app.state.store` and the live updates on `app.state.live` for the app's
-    life; with `seed_demo_data`, a table this start creates gets the demonstration payments."""
+    life; with `seed_demo_data`, a table this start creates gets the demonstration payments.
+    The tracer (if any) is the store's, and sends what is left of its spans at the end."""
     metrics: Metrics = app.state.metrics
-    async with payment_store(settings, endpoint_url=endpoint_url, client=client) as opened:
+    async with (
+        open_tracing(settings, provider=tracer_provider) as tracer,
+        payment_store(settings, endpoint_url=endpoint_url, client=client, tracer=tracer) as opened,
+    ):
         if opened.created_table and seed_demo_data:
             await seed_demo_payments(opened.store, clock=clock, max_attempts=settings.max_attempts)
         app.state.store = opened.store
@@ -134,6 +144,7 @@ def graphql_routes(
         production=settings.production,
         observers=[metrics.observe],
         dynamodb_budget=settings.dynamodb_budget,
+        trace_documents=settings.otel_graphql_document,
     )
     graphiql = (
         None

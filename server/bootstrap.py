@@ -20,6 +20,7 @@ from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
     from types_aiobotocore_dynamodb import DynamoDBClient
 
 
@@ -76,10 +77,14 @@ class OpenedStore(NamedTuple):
 
 @contextlib.asynccontextmanager
 async def payment_store(
-    settings: Settings, *, endpoint_url: str | None = None, client: DynamoDBClient | None = None
+    settings: Settings,
+    *,
+    endpoint_url: str | None = None,
+    client: DynamoDBClient | None = None,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[OpenedStore]:
     """The store on the settings' table, open for the block; `endpoint_url` (the embedded
-    DynamoDB's, if any) wins over the settings'.
+    DynamoDB's, if any) wins over the settings'. `tracer` (`server.tracing`) traces its calls.
 
     `client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces the one
     this would open.
@@ -88,7 +93,7 @@ async def payment_store(
     secret = settings.cursor_secret.get_secret_value().encode()
     layout = settings.status_layout
     opened = (
-        open_store(config, cursor_secret=secret, layout=layout)
+        open_store(config, cursor_secret=secret, layout=layout, tracer=tracer)
         if client is None
         else contextlib.nullcontext(
             PaymentStore(
@@ -97,6 +102,7 @@ async def payment_store(
                 cursor_secret=secret,
                 layout=layout,
                 coalesce=config.coalesce_lookups,
+                tracer=tracer,
             )
         )
     )

@@ -29,7 +29,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -54,6 +54,7 @@ from server.checkpoint import (
     save_checkpoint,
 )
 from server.settings import Settings
+from server.tracing import job_trace, open_tracing
 
 DEFAULT_CONCURRENCY = 8
 FAILED_REASON_PREFIX = "collections: "
@@ -125,9 +126,18 @@ async def collect_with_settings(
     start: Checkpoint,
     on_page: Callable[[int, CollectionCounts], None] | None = None,
 ) -> Checkpoint:
-    """`collect_retries` on the table the settings name (created in `local` when missing)."""
-    async with payment_store(settings, endpoint_url=endpoint_url) as (store, _created_table):
-        return await collect_retries(store, run, report=report, start=start, on_page=on_page)
+    """`collect_retries` on the table the settings name (created in `local` when missing); with
+    tracing on, the run is one trace, and the events it writes link to it."""
+    async with (
+        open_tracing(settings) as tracer,
+        payment_store(settings, endpoint_url=endpoint_url, tracer=tracer) as (store, _created),
+    ):
+        with job_trace(tracer, "collect") as span:
+            final = await collect_retries(store, run, report=report, start=start, on_page=on_page)
+            span.set_attributes(
+                {f"loc.collect.{name}": count for name, count in asdict(final.counts).items()}
+            )
+            return final
 
 
 async def collect_retries(

@@ -10,6 +10,10 @@ A JSON POST (every operation of a front-end app or a job) takes a short path of 
 body read and checked as the view checks it, the operation run, the result encoded with orjson,
 and Strawberry's refusals answered with the same statuses and words. Everything else (GraphiQL,
 GET queries, forms, streaming) goes through the view as it is.
+
+With tracing on, each operation's trace continues the caller's (`traceparent` in the headers,
+or in `connection_init`'s payload), and an HTTP answer says which span it was (`traceresponse`,
+`server.tracing`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 import orjson
 from cross_web import HTTPException
@@ -40,6 +45,7 @@ from resolvers.context import Context
 from schema import PaymentsSchema
 from server.auth import AuthConfig, authenticate
 from server.graphiql import GraphiQLPage
+from server.tracing import TRACE_RESPONSE_HEADER, connection_trace, incoming_trace, trace_response
 
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
 REQUEST_ID_HEADER = "x-request-id"
@@ -145,11 +151,36 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             raise HTTPException(400, "No GraphQL query found in the request") from error
         # Made whole at the end: its headers in one list, where setting each on a response made
         # earlier searched the list again.
+        headers = {REQUEST_ID_HEADER: context.request_id}
+        if context.span is not None:
+            headers[TRACE_RESPONSE_HEADER] = trace_response(context.span)
         return Response(
             self.encode_json(process_result(result)),
             media_type="application/json",
-            headers={REQUEST_ID_HEADER: context.request_id},
+            headers=headers,
         )
+
+    async def execute_operation(
+        self,
+        request: Request,
+        request_adapter: Any,
+        request_data: Any,
+        context: Context,
+        root_value: None,
+        sub_response: Response,
+    ) -> Any:
+        """The view's own path (GraphiQL, GET queries): `traceresponse` as the fast path has it."""
+        result = await super().execute_operation(
+            request=request,
+            request_adapter=request_adapter,
+            request_data=request_data,
+            context=context,
+            root_value=root_value,
+            sub_response=sub_response,
+        )
+        if context.span is not None:
+            sub_response.headers[TRACE_RESPONSE_HEADER] = trace_response(context.span)
+        return result
 
     def encode_json(self, data: object) -> bytes:
         # orjson: several times faster than json.dumps on a page of payments.
@@ -170,6 +201,8 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             )
         except CallerError as refusal:
             raise ConnectionRejectionError({"message": str(refusal)}) from None
+        if context.tracer is not None:
+            context.trace_parent = connection_trace(params) or context.trace_parent
         acknowledged: UnsetType = UNSET  # `connection_ack` without a payload
         return acknowledged
 
@@ -195,6 +228,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             request_id = secrets.token_hex(16)
         # Opened by the app's lifespan (`server.app.store_lifespan`).
         store: PaymentStore = request.app.state.store
+        trace_parent = None if store.tracer is None else incoming_trace(request.headers)
         if isinstance(request, WebSocket):
             return Context(
                 request_id=request_id,
@@ -206,6 +240,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 authenticated=authenticated,
                 live=request.app.state.live.hub,
                 close_connection=functools.partial(_close, request),
+                trace_parent=trace_parent,
             )
         return Context(
             request_id=request_id,
@@ -217,6 +252,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             debug_dynamodb=(
                 self._accounting_allowed and request.headers.get(DEBUG_DYNAMODB_HEADER) == "1"
             ),
+            trace_parent=trace_parent,
         )
 
 

@@ -52,6 +52,7 @@ async def live_feed(
             streams,
             table_name=store.table_name,
             poll_interval=settings.stream_poll_interval,
+            tracer=store.tracer,
         )
         reader = asyncio.create_task(source.run(hub.publish), name="stream-reader")
         feed = LiveFeed(hub, source)

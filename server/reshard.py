@@ -36,6 +36,7 @@ from datasource.shards import Placed
 from server.bootstrap import payment_store
 from server.checkpoint import CheckpointRefused, read_checkpoint, refuse_mismatch, replace_file
 from server.settings import Settings
+from server.tracing import job_trace, open_tracing
 
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_CONCURRENCY = 16
@@ -140,16 +141,24 @@ async def reshard_with_settings(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_page: Callable[[int, ReshardCounts], None] | None = None,
 ) -> ReshardCheckpoint:
-    """`reshard` on the table the settings name."""
-    async with payment_store(settings, endpoint_url=endpoint_url) as (store, _created_table):
-        return await reshard(
-            store,
-            start,
-            checkpoint_path=checkpoint_path,
-            page_size=page_size,
-            concurrency=concurrency,
-            on_page=on_page,
-        )
+    """`reshard` on the table the settings name; with tracing on, the run is one trace."""
+    async with (
+        open_tracing(settings) as tracer,
+        payment_store(settings, endpoint_url=endpoint_url, tracer=tracer) as (store, _created),
+    ):
+        with job_trace(tracer, "reshard") as span:
+            final = await reshard(
+                store,
+                start,
+                checkpoint_path=checkpoint_path,
+                page_size=page_size,
+                concurrency=concurrency,
+                on_page=on_page,
+            )
+            span.set_attributes(
+                {f"loc.reshard.{name}": count for name, count in asdict(final.counts).items()}
+            )
+            return final
 
 
 async def reshard(

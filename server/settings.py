@@ -81,6 +81,11 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     metrics: Literal["off", "app", "port"] = "app"
     metrics_port: Annotated[int, Field(ge=1, le=65535)] = 9464
+    # Traces (`server/tracing.py`): none (no tracer at all), otlp (OTLP over HTTP, where the
+    # standard OTEL_EXPORTER_OTLP_* variables say) or console; and whether an operation's span
+    # holds its document (never its variables).
+    otel_exporter: Literal["none", "otlp", "console"] = "none"
+    otel_graphql_document: bool = False
 
     dynamodb_max_pool_connections: Annotated[int, Field(ge=1)] = 64
     dynamodb_connect_timeout: Annotated[float, Field(gt=0)] = 2.0

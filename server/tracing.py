@@ -1,0 +1,132 @@
+"""Tracing's setup (SPEC §16): the tracer of the process, what a request's trace comes from, and
+what the answer says of it.
+
+    LOC_OTEL_EXPORTER  none     no tracer provider at all (the default): every place that would
+                                make a span checks for a tracer and goes on
+                       otlp     OTLP over HTTP (protobuf) through a BatchSpanProcessor: spans
+                                are queued and sent by its thread, so a slow or absent collector
+                                never holds a request up (a full queue drops spans); endpoint,
+                                headers, timeout, compression by the standard
+                                OTEL_EXPORTER_OTLP_* variables, the batch by OTEL_BSP_*
+                       console  each span printed as JSON on stdout as it ends (development)
+
+The resource is `service.name` `loc-payments` (OTEL_SERVICE_NAME wins), `service.version`, and
+`deployment.environment.name` (LOC_ENV), with OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's
+(parent-based, always on), or OTEL_TRACES_SAMPLER's.
+
+Propagation is W3C Trace Context: `traceparent`/`tracestate` from the request's headers, or
+for a WebSocket from `connection_init`'s payload (else its upgrade request's headers). One that
+does not parse is ignored: the operation starts a trace of its own. Each HTTP answer carries
+`traceresponse` (W3C Trace Context Level 2): `00-<trace id>-<the operation's span id>-<flags>`.
+
+The jobs (`collect`, `reshard`) start a trace per run (`job_trace`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping
+from importlib.metadata import version
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+)
+from opentelemetry.trace import Span, Tracer
+
+from datasource.tracing import PROPAGATOR, traceparent_of
+from server.settings import Settings
+
+SERVICE = "loc-payments"
+TRACE_RESPONSE_HEADER = "traceresponse"
+_PROPAGATED = ("traceparent", "tracestate")
+
+
+@contextlib.asynccontextmanager
+async def open_tracing(
+    settings: Settings, *, provider: TracerProvider | None = None
+) -> AsyncIterator[Tracer | None]:
+    """The process's tracer for the block (None with `LOC_OTEL_EXPORTER=none`); the spans left
+    are sent when it ends. `provider`, the caller's own (the tests' in-memory exporter), is
+    used as it is and left open."""
+    if provider is not None or settings.otel_exporter != "none":
+        # The W3C parser logs a refused `tracestate` with the caller's text in it; like the
+        # request id, what a caller sends never writes into our logs.
+        logging.getLogger("opentelemetry.trace.span").setLevel(logging.ERROR)
+    if provider is not None:
+        yield provider.get_tracer(SERVICE, version(SERVICE))
+        return
+    if settings.otel_exporter == "none":
+        yield None
+        return
+    made = tracer_provider(settings)
+    try:
+        yield made.get_tracer(SERVICE, version(SERVICE))
+    finally:
+        # Joins the export thread, which gives up on an absent collector within the exporter's
+        # timeout (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s): off the event loop.
+        await asyncio.to_thread(made.shutdown)
+
+
+def tracer_provider(settings: Settings) -> TracerProvider:
+    resource = Resource.create(
+        {"service.version": version(SERVICE), "deployment.environment.name": settings.env}
+    )
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: SERVICE}))
+    # Shut down by `open_tracing`; not at exit, which would keep every provider made for ever.
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    provider.add_span_processor(_processor(settings))
+    return provider
+
+
+def _processor(settings: Settings) -> SpanProcessor:
+    if settings.otel_exporter == "console":
+        return SimpleSpanProcessor(ConsoleSpanExporter(service_name=SERVICE))
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return BatchSpanProcessor(OTLPSpanExporter())
+
+
+def incoming_trace(carrier: Mapping[str, object]) -> otel_context.Context:
+    """The caller's trace: `traceparent` and `tracestate` from request headers or a payload
+    (text values only; anything else, or a value that does not parse, is no trace)."""
+    found: dict[str, str] = {}
+    for name in _PROPAGATED:
+        value = carrier.get(name)
+        if isinstance(value, str):
+            found[name] = value
+    return PROPAGATOR.extract(found) if found else otel_context.Context()
+
+
+def connection_trace(params: Mapping[str, object]) -> otel_context.Context | None:
+    """The trace `connection_init`'s payload names, if it names one (any letter case)."""
+    lowered = {str(name).lower(): value for name, value in params.items()}
+    if "traceparent" not in lowered:
+        return None
+    return incoming_trace(lowered)
+
+
+def trace_response(span: Span) -> str:
+    """The `traceresponse` header: the operation's trace and span."""
+    return traceparent_of(span.get_span_context())
+
+
+@contextlib.contextmanager
+def job_trace(tracer: Tracer | None, job: str) -> Iterator[Span]:
+    """A trace of one job run: a root span, current inside the block (a no-op span without a
+    tracer), where the run's writes and calls are children."""
+    if tracer is None:
+        yield trace.INVALID_SPAN
+        return
+    with tracer.start_as_current_span(
+        f"{SERVICE} {job}", context=otel_context.Context(), attributes={"loc.job.name": job}
+    ) as span:
+        yield span
