@@ -13,6 +13,7 @@ import boto3
 import httpx
 import jwt
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 from starlette.applications import Starlette
 
 from datasource import DynamoConfig
@@ -157,6 +158,7 @@ async def api_client(
     clock: Clock | None = None,
     token_clock: Callable[[], float] = time.time,
     seed_demo_data: bool = False,
+    tracer_provider: TracerProvider | None = None,
     **settings: Any,
 ) -> AsyncIterator[Api]:
     """The real app on moto's table, its lifespan run as uvicorn would run it. No stream reader
@@ -178,6 +180,7 @@ async def api_client(
         clock=clock or Clock(),
         token_clock=token_clock,
         seed_demo_data=seed_demo_data,
+        tracer_provider=tracer_provider,
     )
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
