@@ -20,9 +20,10 @@ What stays each request's own:
                 the shares add up to what DynamoDB reported. (Exact when the items are of one
                 size class, as payments are: DynamoDB rounds each item up to 4 KB.)
     errors      a failed call fails each of its callers with its error.
-    traces      with a tracer, the shared call is a span of its own (`coalesced lookup`), a
-                child of the first caller's current span (its DataLoader batch) and linked to
-                every caller's; each caller's span is linked back to it.
+    traces      with a tracer, a call shared by several callers is a span of its own
+                (`coalesced lookup`), a child of the first caller's current span (its DataLoader
+                batch) and linked to every caller's; each caller's span is linked back to it. A
+                call of one caller is that caller's own: its DynamoDB span is the caller's child.
 
 Reads of one consistency go together: a strong read is never answered by an eventual one.
 """
@@ -34,6 +35,7 @@ import contextvars
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from datasource import accounting, breaker, deadline, tracing
@@ -141,15 +143,18 @@ class Coalescer(Generic[K, V]):
             return
         if self._tracer is not None:
             batch.span = self._group_span(batch)
+            if batch.span is None and batch.links:  # one caller: the call is its own
+                parent = trace.NonRecordingSpan(batch.links[0])
+                batch.context.run(otel_context.attach, trace.set_span_in_context(parent))
         batch.task = asyncio.get_running_loop().create_task(
             self._call(batch), context=batch.context
         )
 
     def _group_span(self, batch: _Batch[K, V]) -> trace.Span | None:
-        """The shared call's span, if any caller is traced."""
+        """The shared call's span, if it is shared and any of its callers is traced."""
         assert self._tracer is not None
         callers = [link for link in batch.links if link.is_valid and link.trace_flags.sampled]
-        if not callers:
+        if len(batch.links) < 2 or not callers:
             return None
         return self._tracer.start_span(
             "coalesced lookup",

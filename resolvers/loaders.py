@@ -152,8 +152,7 @@ class BatchReads:
         tracer = getattr(self._store, "tracer", None)  # none on the tests' stand-in stores
         if tracer is None:
             return contextlib.nullcontext()
-        attributes = {"loc.dataloader.name": loader, "loc.dataloader.keys": len(keys)}
-        return internal_span(tracer, f"DataLoader {loader}", attributes)
+        return internal_span(tracer, f"DataLoader {loader}", {"loc.dataloader.keys": len(keys)})
 
     async def payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
         with self._span("payments", refs):

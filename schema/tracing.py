@@ -8,10 +8,10 @@
                loc.caller.kind (never the user id), loc.request_id; the outcome as the request
                log has it (loc.graphql.outcome: OK or the first code), the codes of `errors[]`
                (loc.graphql.error_codes) and of the UserError answers
-               (loc.graphql.user_error_codes). An unexpected error, masked in the answer, is
-               recorded with its exception, and the span's status is ERROR, as it is for
-               UNAVAILABLE; a caller's mistake (a refused document, FORBIDDEN, a UserError) is
-               an answer, not a failure of ours.
+               (loc.graphql.user_error_codes), each when there are any. An unexpected error,
+               masked in the answer, is recorded with its exception, and the span's status is
+               ERROR, as it is for UNAVAILABLE; a caller's mistake (a refused document,
+               FORBIDDEN, a UserError) is an answer, not a failure of ours.
     delivery   one PRODUCER span per live update a subscription sends, its own trace, linked to
                the request that wrote the event (the event item's `loc_trace_parent`) and to
                the subscription's operation; the reads that resolve its fields are its children.
@@ -70,14 +70,13 @@ class OperationTrace:
         span = self._span
         codes = [_code(error) for error in errors]
         user_errors = list(self._context.user_errors)
-        outcome = (codes + user_errors or ["OK"])[0]
-        span.set_attributes(
-            {
-                "loc.graphql.outcome": outcome,
-                "loc.graphql.error_codes": codes,
-                "loc.graphql.user_error_codes": user_errors,
-            }
-        )
+        attributes: dict[str, Any] = {"loc.graphql.outcome": (codes + user_errors or ["OK"])[0]}
+        # Only when there are any: each attribute is a share of the export's cost.
+        if codes:
+            attributes["loc.graphql.error_codes"] = codes
+        if user_errors:
+            attributes["loc.graphql.user_error_codes"] = user_errors
+        span.set_attributes(attributes)
         for error in errors:
             if is_unexpected(error) and error.original_error is not None:
                 span.record_exception(error.original_error)

@@ -10,9 +10,10 @@ what the answer says of it.
                                 OTEL_EXPORTER_OTLP_* variables, the batch by OTEL_BSP_*
                        console  each span printed as JSON on stdout as it ends (development)
 
-The resource is `service.name` `loc-payments` (OTEL_SERVICE_NAME wins), `service.version`, and
-`deployment.environment.name` (LOC_ENV), with OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's
-(parent-based, always on), or OTEL_TRACES_SAMPLER's.
+The resource is `service.name` `loc-payments` (OTEL_SERVICE_NAME wins), `service.version`,
+`deployment.environment.name` (LOC_ENV), `cloud.provider` and `cloud.region` (the DynamoDB
+calls'), with OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's (parent-based, always on), or
+OTEL_TRACES_SAMPLER's.
 
 Propagation is W3C Trace Context: `traceparent`/`tracestate` from the request's headers, or
 for a WebSocket from `connection_init`'s payload (else its upgrade request's headers). One that
@@ -77,7 +78,13 @@ async def open_tracing(
 
 def tracer_provider(settings: Settings) -> TracerProvider:
     resource = Resource.create(
-        {"service.version": version(SERVICE), "deployment.environment.name": settings.env}
+        {
+            "service.version": version(SERVICE),
+            "deployment.environment.name": settings.env,
+            # Every DynamoDB call's: said once per batch of spans, not on each.
+            "cloud.provider": "aws",
+            "cloud.region": settings.region,
+        }
     )
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: SERVICE}))
