@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from datasource import DynamoConfig
@@ -26,6 +23,7 @@ from tests.api.conftest import (
     stored_items,
 )
 from tests.api.test_faults import FaultyDynamoDB, faulty, faulty_settings  # noqa: F401
+from tests.spans import Spans
 
 PAYMENT = """query Payment($u: ID, $l: ID!, $p: ID!) {
   payment(userId: $u, loanId: $l, paymentId: $p) {
@@ -44,34 +42,6 @@ TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 PARENT_ID = "b7ad6b7169203331"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
 TRACERESPONSE = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
-
-
-class Spans:
-    """The in-memory exporter, and the spans it holds read as the tests need them."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider(shutdown_on_exit=False)
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-
-    def finished(self) -> Sequence[ReadableSpan]:
-        return self.exporter.get_finished_spans()
-
-    def clear(self) -> None:
-        self.exporter.clear()
-
-    def server(self) -> ReadableSpan:
-        [server] = [span for span in self.finished() if span.kind is SpanKind.SERVER]
-        return server
-
-    def chain(self, span: ReadableSpan) -> list[str]:
-        """`span`'s name and its ancestors', up to the root of what was exported."""
-        by_id = {found.context.span_id: found for found in self.finished()}
-        names = [span.name]
-        while span.parent is not None and span.parent.span_id in by_id:
-            span = by_id[span.parent.span_id]
-            names.append(span.name)
-        return names
 
 
 @pytest.fixture
@@ -121,19 +91,16 @@ async def test_an_operation_is_one_server_span_over_its_batches_and_calls(
         "loc.caller.kind": "service",
         "loc.request_id": headers["x-request-id"],
         "loc.graphql.outcome": "OK",
-        "loc.graphql.error_codes": (),
-        "loc.graphql.user_error_codes": (),
     }
     assert server.status.status_code is StatusCode.UNSET
     finished = spans.finished()
     assert {span.context.trace_id for span in finished} == {server.context.trace_id}
-    # The payment's lookup (coalesced with any other request's of the moment) and its history:
-    # no span for any of the fields resolved.
+    # The payment's lookup (no other request's to share its call with) and its history: no
+    # span for any of the fields resolved.
     calls = {span.name: span for span in finished if span.kind is SpanKind.CLIENT}
     assert sorted(calls) == ["DynamoDB.GetItem", "DynamoDB.Query"]
     assert spans.chain(calls["DynamoDB.GetItem"]) == [
         "DynamoDB.GetItem",
-        "coalesced lookup",
         "DataLoader payments",
         "query Payment",
     ]
@@ -142,7 +109,7 @@ async def test_an_operation_is_one_server_span_over_its_batches_and_calls(
         "DataLoader histories",
         "query Payment",
     ]
-    assert len(finished) == 6
+    assert len(finished) == 5
     get = calls["DynamoDB.GetItem"].attributes
     assert get is not None
     assert get["rpc.system"] == "aws-api"
@@ -150,8 +117,9 @@ async def test_an_operation_is_one_server_span_over_its_batches_and_calls(
     assert get["rpc.method"] == "GetItem"
     assert get["aws.dynamodb.table_names"] == (moto_config.table_name,)
     assert get["aws.dynamodb.consistent_read"] is False
-    assert get["http.response.status_code"] == 200
-    assert get["loc.dynamodb.retries"] == 0
+    assert get["aws.request_id"]
+    # What is usually nothing is left out: no retry, no error status.
+    assert "loc.dynamodb.retries" not in get and "http.response.status_code" not in get
     capacity = get["aws.dynamodb.consumed_capacity"]
     assert isinstance(capacity, tuple) and len(capacity) == 1
     assert json.loads(str(capacity[0]))["TableName"] == moto_config.table_name
@@ -247,7 +215,7 @@ async def test_a_typed_error_is_an_answer_recorded_on_the_span(
     assert server.attributes is not None
     assert server.attributes["loc.graphql.outcome"] == "NOT_FOUND"
     assert server.attributes["loc.graphql.user_error_codes"] == ("NOT_FOUND",)
-    assert server.attributes["loc.graphql.error_codes"] == ()
+    assert "loc.graphql.error_codes" not in server.attributes
     # The caller's mistake, not a failure of ours.
     assert server.status.status_code is StatusCode.UNSET
 
