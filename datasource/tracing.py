@@ -57,7 +57,8 @@ BREAKER_REFUSED = "loc.dynamodb.breaker_refused"
 # The W3C propagator: the one parser and writer of `traceparent` strings.
 PROPAGATOR = TraceContextTextMapPropagator()
 TRACEPARENT = "traceparent"
-_NO_SPAN: AbstractContextManager[None] = nullcontext()
+# What a block has for a span without a tracer: nothing, one object shared by all.
+NO_SPAN: AbstractContextManager[None] = nullcontext()
 
 # The span of the DynamoDB call this task is making, until its answer ends it.
 _call_span: ContextVar[trace.Span | None] = ContextVar("dynamodb_call_span", default=None)
@@ -226,7 +227,7 @@ def internal_span(
     """A span of our own work (a DataLoader batch), current inside the block; nothing without
     a tracer."""
     if tracer is None:
-        return _NO_SPAN
+        return NO_SPAN
     return tracer.start_as_current_span(name, attributes=dict(attributes))
 
 
@@ -304,7 +305,7 @@ def received(
     """The span of one event read from the table's stream, linked to the write: when this
     instance received it. Its own trace (a CONSUMER span without a parent)."""
     if tracer is None:
-        return _NO_SPAN
+        return NO_SPAN
     return tracer.start_as_current_span(
         "receive payment event",
         context=otel_context.Context(),

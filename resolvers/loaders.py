@@ -31,7 +31,7 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 
 from datasource import HistoryPage, Page, PageOf, PaymentStore
-from datasource.tracing import internal_span
+from datasource.tracing import NO_SPAN, internal_span
 from domain import validation
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
@@ -138,10 +138,11 @@ class BatchReads:
     strongly consistent, and the payments this request listed or wrote, as they were then
     (consulted before a lookup reaches the store)."""
 
-    __slots__ = ("_store", "consistent", "known")
+    __slots__ = ("_store", "_tracer", "consistent", "known")
 
     def __init__(self, store: PaymentStore, consistent: bool) -> None:
         self._store = store
+        self._tracer = getattr(store, "tracer", None)  # none on the tests' stand-in stores
         self.consistent = consistent
         self.known: dict[PaymentRef, Payment] = {}
 
@@ -149,10 +150,10 @@ class BatchReads:
         self.known.update((payment.ref, payment) for payment in payments)
 
     def _span(self, loader: str, keys: list[Any]) -> contextlib.AbstractContextManager[object]:
-        tracer = getattr(self._store, "tracer", None)  # none on the tests' stand-in stores
-        if tracer is None:
-            return contextlib.nullcontext()
-        return internal_span(tracer, f"DataLoader {loader}", {"loc.dataloader.keys": len(keys)})
+        if self._tracer is None:
+            return NO_SPAN
+        attributes = {"loc.dataloader.keys": len(keys)}
+        return internal_span(self._tracer, f"DataLoader {loader}", attributes)
 
     async def payments(self, refs: list[PaymentRef]) -> list[Payment | None]:
         with self._span("payments", refs):

@@ -161,7 +161,7 @@ class OperationRunner:
         started = time.perf_counter()
         document, errors = self._checked(query, variables, operation_name, allowed)
         trace = operation_trace(
-            context, document, operation_name, document_text=self._text(query), started=started
+            context, document, operation_name, query, self._trace_documents, started
         )
         data = None
         with count_calls() as calls, deadline.budget(self._budget), trace:
@@ -203,7 +203,7 @@ class OperationRunner:
         document, errors = self._checked(query, variables, operation_name, allowed)
         if document is None or errors:
             operation_trace(
-                context, document, operation_name, document_text=self._text(query), started=started
+                context, document, operation_name, query, self._trace_documents, started
             ).end(errors)
             yield PreExecutionError(data=None, errors=self._public(errors))
             return
@@ -218,7 +218,7 @@ class OperationRunner:
             return
         # The subscription's span ends once it is accepted; each event sent has its own.
         trace = operation_trace(
-            context, document, operation_name, document_text=self._text(query), started=started
+            context, document, operation_name, query, self._trace_documents, started
         )
         with trace:
             source = subscribe(
@@ -272,10 +272,6 @@ class OperationRunner:
             if refusal is not None:
                 errors = [refusal]
         return document, errors
-
-    def _text(self, query: str) -> str | None:
-        """The document, for its span, when the setting says to record it."""
-        return query if self._trace_documents else None
 
     def _public(self, errors: Sequence[GraphQLError] | None) -> list[GraphQLError]:
         """The unexpected logged and masked, every error in the words a caller may read."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import Any
 
 from graphql import DocumentNode, GraphQLError, OperationDefinitionNode
@@ -42,7 +42,6 @@ UNKNOWN_OPERATION = "GraphQL Operation"
 VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
 # Failures of ours, not the caller's: the span's status is ERROR.
 _SERVER_FAULTS = frozenset({"INTERNAL", "UNAVAILABLE"})
-_NO_SPAN: AbstractContextManager[None] = nullcontext()
 
 
 class OperationTrace:
@@ -111,12 +110,12 @@ def operation_trace(
     context: Any,
     document: DocumentNode | None,
     operation_name: str | None,
-    *,
-    document_text: str | None = None,
+    query: str,
+    record_document: bool = False,
     started: float | None = None,
 ) -> OperationTrace | _Untraced:
-    """The span of one operation (see the module's docstring); `document_text` is recorded when
-    given (the setting), `started` (`time.perf_counter()`) is when the operation began."""
+    """The span of one operation (see the module's docstring); `query` is recorded with
+    `record_document` (the setting), `started` (`time.perf_counter()`) is when it began."""
     tracer = context.tracer if isinstance(context, Context) else None
     if tracer is None:
         return UNTRACED
@@ -131,8 +130,8 @@ def operation_trace(
         attributes["graphql.operation.type"] = kind
     if name is not None:
         attributes["graphql.operation.name"] = name
-    if document_text is not None:
-        attributes["graphql.document"] = document_text
+    if record_document:
+        attributes["graphql.document"] = query
     start_time = None
     if started is not None:
         start_time = time.time_ns() - int((time.perf_counter() - started) * 1e9)
@@ -190,7 +189,7 @@ def delivery(context: Context, event: PaymentEvent) -> AbstractContextManager[ob
     (the subscription's generator resumes once the message is out)."""
     tracer = context.tracer
     if tracer is None:
-        return _NO_SPAN
+        return tracing.NO_SPAN
     links = tracing.write_link(event)
     if context.span is not None:
         links.append(Link(context.span.get_span_context(), {"loc.link": "subscription"}))
