@@ -1,8 +1,8 @@
 """`python -m bench` (`make bench`): both passes, the table on stdout, the JSON file.
 
-python -m bench                  the full run (about 8 minutes on 2 cores)
+python -m bench                  the full run (about 8 minutes on 2 cores, and the tracing pass)
 python -m bench --quick          seconds, not minutes: proves the harness works
-python -m bench --no-local       the fake pass only (no Java needed, no live-updates pass)
+python -m bench --no-local       the fake pass only (no Java needed, no live-updates, no tracing)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import uvloop
 
-from bench import live, report
+from bench import live, report, tracing_cost
 from bench.engine_pass import EngineOptions, EnginePass
 from bench.fake_dynamodb import INJECTED_LATENCY_SECONDS
 from bench.local_pass import LocalOptions, LocalPass
@@ -138,6 +138,9 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         )
         log("live updates: subscribers on two instances, writes through both")
         results["live"] = await live.measure(live_options, log=log)
+        # Then what traces cost (`python -m bench.tracing_cost`), on a DynamoDB Local of its own.
+        tracing = tracing_cost.QUICK if quick else tracing_cost.TracingOptions()
+        results["tracing"] = await tracing_cost.measure(tracing, log=log)
     results["targets"] = report.target_records(
         report.targets(results["engine"], results.get("dynamodb_local"))
     )
@@ -160,6 +163,8 @@ def main() -> None:
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(report.without_nan(results), indent=1) + "\n")
     print(report.render(results))
+    if "tracing" in results:
+        print("\n" + tracing_cost.render(results["tracing"]))
     print(f"\n{results['seconds']:.0f} s; JSON: {arguments.output}")
 
 
