@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import dataclasses
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -51,8 +52,8 @@ PAGE_TARGET = 1.10
 
 @dataclass(frozen=True)
 class TracingOptions:
-    requests: int = 400  # per side, workload, concurrency and round
-    rounds: int = 2
+    requests: int = 100  # per side, workload, concurrency and round
+    rounds: int = 10
     warmup: int = 100  # requests per side and workload before any is timed
 
 
@@ -158,8 +159,9 @@ async def _cpu_ms(
 async def measure(
     options: TracingOptions, *, log: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
-    """The CPU per request of each side, workload and concurrency (mean of the rounds), the
-    spans per request, and those the receiver got."""
+    """The CPU per request of each side, workload and concurrency (the median of the rounds),
+    otlp's over none's (the median of each round's: the two sides of a round ran back to back,
+    on the machine as it was then), the spans per request, and those the receiver got."""
     database = EmbeddedDynamoDB(data_dir=None)
     endpoint = database.start()
     try:
@@ -183,7 +185,9 @@ async def _measure(
     apps = {"none": create_app(settings), "otlp": create_app(settings, tracer_provider=provider)}
     headers = JSON + [(k.lower().encode(), v.encode()) for k, v in service_headers().items()]
     flushes: dict[str, Callable[[], object] | None] = {"none": None, "otlp": provider.force_flush}
-    spent = {(s, w, n): 0.0 for s in SIDES for w in WORKLOADS for n in IN_FLIGHT}
+    spent: dict[tuple[str, str, int], list[float]] = {
+        (s, w, n): [] for s in SIDES for w in WORKLOADS for n in IN_FLIGHT
+    }
     spans = dict.fromkeys(WORKLOADS, 0.0)
     try:
         async with apps["none"].router.lifespan_context(apps["none"]):
@@ -206,8 +210,10 @@ async def _measure(
                     for round_ in range(options.rounds):
                         for in_flight in IN_FLIGHT:
                             for side in SIDES if round_ % 2 == 0 else SIDES[::-1]:
-                                spent[side, name, in_flight] += await _cpu_ms(
-                                    callers[side], options.requests, in_flight, flushes[side]
+                                spent[side, name, in_flight].append(
+                                    await _cpu_ms(
+                                        callers[side], options.requests, in_flight, flushes[side]
+                                    )
                                 )
                     log(f"tracing cost: {name} measured")
         provider.force_flush()
@@ -221,15 +227,14 @@ async def _measure(
     cells: list[dict[str, Any]] = []
     for name in WORKLOADS:
         for in_flight in IN_FLIGHT:
-            none = spent["none", name, in_flight] / options.rounds
-            otlp = spent["otlp", name, in_flight] / options.rounds
+            none, otlp = spent["none", name, in_flight], spent["otlp", name, in_flight]
             cells.append(
                 {
                     "workload": name,
                     "in_flight": in_flight,
-                    "none_cpu_ms": none,
-                    "otlp_cpu_ms": otlp,
-                    "ratio": otlp / none,
+                    "none_cpu_ms": statistics.median(none),
+                    "otlp_cpu_ms": statistics.median(otlp),
+                    "ratio": statistics.median(o / n for o, n in zip(otlp, none, strict=True)),
                 }
             )
     page = [float(cell["ratio"]) for cell in cells if cell["workload"] == "loan_page"]
@@ -249,7 +254,7 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         "Tracing cost: CPU ms per request in-process on DynamoDB Local, "
         "LOC_OTEL_EXPORTER=none against otlp to a local receiver",
-        "workload   in flight  none    otlp    otlp/none  spans/request",
+        "workload   in flight  none    otlp    otlp/none  spans/request   (medians of the rounds)",
     ]
     for cell in results["cells"]:
         lines.append(
@@ -268,8 +273,8 @@ def render(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.tracing_cost", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a few requests: the harness only")
-    parser.add_argument("--requests", type=int, help="per cell and round (default 400)")
-    parser.add_argument("--rounds", type=int, help="(default 2)")
+    parser.add_argument("--requests", type=int, help="per cell and round (default 100)")
+    parser.add_argument("--rounds", type=int, help="(default 10)")
     parser.add_argument("--receiver", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.receiver:
