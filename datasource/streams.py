@@ -3,7 +3,8 @@
 Every write of a payment puts its event item (`datasource.history`) in the same transaction, so
 the stream's INSERT of an item whose sort key begins ``HISTORY#`` is one new `PaymentEvent`.
 Everything else the stream carries (payments, idempotency records, confirmation claims, every
-MODIFY and REMOVE) is skipped.
+MODIFY and REMOVE) is skipped. With a tracer, each event published is a span linked to the
+request that wrote it (`tracing.received`, from the item's `loc_trace_parent`).
 
 Reading model: the stream is a set of shards; a shard holds the writes of some keys in order,
 closes after a while (its `NextShardIterator` ends) and is followed by child shards. Each round
