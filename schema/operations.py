@@ -6,9 +6,10 @@
                own rules, no introspection in production; no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
                `first` in it is a variable
-    execute    graphql-core with `PaymentsExecutionContext`, counting the DynamoDB calls it makes
-               and the capacity they consume (`dynamodb_report`), which must all end within the
-               operation's budget (`datasource.deadline`)
+    execute    the operation's plan (`schema.compiler`, compiled once and cached with the parse),
+               counting the DynamoDB calls it makes and the capacity they consume
+               (`dynamodb_report`), which must all end within the operation's budget
+               (`datasource.deadline`)
     errors     the unexpected logged and masked, the rest made public (`schema.public_errors`)
     observe    the server's observers (request log, metrics) see the finished operation
 
@@ -35,17 +36,14 @@ from graphql import (
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
-    execute,
     parse,
     specified_rules,
     subscribe,
     validate,
 )
 from graphql import ExecutionResult as GraphQLExecutionResult
-from graphql.execution import Executor
 from graphql.validation import ASTValidationRule, NoSchemaIntrospectionCustomRule
 from strawberry.exceptions import MissingQueryError
-from strawberry.execution import optimized_is_awaitable
 from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
@@ -57,6 +55,7 @@ from strawberry.utils.operation import get_operation_type
 
 from datasource import deadline
 from datasource.accounting import CallCount, count_calls
+from schema.compiler import Plan
 from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
 from schema.public_errors import public_error
 
@@ -90,7 +89,7 @@ class OperationRunner:
         *,
         limits: QueryLimits,
         production: bool,
-        executor_class: type[Executor[Any]],
+        compile_operation: Callable[[DocumentNode, str | None], Plan],
         on_errors: Callable[[list[GraphQLError]], None],
         observers: Sequence[Observer],
         dynamodb_budget: float | None = None,
@@ -98,7 +97,7 @@ class OperationRunner:
         self._schema = schema
         self._limits = limits
         self._hide_suggestions = production
-        self._executor_class = executor_class
+        self._compile = compile_operation
         self._on_errors = on_errors
         self._observers = tuple(observers)
         self._budget = dynamodb_budget
@@ -113,6 +112,7 @@ class OperationRunner:
         self._prepare = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
         self._fixed_cost = lru_cache(maxsize=CACHED_DOCUMENTS)(self._cost_without_variables)
         self._operation_type = lru_cache(maxsize=CACHED_DOCUMENTS)(self._type_of_operation)
+        self._plan = lru_cache(maxsize=CACHED_DOCUMENTS)(self._compiled)
 
     def _parse_and_validate(self, query: str) -> _Prepared:
         try:
@@ -128,6 +128,11 @@ class OperationRunner:
         document = self._prepare(query).document
         assert document is not None  # costed only once parsed and valid
         return fixed_cost(self._schema, document, operation_name)
+
+    def _compiled(self, query: str, operation_name: str | None) -> Plan:
+        document = self._prepare(query).document
+        assert document is not None  # compiled only once parsed and valid
+        return self._compile(document, operation_name)
 
     def _type_of_operation(self, query: str, operation_name: str | None) -> OperationType:
         """The operation's type; `CannotGetOperationTypeError` (not cached) if there is no such
@@ -161,7 +166,7 @@ class OperationRunner:
                 context.calls = calls
             if document is not None and not errors:
                 data, errors = await self._execute(
-                    document, variables, context, operation_name, operation_extensions
+                    query, variables, context, operation_name, operation_extensions
                 )
         errors = self._public(errors)
         extensions = None
@@ -262,21 +267,16 @@ class OperationRunner:
 
     async def _execute(
         self,
-        document: DocumentNode,
+        query: str,
         variables: dict[str, Any] | None,
         context: Any,
         operation_name: str | None,
         operation_extensions: dict[str, Any] | None,
     ) -> tuple[dict[str, Any] | None, list[GraphQLError]]:
         try:
-            result = execute(
-                self._schema,
-                document,
-                context_value=context,
-                variable_values=variables,
-                operation_name=operation_name,
-                executor_class=self._executor_class,
-                is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]
+            result = self._plan(query, operation_name).execute(
+                context=context,
+                variables=variables,
                 hide_suggestions=self._hide_suggestions,
                 operation_extensions=operation_extensions,
             )
