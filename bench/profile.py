@@ -80,7 +80,8 @@ def _arguments() -> argparse.Namespace:
         default=[],
         help="also measure the service with this piece switched off (repeatable): `log`, the "
         "request log line (the log level above INFO); `gc`, the garbage collector; `plans`, "
-        "operations run by their compiled plans (graphql-core's `execute` instead); `dataloader`, the request's DataLoader for lookups (each lookup straight "
+        "the compiled plans (graphql-core's `execute` instead); `dataloader`, the request's "
+        "DataLoader for lookups (each lookup straight "
         "to the store); `coalescing`, lookups coalesced across requests (each request's own call)",
     )
     return parser.parse_args()

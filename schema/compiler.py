@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from math import isfinite
-from typing import Any
+from typing import Any, cast
 
 import strawberry
 from graphql import (
@@ -64,7 +64,7 @@ from graphql.execution import VariableValues, get_argument_values, get_variable_
 from graphql.pyutils import AwaitableOrValue
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from schema import strawberry_adapter
+from schema import one_pass, strawberry_adapter
 from schema.completion import (
     SLOW,
     AbstractCompleter,
@@ -207,7 +207,7 @@ class Plan:
             variable_values=variables,
             operation_name=self.operation_name,
             executor_class=StrawberryGraphQLCoreExecutionContext,
-            is_awaitable=is_awaitable,  # type: ignore[arg-type]
+            is_awaitable=is_awaitable,
             hide_suggestions=hide_suggestions,
             operation_extensions=operation_extensions,
         )
@@ -228,7 +228,7 @@ class _Variant:
             return ExecutionResult(None, run.errors or None)
         if is_awaitable(data):
             return _awaited(run, data)
-        return ExecutionResult(data, run.errors or None)
+        return ExecutionResult(cast("dict[str, Any]", data), run.errors or None)
 
 
 async def _awaited(run: Run, data: Any) -> ExecutionResult:
@@ -308,9 +308,7 @@ def _has_variable(value: ValueNode) -> bool:
 
 
 def _condition(directive: DirectiveNode, variables: VariableValues, hide: bool) -> bool:
-    definition = (
-        GraphQLSkipDirective if directive.name.value == "skip" else GraphQLIncludeDirective
-    )
+    definition = GraphQLSkipDirective if directive.name.value == "skip" else GraphQLIncludeDirective
     return bool(get_argument_values(definition, directive, variables, None, hide)["if"])
 
 
@@ -402,6 +400,8 @@ class _Compiler:
             if node.selection_set:
                 self._collect(object_type, node.selection_set, grouped, visited)
         completer.set_fields(self._fields(object_type, grouped))
+        if completer.plain is not None:
+            completer.generated = one_pass.generate(completer)
         return completer
 
     def _collect(

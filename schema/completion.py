@@ -21,8 +21,9 @@ attributes and coerces leaves, so doing it twice changes nothing; it asks an obj
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from graphql import (
     FieldNode,
@@ -42,7 +43,7 @@ from graphql.execution import VariableValues, default_type_resolver, get_argumen
 from graphql.pyutils import Path, Undefined, gather_with_cancel, inspect, is_iterable
 from strawberry.execution import optimized_is_awaitable
 
-is_awaitable = optimized_is_awaitable
+is_awaitable = cast("Callable[[Any], TypeGuard[Awaitable[Any]]]", optimized_is_awaitable)
 # A one-pass answer that only the ordinary nodes may give.
 SLOW: Any = object()
 
@@ -120,13 +121,15 @@ class Run:
         positions.add(path)
         self.errors.append(error)
 
-    def field_error(self, raw_error: Exception, return_type: Any, field: FieldPlan, path: Path) -> None:
+    def field_error(
+        self, raw_error: Exception, return_type: Any, field: FieldPlan, path: Path
+    ) -> None:
         error = located_error(raw_error, field.nodes, path.as_list())
         if isinstance(return_type, GraphQLNonNull):
             raise error
         self.add_error(error, path)
 
-    def info(self, field: FieldPlan, path: Path) -> GraphQLResolveInfo:
+    def info(self, field: FieldPlan, path: Path) -> GraphQLResolveInfo[Any]:
         return GraphQLResolveInfo(
             field.name,
             field.nodes,
@@ -231,7 +234,7 @@ class FieldPlan:
         return completed
 
     async def _complete_awaitable(
-        self, run: Run, info: GraphQLResolveInfo | None, path: Path, result: Any
+        self, run: Run, info: GraphQLResolveInfo[Any] | None, path: Path, result: Any
     ) -> Any:
         try:
             resolved = await result
@@ -460,10 +463,9 @@ class ListCompleter(Completer):
                 index += 1
         except Exception:
             pending = [completed_results[i] for i in awaitable_indices]
-            try:
+            # The iterator may fail too: what it gave is all there is.
+            with contextlib.suppress(Exception):
                 pending.extend(item for item in iterator if is_awaitable(item))
-            except Exception:  # the iterator fails: what it gave is all there is
-                pass
             if pending:
                 _settle_in_background(pending)
             raise
@@ -563,8 +565,12 @@ class ListCompleter(Completer):
         return self.item.has_fast
 
 
+def _no_pass(value: Any) -> Any:
+    return SLOW
+
+
 class ObjectCompleter(Completer):
-    __slots__ = ("fields", "is_type_of", "object_type", "plain")
+    __slots__ = ("fields", "generated", "is_type_of", "object_type", "plain")
 
     def __init__(self, field: FieldPlan, object_type: GraphQLObjectType) -> None:
         super().__init__(field)
@@ -574,10 +580,12 @@ class ObjectCompleter(Completer):
         # (response key, attribute or None for __typename, completer) when every field is
         # plain: the one pass.
         self.plain: tuple[tuple[str, str | None, Completer], ...] | None = None
+        # The one pass of a plain object, written for it (`schema.one_pass`).
+        self.generated: Callable[[Any], Any] = _no_pass
 
     def set_fields(self, fields: tuple[FieldPlan, ...]) -> None:
         self.fields = fields
-        plain = []
+        plain: list[tuple[str, str | None, Completer]] = []
         for field in fields:
             if field.typename:
                 plain.append((field.key, None, field.complete))
@@ -615,8 +623,8 @@ class ObjectCompleter(Completer):
             raise self._invalid(result)
         completed = execute_fields(run, self.fields, result, path)
         if is_awaitable(completed):
-            return await completed
-        return completed
+            completed = await completed
+        return cast("dict[str, Any]", completed)
 
     def _invalid(self, result: Any) -> GraphQLError:
         return GraphQLError(
@@ -625,31 +633,7 @@ class ObjectCompleter(Completer):
         )
 
     def fast(self, value: Any) -> Any:
-        plain = self.plain
-        if value is None:
-            return None
-        if plain is None or value is Undefined or isinstance(value, Exception):
-            return SLOW
-        is_type_of = self.is_type_of
-        if is_type_of is not None:
-            try:
-                if is_awaitable(value) or not is_type_of(value, None):
-                    return SLOW
-            except Exception:
-                return SLOW
-        results = {}
-        for key, attribute, completer in plain:
-            if attribute is None:
-                results[key] = self.object_type.name
-                continue
-            try:
-                answer = completer.fast(getattr(value, attribute))
-            except Exception:
-                return SLOW
-            if answer is SLOW:
-                return SLOW
-            results[key] = answer
-        return results
+        return self.generated(value)
 
     @property
     def has_fast(self) -> bool:

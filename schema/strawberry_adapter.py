@@ -82,7 +82,9 @@ def plain_attribute(schema: strawberry.Schema, graphql_field: GraphQLField) -> s
 DirectResolver = Callable[..., Any]
 
 
-def direct_resolver(schema: strawberry.Schema, graphql_field: GraphQLField) -> DirectResolver | None:
+def direct_resolver(
+    schema: strawberry.Schema, graphql_field: GraphQLField
+) -> DirectResolver | None:
     """`resolve(source, info, **arguments)` calling the field's function as Strawberry's wrapper
     would, for a field whose arguments Strawberry passes on as graphql-core coerced them (lists
     copied); None for any other field (input objects, `Maybe`, `GlobalID`, field extensions,
@@ -116,7 +118,7 @@ def direct_resolver(schema: strawberry.Schema, graphql_field: GraphQLField) -> D
     ]
     info_class = schema.config.info_class
 
-    def resolve(source: Any, info: GraphQLResolveInfo, **arguments: Any) -> Any:
+    def resolve(source: Any, info: GraphQLResolveInfo[Any], **arguments: Any) -> Any:
         kwargs = {
             names[name]: list(value) if name in lists and value is not None else value
             for name, value in arguments.items()
