@@ -60,7 +60,12 @@ from graphql import (
     execute,
     type_from_ast,
 )
-from graphql.execution import VariableValues, get_argument_values, get_variable_values
+from graphql.execution import (
+    VariableValues,
+    default_field_resolver,
+    get_argument_values,
+    get_variable_values,
+)
 from graphql.pyutils import AwaitableOrValue
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
@@ -360,7 +365,7 @@ class _Compiler:
             resolve = None
             if attribute is None:
                 resolve = strawberry_adapter.direct_resolver(self.strawberry, definition)
-                resolve = resolve or definition.resolve or _default_resolver
+                resolve = resolve or definition.resolve or default_field_resolver
             plan = FieldPlan(
                 key=key,
                 parent_type=parent_type,
@@ -463,12 +468,6 @@ class _Compiler:
         if isinstance(conditional, GraphQLInterfaceType | GraphQLUnionType):
             return self.schema.is_sub_type(conditional, runtime_type)
         return False
-
-
-def _default_resolver(source: Any, info: Any, **arguments: Any) -> Any:
-    from graphql.execution import default_field_resolver
-
-    return default_field_resolver(source, info, **arguments)
 
 
 def _static_arguments(definition: Any, node: FieldNode) -> dict[str, Any] | None:
