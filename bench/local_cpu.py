@@ -97,8 +97,8 @@ async def _measure(arguments: argparse.Namespace, endpoint: str) -> None:
         tune_garbage_collector()
         await _warm("the service", service)
         if arguments.service_only:
-            spent = await _cpu_ms(service, arguments.requests, max(IN_FLIGHT))
-            print(f"{work.name}: the service alone, {spent:.3f} ms of CPU per request")
+            alone = await _cpu_ms(service, arguments.requests, max(IN_FLIGHT))
+            print(f"{work.name}: the service alone, {alone:.3f} ms of CPU per request")
             return
         async with raw_client(endpoint) as client:
             parameters = call_parameters(work.name, work.variables, settings.table_name)

@@ -146,13 +146,14 @@ class Instant(datetime):
     instants without the text, which are formatted as any datetime is."""
 
     __slots__ = ("text",)
+    text: str
 
 
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 in UTC with a `Z` suffix and millisecond precision, so strings sort by time."""
     if moment.__class__ is Instant:
         try:
-            return moment.text  # type: ignore[attr-defined]
+            return moment.text
         except AttributeError:  # made by arithmetic or `replace`: no text of its own
             pass
     if moment.tzinfo is not UTC:
