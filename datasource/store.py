@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from datasource import shards, writes
@@ -22,7 +23,7 @@ from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
 from datasource.history import HistoryPage, event_from_item, history_query
-from datasource.idempotent_create import put_new_with_key
+from datasource.idempotency import put_new_with_key, replayed_move
 from datasource.items import Item, from_item, primary_key, to_item
 from datasource.pages import Page, PageQuery, merged_page, page_size, query_page
 from datasource.shards import PartitionPage, Placed
@@ -43,7 +44,7 @@ from domain import keys
 from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
 from domain.history import PaymentEvent
-from domain.idempotency import IdempotencyClaim
+from domain.idempotency import IdempotencyClaim, WriteOutcome
 from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import LoanRef, Payment, PaymentRef
 
@@ -118,14 +119,14 @@ class PaymentStore:
         *,
         event: PaymentEvent,
         idempotency: IdempotencyClaim | None = None,
-    ) -> Payment:
+    ) -> WriteOutcome:
         """Store a new payment and its creation's event; Conflict if one with its key exists
         already.
 
         With an idempotency claim, the claim's record is written with them, or,
-        when the key was used before, the payment it made is returned (IdempotencyMismatch if
-        that was for a different request). Returns the payment as stored (timestamps at the
-        stored millisecond precision), equal to what a later read returns.
+        when the key was used before, the payment it made is returned, replayed
+        (IdempotencyMismatch if that was for a different request). The payment is as stored
+        (timestamps at the stored millisecond precision), equal to what a later read returns.
         """
         if idempotency is None:
             return await writes.put_new(
@@ -246,14 +247,22 @@ class PaymentStore:
         return from_item(items[0]) if items else None
 
     async def transition(
-        self, current: Payment, updated: Payment, *, event: PaymentEvent
-    ) -> Payment:
+        self,
+        current: Payment,
+        updated: Payment,
+        *,
+        event: PaymentEvent,
+        idempotency: IdempotencyClaim | None = None,
+    ) -> WriteOutcome:
         """Write `updated` over `current`, and the move's event, in one transaction (with the
-        claim of its confirmation id when the move takes one), if `current` is what is stored.
+        claim of its confirmation id when the move takes one, and the idempotency key's record
+        when there is a key), if `current` is what is stored.
 
-        NotFound if the payment is gone; Conflict (with the status found) if another writer
+        NotFound if the payment is gone; Conflict (with the payment found) if another writer
         changed it since `current` was read; InvalidInput on `confirmationId` if another payment
-        of the user holds that id.
+        of the user holds that id. Under a key that this same move was written with before:
+        nothing written, the payment as it is now, replayed; IdempotencyMismatch if the key was
+        used for another request.
         """
         return await writes.update_status(
             self._client,
@@ -263,6 +272,22 @@ class PaymentStore:
             event=event,
             backoff=self._backoff,
             layout=self._layout,
+            idempotency=idempotency,
+        )
+
+    async def replayed_move(
+        self, claim: IdempotencyClaim, ref: PaymentRef, *, now: datetime
+    ) -> Payment | None:
+        """The payment as it is now if this very move was written under the claim's key before
+        (a refused move sent again: it had happened); None if the key holds no live record;
+        IdempotencyMismatch if it was used for another request."""
+        return await replayed_move(
+            self._client,
+            table_name=self._table,
+            claim=claim,
+            ref=ref,
+            now=now,
+            backoff=self._backoff,
         )
 
     async def status_partition_page(

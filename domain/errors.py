@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from domain.enums import PaymentStatus
+    from domain.payment import Payment
 
 
 class PaymentsError(Exception):
@@ -60,11 +61,19 @@ class InvalidTransition(PaymentsError):
 class Conflict(PaymentsError):
     code = "CONFLICT"
 
-    def __init__(self, found: PaymentStatus | None, message: str | None = None) -> None:
+    def __init__(
+        self,
+        found: PaymentStatus | None,
+        message: str | None = None,
+        *,
+        payment: Payment | None = None,
+    ) -> None:
         found_text = found.value if found is not None else "unknown"
         default = f"the payment was changed by another writer (now {found_text}); reload it"
         super().__init__(message or default)
         self.found = found
+        # The payment as the refused write found it, when it was read.
+        self.payment = payment
 
 
 class IdempotencyMismatch(PaymentsError):

@@ -136,6 +136,13 @@ def idempotency_key(field: str, value: str) -> str:
     return _text(field, value, max_length=MAX_IDEMPOTENCY_KEY_LENGTH)
 
 
+def version(field: str, value: int) -> int:
+    """A payment's version: its creation is 1, and every write adds one."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(field, "must be a payment version, 1 or more")
+    return value
+
+
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 in UTC with a `Z` suffix and millisecond precision, so strings sort by time."""
     if moment.tzinfo is not UTC:
