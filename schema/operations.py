@@ -118,7 +118,11 @@ class OperationRunner:
 
     def _parse_and_validate(self, query: str) -> _Prepared:
         try:
-            document = parse(query, max_tokens=self._limits.max_tokens)
+            # An empty selection set (graphql-core 3.3 parses one by default) is refused as
+            # before: Strawberry's depth limiter fails on it (the max of no depths), a 500.
+            document = parse(
+                query, max_tokens=self._limits.max_tokens, allow_empty_selection_sets=False
+            )
         except GraphQLError as error:
             return _Prepared(None, [error])
         errors = validate(

@@ -70,6 +70,8 @@ async def test_an_unknown_operation_name_is_a_graphql_request_error(
     ("body", "words"),
     [
         ({"query": "{ loan(loanId: "}, "Syntax Error"),
+        # Found by the envelope fuzzer: Strawberry's depth limiter failed on it, a 500.
+        ({"query": '{ __typename loan(loanId: "l") { } }'}, "Syntax Error: Expected Name"),
         ({"query": "{ noSuchField }"}, "Cannot query field 'noSuchField'"),
         ({"query": "{ a: __typename " + "b: __typename " * 20 + "}"}, "aliases"),
         (
