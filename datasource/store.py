@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from datasource import shards, writes
+from datasource import shards, versions, writes
 from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
 from datasource.breaker import CircuitBreaker
@@ -296,6 +296,13 @@ class PaymentStore:
             first=page_size(first),
             after=after,
             node=event_from_item,
+        )
+
+    async def stored_versions(self, *, user_id: str, loan_id: str | None) -> dict[str, int]:
+        """Payment id -> version of the user's payments (the loan's, when given), strongly
+        consistent: what a live subscription starts from (`datasource.versions`)."""
+        return await versions.stored_versions(
+            self._client, table_name=self._table, user_id=user_id, loan_id=loan_id
         )
 
     async def _describe_table(self) -> object:
