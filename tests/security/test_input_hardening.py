@@ -60,12 +60,14 @@ KINDS = {
     "id": "node id",
     "ids": "node id",
     "after": "cursor",
+    "before": "cursor",
     "reason": "text",
     "idempotencyKey": "idempotency key",
     "returnCode": "return code",
     "accountLastFour": "last four",
     "amountCents": "amount",
     "first": "page size",
+    "last": "page size",
 }
 GRAPHQL = "refused by GraphQL's types"
 INVALID = "INVALID_INPUT"
