@@ -23,7 +23,7 @@ resubscribes with `afterVersion` to pick up where it was.
 The feed reads late (up to its poll interval), so events stored just before a subscription are
 still to come when it registers: these are what the versions, or the round, leave out. With a
 user named this is exact; with none it is exact where the stream shows a write once it is
-stored, as DynamoDB Local's does (DynamoDB's shows it within about a second).
+stored, as DynamoDB Local's does (DynamoDB's shows it in near-real time).
 """
 
 from __future__ import annotations
