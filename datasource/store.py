@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from datasource import shards, writes
+from datasource import shards, versions, writes
 from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
 from datasource.breaker import CircuitBreaker
@@ -25,7 +25,7 @@ from datasource.deadline import storage_call
 from datasource.history import HistoryPage, event_from_item, history_query
 from datasource.idempotency import put_new_with_key, replayed_move
 from datasource.items import Item, from_item, primary_key, to_item
-from datasource.pages import Page, PageQuery, merged_page, page_size, query_page
+from datasource.pages import Page, PageQuery, Paging, merged_page, query_page
 from datasource.shards import PartitionPage, Placed
 from datasource.table import (
     GSI1,
@@ -197,34 +197,42 @@ class PaymentStore:
         loan: LoanRef,
         *,
         status: PaymentStatus | None,
-        first: int,
-        after: str | None,
+        first: int | None = None,
+        after: str | None = None,
         consistent: bool = False,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Page:
-        """A loan's payments, newest first; only those in `status` when given (GSI1).
+        """A loan's payments, newest first; only those in `status` when given (GSI1); a page
+        forward (`first`, `after`) or backward (`last`, `before`: `datasource.pages`).
         `consistent` applies to the table's list; an index is read eventually consistent."""
-        first = page_size(first)
-        return await self._page(loan_query(loan, status, consistent), first=first, after=after)
+        paging = Paging.of(first=first, after=after, last=last, before=before)
+        return await self._page(loan_query(loan, status, consistent), paging)
 
     async def payments_by_status(
-        self, *, status: PaymentStatus, first: int, after: str | None
+        self,
+        *,
+        status: PaymentStatus,
+        first: int | None = None,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Page:
         """Every user's payments in one status, newest first (GSI2), for the jobs.
 
         One Query per GSI2 partition of the layout (one with the seed's), merged into the same
-        exact pages whatever the number of shards.
+        exact pages whatever the number of shards, in either direction.
         """
-        first = page_size(first)
+        paging = Paging.of(first=first, after=after, last=last, before=before)
         queries = [status_query(status, partition) for partition in self._layout.read_partitions()]
         if len(queries) == 1:
-            return await self._page(queries[0], first=first, after=after)
+            return await self._page(queries[0], paging)
         return await merged_page(
             self._client,
             table_name=self._table,
             queries=queries,
             cursors=self._cursors,
-            first=first,
-            after=after,
+            paging=paging,
             node=from_item,
         )
 
@@ -309,18 +317,32 @@ class PaymentStore:
         )
 
     async def history(
-        self, ref: PaymentRef, *, first: int, after: str | None, consistent: bool = False
+        self,
+        ref: PaymentRef,
+        *,
+        first: int | None = None,
+        after: str | None = None,
+        consistent: bool = False,
+        last: int | None = None,
+        before: str | None = None,
     ) -> HistoryPage:
-        """A payment's events, oldest first (one Query; cursors bound to the payment);
-        `consistent` for a read that must see every event stored before it (a replay)."""
+        """A payment's events, oldest first (one Query; cursors bound to the payment), forward
+        or backward; `consistent` for a read that must see every event stored before it (a
+        replay)."""
         return await query_page(
             self._client,
             table_name=self._table,
             query=history_query(ref, consistent=consistent),
             cursors=self._cursors,
-            first=page_size(first),
-            after=after,
+            paging=Paging.of(first=first, after=after, last=last, before=before),
             node=event_from_item,
+        )
+
+    async def stored_versions(self, *, user_id: str, loan_id: str | None) -> dict[str, int]:
+        """Payment id -> version of the user's payments (the loan's, when given), strongly
+        consistent: what a live subscription starts from (`datasource.versions`)."""
+        return await versions.stored_versions(
+            self._client, table_name=self._table, user_id=user_id, loan_id=loan_id
         )
 
     async def _describe_table(self) -> object:
@@ -337,14 +359,13 @@ class PaymentStore:
                 raise
             raise StorageUnavailable(f"the payments table does not answer: {error}") from error
 
-    async def _page(self, query: PageQuery, *, first: int, after: str | None) -> Page:
+    async def _page(self, query: PageQuery, paging: Paging) -> Page:
         return await query_page(
             self._client,
             table_name=self._table,
             query=query,
             cursors=self._cursors,
-            first=first,
-            after=after,
+            paging=paging,
             node=from_item,
         )
 

@@ -38,8 +38,10 @@ class InvalidInput(PaymentsError):
 
 
 class InvalidCursor(InvalidInput):
-    def __init__(self, message: str = "the cursor is not valid for this list") -> None:
-        super().__init__("after", message)
+    def __init__(
+        self, message: str = "the cursor is not valid for this list", *, field: str = "after"
+    ) -> None:
+        super().__init__(field, message)
 
 
 class NotFound(PaymentsError):

@@ -60,6 +60,7 @@ KINDS = {
     "id": "node id",
     "ids": "node id",
     "after": "cursor",
+    "before": "cursor",
     "reason": "text",
     "idempotencyKey": "idempotency key",
     "returnCode": "return code",
@@ -67,6 +68,7 @@ KINDS = {
     "amountCents": "amount",
     "first": "page size",
     "expectedVersion": "version",
+    "last": "page size",
 }
 GRAPHQL = "refused by GraphQL's types"
 INVALID = "INVALID_INPUT"
