@@ -136,6 +136,11 @@ def idempotency_key(field: str, value: str) -> str:
     return _text(field, value, max_length=MAX_IDEMPOTENCY_KEY_LENGTH)
 
 
+def version(field: str, value: int) -> int:
+    """A payment's version: its creation is 1, and every write adds one."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(field, "must be a payment version, 1 or more")
+    return value
 # The text `format_timestamp` writes; an instant read from it is written back as the same text.
 _CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)
 

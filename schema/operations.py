@@ -10,7 +10,9 @@
                counting the DynamoDB calls it makes and the capacity they consume
                (`dynamodb_report`), which must all end within the operation's budget
                (`datasource.deadline`)
-    errors     the unexpected logged and masked, the rest made public (`schema.public_errors`)
+    errors     the unexpected logged and masked, the rest made public (`schema.public_errors`);
+               a result refused before execution (parse, validation, cost, variables) is a
+               `PreExecutionError`: its GraphQL response has no `data` entry
     observe    the server's observers (request log, metrics) see the finished operation
 
 A subscription (`stream`, over WebSocket) takes the same steps up to the cost; then each event
@@ -116,7 +118,11 @@ class OperationRunner:
 
     def _parse_and_validate(self, query: str) -> _Prepared:
         try:
-            document = parse(query, max_tokens=self._limits.max_tokens)
+            # An empty selection set (graphql-core 3.3 parses one by default) is refused as
+            # before: Strawberry's depth limiter fails on it (the max of no depths), a 500.
+            document = parse(
+                query, max_tokens=self._limits.max_tokens, allow_empty_selection_sets=False
+            )
         except GraphQLError as error:
             return _Prepared(None, [error])
         errors = validate(
@@ -161,11 +167,12 @@ class OperationRunner:
         started = time.perf_counter()
         document, errors = self._checked(query, variables, operation_name, allowed)
         data = None
+        executed = False
         with count_calls() as calls, deadline.budget(self._budget):
             if hasattr(context, "calls"):
                 context.calls = calls
             if document is not None and not errors:
-                data, errors = await self._execute(
+                data, errors, executed = await self._execute(
                     query, variables, context, operation_name, operation_extensions
                 )
         errors = self._public(errors)
@@ -180,6 +187,8 @@ class OperationRunner:
         )
         for observe in self._observers:
             observe(observed)
+        if not executed:  # a request error: the GraphQL response has no `data` entry
+            return PreExecutionError(data=None, errors=errors or None, extensions=extensions)
         return ExecutionResult(data=data, errors=errors or None, extensions=extensions)
 
     async def stream(
@@ -272,7 +281,9 @@ class OperationRunner:
         context: Any,
         operation_name: str | None,
         operation_extensions: dict[str, Any] | None,
-    ) -> tuple[dict[str, Any] | None, list[GraphQLError]]:
+    ) -> tuple[dict[str, Any] | None, list[GraphQLError], bool]:
+        """The data and errors, and whether execution started: graphql-core answers a request
+        error (variables it could not coerce) with no data and errors at no path."""
         try:
             result = self._plan(query, operation_name).execute(
                 context=context,
@@ -283,8 +294,10 @@ class OperationRunner:
             if isawaitable(result):
                 result = await result
         except Exception as error:  # masked as unexpected, like any resolver's
-            return None, [GraphQLError(str(error), original_error=error)]
-        return result.data, list(result.errors or ())
+            return None, [GraphQLError(str(error), original_error=error)], True
+        errors = list(result.errors or ())
+        executed = result.data is not None or any(error.path for error in errors)
+        return result.data, errors, executed
 
 
 def dynamodb_report(calls: CallCount) -> dict[str, Any]:
