@@ -54,7 +54,7 @@ async def live_feed(
             poll_interval=settings.stream_poll_interval,
             tracer=store.tracer,
         )
-        reader = asyncio.create_task(source.run(hub.publish), name="stream-reader")
+        reader = asyncio.create_task(source.run(hub.publish, hub), name="stream-reader")
         feed = LiveFeed(hub, source)
         try:
             yield feed

@@ -60,12 +60,15 @@ KINDS = {
     "id": "node id",
     "ids": "node id",
     "after": "cursor",
+    "before": "cursor",
     "reason": "text",
     "idempotencyKey": "idempotency key",
     "returnCode": "return code",
     "accountLastFour": "last four",
     "amountCents": "amount",
     "first": "page size",
+    "expectedVersion": "version",
+    "last": "page size",
 }
 GRAPHQL = "refused by GraphQL's types"
 INVALID = "INVALID_INPUT"
@@ -112,6 +115,13 @@ BAD: dict[str, list[tuple[Any, str]]] = {
         (12.5, GRAPHQL),
         ("500", GRAPHQL),
         (True, GRAPHQL),
+    ],
+    "version": [
+        (0, INVALID),
+        (-1, INVALID),
+        (2147483648, GRAPHQL),
+        (1.5, GRAPHQL),
+        ("1", GRAPHQL),
     ],
     "page size": [
         (0, INVALID),
