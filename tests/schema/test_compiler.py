@@ -108,8 +108,10 @@ class Store:
     async def batch_get(self, refs: list[PaymentRef], *, consistent: bool = True) -> list[Any]:
         return [self.by_ref.get(ref) for ref in refs]
 
-    async def loan_payments(self, loan: LoanRef, *, first: int, **_: Any) -> PageOf[Any]:
-        if first < 1:
+    async def loan_payments(
+        self, loan: LoanRef, *, first: int | None = None, **_: Any
+    ) -> PageOf[Any]:
+        if first is not None and first < 1:
             from domain.errors import InvalidInput
 
             raise InvalidInput("first", "must be between 1 and 100")
