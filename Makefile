@@ -32,7 +32,7 @@ help:
 	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
-	@echo "make schema   accept a deliberate GraphQL schema change into schema.graphql"
+	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql)"
 	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
 	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL and Chromium (for the tests)"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
@@ -84,6 +84,7 @@ lint: install
 
 schema: install
 	$(VENV)/bin/python -m schema > schema.graphql
+	$(VENV)/bin/python -m schema --subgraph > schema.subgraph.graphql
 
 # The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/).
 # Options after ARGS, e.g. make bench ARGS='--no-local' or ARGS='--quick'.

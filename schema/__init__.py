@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-import strawberry
 from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import (
@@ -19,6 +18,7 @@ from strawberry.types.graphql import OperationType
 
 from resolvers.context import Context
 from schema.execution import PaymentsExecutionContext, shorten_resolvers
+from schema.federation import FederatedSchema
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
 from schema.operations import Observer, OperationRunner
@@ -31,7 +31,7 @@ from schema.types import LoanType, PaymentType
 logger = logging.getLogger("loc_payments.graphql")
 
 
-class PaymentsSchema(strawberry.Schema):
+class PaymentsSchema(FederatedSchema):
     """The schema with its query limits; `production` turns introspection off and has
     graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing
     variables), which would reveal the schema piece by piece. `observers` are what the server

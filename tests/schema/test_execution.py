@@ -17,7 +17,7 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from datasource.pages import EdgeOf, Page, PageOf
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
-from domain.payment import Payment, PaymentRef, new_payment
+from domain.payment import Application, Payment, PaymentRef, new_payment
 from resolvers.callers import Caller
 from resolvers.context import Context
 from resolvers.loaders import BatchReads
@@ -127,12 +127,25 @@ RESOLVED: dict[str, tuple[str, dict[str, Any]]] = {
         {},
     ),
     "node": ("query($id: ID!) { node(id: $id) { id ... on Loan { loanId } } }", {"id": "loan"}),
+    "entities-with-a-malformed-one": (
+        "query($reps: [_Any!]!) { _entities(representations: $reps) { __typename "
+        f"... on Payment {{ {FIELDS} }} ... on Loan {{ loanId }} }} }}",
+        {"reps": "entities"},
+    ),
+    "an-installment": (
+        'query($p: ID!) { payment(userId: "u", loanId: "l", paymentId: $p) '
+        "{ applications { installmentId installment { __typename id } } } }",
+        {},
+    ),
 }
 
 
 @pytest.mark.parametrize("case", RESOLVED, ids=list(RESOLVED))
 async def test_the_short_resolvers_answer_what_strawberrys_wrapper_answers(case: str) -> None:
     stored = payment()
+    stored = dataclasses.replace(
+        stored, applications=(Application(stored.payment_id, "inst-1", 500, NOW),)
+    )
     query, variables = RESOLVED[case]
     variables = dict(variables)
     if "p" in query:
@@ -141,6 +154,13 @@ async def test_the_short_resolvers_answer_what_strawberrys_wrapper_answers(case:
         variables["ids"] = [payment_node_id(stored.ref), loan_node_id(stored.loan)]
     if variables.get("id") == "loan":
         variables["id"] = loan_node_id(stored.loan)
+    if variables.get("reps") == "entities":
+        variables["reps"] = [
+            {"__typename": "Payment", "id": payment_node_id(stored.ref)},
+            {"__typename": "Loan", "userId": "u", "loanId": "l"},
+            {"__typename": "Payment", "id": "not-a-node-id"},
+            "not an object",
+        ]
     short = await execute(stored, shortcut=True, query=query, variables=variables)
     assert short == await execute(stored, shortcut=False, query=query, variables=variables)
     assert short["data"] is not None or short["errors"]
@@ -149,6 +169,7 @@ async def test_the_short_resolvers_answer_what_strawberrys_wrapper_answers(case:
 def test_fields_with_input_objects_keep_strawberrys_wrapper() -> None:
     shortened = build_schema().shortened_fields
     assert {"Query.payment", "Query.nodes", "Loan.payments", "Payment.history"} <= set(shortened)
+    assert {"Query._entities", "PaymentApplication.installment"} <= set(shortened)
     assert not [name for name in shortened if name.startswith(("Mutation.", "Subscription."))]
     assert build_schema(shortcuts=False).shortened_fields == []
 
