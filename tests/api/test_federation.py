@@ -1,5 +1,5 @@
 """The schema as a federation subgraph, through the API: `_service`, `_entities` by the rules of
-`node`, batched (counted by `extensions.dynamodb`)."""
+`node`, batched (counted by `extensions.dynamodb`), and costed per representation."""
 
 from __future__ import annotations
 
@@ -167,6 +167,31 @@ async def test_entities_need_a_caller(api: Api) -> None:
     body = await api.post(ENTITIES, {"representations": [loan_rep("alice", "l")]}, as_=None)
     assert body["data"] is None
     assert error_codes(body) == ["UNAUTHENTICATED"]
+
+
+async def test_entities_cost_what_they_select_once_per_representation(api: Api) -> None:
+    query = """query($representations: [_Any!]!) { _entities(representations: $representations) {
+      ... on Loan { payments(first: 100) { edges { node { paymentId } } } } } }"""
+    few = [loan_rep("alice", f"loan-{n}") for n in range(3)]
+    many = [loan_rep("alice", f"loan-{n}") for n in range(40)]
+
+    cheap = await api.post(query, {"representations": few}, as_=ALICE)
+    costly = await api.post(query, {"representations": many}, as_=ALICE)
+
+    assert "errors" not in cheap
+    assert error_codes(costly) == ["QUERY_TOO_COSTLY"]
+    # 1 for `_entities`, then per loan: payments, 100 edges of node and paymentId.
+    assert costly["errors"][0]["extensions"]["cost"] == 1 + 40 * (1 + 100 * 3)
+
+
+async def test_nodes_cost_what_they_select_once_per_id(api: Api) -> None:
+    query = """query($ids: [ID!]!) { nodes(ids: $ids) {
+      ... on Loan { payments(first: 100) { edges { node { paymentId } } } } } }"""
+    loan_ids = [(await api.create(loan=f"loan-{n}"))["loan"]["id"] for n in range(40)]
+
+    costly = await api.post(query, {"ids": loan_ids}, as_=ALICE)
+
+    assert costly["errors"][0]["extensions"]["cost"] == 1 + 40 * (1 + 100 * 3)
 
 
 async def test_an_application_names_its_installment_for_the_loans_service(api: Api) -> None:
