@@ -18,7 +18,7 @@ from strawberry.types.graphql import OperationType
 
 from resolvers.context import Context
 from schema.execution import PaymentsExecutionContext, shorten_resolvers
-from schema.federation import FederatedSchema
+from schema.federation import FEDERATION_VERSION, FederatedSchema
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
 from schema.operations import Observer, OperationRunner
@@ -58,6 +58,7 @@ class PaymentsSchema(FederatedSchema):
             types=[PaymentType, LoanType],
             execution_context_class=executor_class,
             config=StrawberryConfig(scalar_map={datetime: DATETIME}),
+            federation_version=FEDERATION_VERSION,
         )
         self.shortened_fields = shorten_resolvers(self._schema, self.config) if shortcuts else []
         self._operations = OperationRunner(

@@ -19,6 +19,8 @@ serves a supergraph composed from the pinned SDL, and needs only `_entities`.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import strawberry
 from graphql import (
     DirectiveNode,
@@ -40,6 +42,10 @@ from resolvers.context import Context
 from resolvers.entities import entity_refs
 
 Info = strawberry.Info[Context, None]
+
+# The newest Federation version @theguild/federation-composition (0.27) composes; Strawberry's
+# default, 2.11, it refuses (UNKNOWN_FEDERATION_LINK_VERSION). Only @key is used: 2.0's.
+FEDERATION_VERSION: Literal["2.9"] = "2.9"
 
 
 class FederatedSchema(strawberry.federation.Schema):

@@ -24,7 +24,7 @@ def test_subgraph_sdl_matches_its_committed_snapshot() -> None:
 def test_the_subgraph_sdl_is_the_schema_with_federations_directives() -> None:
     sdl, subgraph = SNAPSHOT.read_text(), SUBGRAPH_SNAPSHOT.read_text()
     assert subgraph.startswith(
-        'schema @link(url: "https://specs.apollo.dev/federation/v2.11", import: ["@key"]) {'
+        'schema @link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key"]) {'
     )
     for entity, key in [
         ("type Payment implements Node", '@key(fields: "id")'),
