@@ -11,12 +11,16 @@ DDB_LOCAL := dynamodb-local
 GRAPHIQL_PKG := graphiql
 # The headless Chromium of the browser tests (npm package @sparticuz/chromium, driven by Playwright).
 BROWSER_PKG := browser
+# The federation gateway of the tests (npm packages @graphql-hive/gateway and
+# @theguild/federation-composition; see the README's Federation).
+FEDERATION_PKG := federation
 # Stamps record a finished install; they are older than a lock file changed since, so make
 # installs again after a pull that changed dependencies.
 PYTHON_STAMP := $(VENV)/.installed
 DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
 GRAPHIQL_STAMP := $(GRAPHIQL_PKG)/node_modules/.installed
 BROWSER_STAMP := $(BROWSER_PKG)/node_modules/.installed
+FEDERATION_STAMP := $(FEDERATION_PKG)/node_modules/.installed
 
 # Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
 API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
@@ -34,12 +38,12 @@ help:
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql)"
 	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
-	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL and Chromium (for the tests)"
+	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, Chromium and Hive Gateway (tests)"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
-# What `make run` needs; the tests need Chromium too.
+# What `make run` needs; the tests need Chromium and the federation gateway too.
 RUN_STAMPS := $(PYTHON_STAMP) $(DDB_LOCAL_STAMP) $(GRAPHIQL_STAMP)
-install: $(RUN_STAMPS) $(BROWSER_STAMP)
+install: $(RUN_STAMPS) $(BROWSER_STAMP) $(FEDERATION_STAMP)
 
 # Quiet installs, so that what `make run` shows last is the GraphiQL address and the token; errors
 # still print (npm's are on stderr, its summary of what it added on stdout).
@@ -64,6 +68,11 @@ $(BROWSER_STAMP): $(BROWSER_PKG)/package.json $(BROWSER_PKG)/package-lock.json
 	@npm ci --prefix $(BROWSER_PKG) --no-audit --no-fund --loglevel=error > /dev/null
 	@touch $@
 	@echo "Installed Chromium from $(BROWSER_PKG)/package-lock.json"
+
+$(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lock.json
+	@npm ci --prefix $(FEDERATION_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed the federation gateway from $(FEDERATION_PKG)/package-lock.json"
 
 run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
@@ -93,6 +102,6 @@ bench: install
 
 clean:
 	rm -rf $(VENV) $(DDB_LOCAL)/node_modules $(GRAPHIQL_PKG)/node_modules $(BROWSER_PKG)/node_modules \
-		.pytest_cache .mypy_cache .ruff_cache
+		$(FEDERATION_PKG)/node_modules .pytest_cache .mypy_cache .ruff_cache
 	find . \( -path ./.git -o -path ./.data \) -prune -o -type d -name __pycache__ -prune \
 		-exec rm -rf {} +

