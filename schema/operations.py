@@ -5,7 +5,7 @@
     validate   cached with the parse: graphql-core's rules, depth and alias limits, Strawberry's
                own rules, no introspection (nor `_service`) and no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
-               `first` in it is a variable
+               `first` or a list of keys (`nodes`, `_entities`) in it is a variable
     execute    graphql-core with `PaymentsExecutionContext`, counting the DynamoDB calls it makes
                and the capacity they consume (`dynamodb_report`), which must all end within the
                operation's budget (`datasource.deadline`)
