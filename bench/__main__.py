@@ -87,7 +87,7 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     quick = arguments.quick
-    seconds = arguments.seconds or (0.1 if quick else 2.0)
+    seconds = arguments.seconds or (0.5 if quick else 2.0)
     repetitions = arguments.repetitions or (1 if quick else 3)
     # The smoke test (--quick) proves the harness, not the numbers: no warm-up.
     warmup = 0.0 if quick else min(seconds / 2, 0.5)

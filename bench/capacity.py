@@ -5,7 +5,9 @@
 DynamoDB Local (started here, in memory) and the real app in-process (`create_app`, called
 through ASGI), on a table seeded with the demonstration payments as `make run` seeds it. It runs
 the README walkthrough's operations in order, then each of the eight mutations once on a payment
-it brings to the status the mutation moves from, every request with `X-Debug-DynamoDB: 1`, and
+it brings to the status the mutation moves from (with an idempotency key, as the service's own
+writers send them; a skip also without one, and sent again), every request with
+`X-Debug-DynamoDB: 1`, and
 prints a markdown table of what `extensions.dynamodb` reports: the calls, the read and write
 units (RCU, WCU), and the units per table and index.
 
@@ -140,6 +142,9 @@ async def _mutations(session: _Session, rows: dict[str, Cost]) -> None:
         return {"userId": USER, "loanId": loan, "paymentId": payment["paymentId"]}, cost
 
     async def move(mutation: str, payment: dict[str, Any], **input: Any) -> Cost:
+        # As internal writers do, every move is sent with an idempotency key of its own.
+        key = f"bench-{mutation}-{payment['paymentId']}-{len(rows)}"
+        input = {"idempotencyKey": key, **input}
         return (await session.mutate(mutation, **payment, reason="bench", **input))[1]
 
     ach, rows["createPayment"] = await create("loan-ach", "ACH")
@@ -159,7 +164,12 @@ async def _mutations(session: _Session, rows: dict[str, Cost]) -> None:
     rows["chargeBackPayment"] = await move("chargeBackPayment", card)
 
     skipped, _ = await create("loan-ach", "ACH")
-    rows["skipPayment"] = await move("skipPayment", skipped)
+    rows["skipPayment"] = await move("skipPayment", skipped, idempotencyKey="bench-skip")
+    rows["skipPayment sent again with its key (replayed)"] = await move(
+        "skipPayment", skipped, idempotencyKey="bench-skip"
+    )
+    unkeyed, _ = await create("loan-ach", "ACH")
+    rows["skipPayment (no key)"] = await move("skipPayment", unkeyed, idempotencyKey=None)
 
 
 FULL_PAGE = 100

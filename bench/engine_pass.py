@@ -209,6 +209,6 @@ class EnginePass:
                 for connections in CONNECTIONS
                 for peer in PEERS
             ],
-            "runs": [{k: v for k, v in asdict(run).items() if k != "latencies_ns"} for run in runs],
+            "runs": [asdict(run) for run in runs],
             "service_memory": memory_record(service, resident),
         }

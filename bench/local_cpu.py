@@ -13,6 +13,9 @@ flight: lookups coalesced).
     python -m bench.local_cpu payment
     python -m bench.local_cpu loan_page --requests 480
     python -m bench.local_cpu payment --no-coalescing     # each request its own call
+
+With `--service-only` it runs the service alone, 16 in flight, for a profiler to sample (the
+README's `py-spy record` command).
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ def _arguments() -> argparse.Namespace:
         action="store_false",
         help="the service with LOC_DYNAMODB_COALESCE_LOOKUPS=false",
     )
+    parser.add_argument(
+        "--service-only", action="store_true", help="the service alone, 16 in flight (to profile)"
+    )
     return parser.parse_args()
 
 
@@ -90,6 +96,10 @@ async def _measure(arguments: argparse.Namespace, endpoint: str) -> None:
         store.client.meta.events.register("before-call.dynamodb", count_call)
         tune_garbage_collector()
         await _warm("the service", service)
+        if arguments.service_only:
+            alone = await _cpu_ms(service, arguments.requests, max(IN_FLIGHT))
+            print(f"{work.name}: the service alone, {alone:.3f} ms of CPU per request")
+            return
         async with raw_client(endpoint) as client:
             parameters = call_parameters(work.name, work.variables, settings.table_name)
             method = client.get_item if work.name == "payment" else client.query

@@ -5,10 +5,13 @@ same 1,000 and 99,000 more (990 more users), written by the generator while Dyna
 both cores. Then DynamoDB Local is moved to the load generator's core, as if it ran on another
 machine, and a service (`loc-payments serve`) per table runs on the server core.
 
-1. The service on `base` against raw aioboto3 making the one call each workload needs (same
-   client settings, same concurrency, same core), and against the same call sent over raw HTTP
-   with no SDK (DynamoDB Local's own rate: the limit of anything in front of it), in rotating
-   order. The service's resident memory is read after each repetition.
+1. The service on `base` against the Node.js peer (`bench/peers/node`, what a team would write
+   instead), against raw aioboto3 making the one call each workload needs (same client
+   settings, same concurrency, same core), and against the same call sent over raw HTTP by wrk
+   with no SDK (DynamoDB Local's own rate: the limit of anything in front of it; wrk runs on
+   the server core, where the service would be, and its CPU is reported), in rotating order.
+   The Node peer must answer the service's `data` for every workload before anything is timed.
+   The service's resident memory is read after each repetition.
 2. Scale: p50 at one connection of a loan's first page and of `paymentsByStatus`, on `base` and
    on `scale` in rotating order; the loan and the page are the same in both tables, so only the
    table's size differs. Raw aioboto3 makes the same two calls on both tables, which shows how
@@ -28,6 +31,7 @@ import aioboto3
 from aiobotocore.config import AioConfig
 
 from bench import dataset, generator, workloads
+from bench.engine_pass import check_same_data
 from bench.processes import (
     LOAD_CORE,
     ROOT,
@@ -42,6 +46,7 @@ from bench.processes import (
 from bench.runs import Run, answer, service_headers, summary, timed_run
 from bench.shards_pass import measure_shards
 from bench.workloads import Workload
+from bench.wrk import run_load
 from datasource.items import Item
 from datasource.table import create_table_if_missing
 from domain.keys import SEED_LAYOUT, StatusLayout
@@ -49,8 +54,9 @@ from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
 COMPARED = ("loan_page", "by_status", "payment")
-# Who makes the calls compared: raw aioboto3, the service, the same call over raw HTTP.
-SIDES = ("raw", "service", "http")
+# Who makes the calls compared: raw aioboto3, the service, the Node peer, the same call over raw
+# HTTP (wrk).
+SIDES = ("raw", "service", "node", "http")
 SCALED = ("loan_page", "by_status")
 SCALE_TABLE = "bench-scale-loc-service"
 DEBUG_DYNAMODB = {"X-Debug-DynamoDB": "1"}
@@ -87,7 +93,7 @@ class RawClient:
         connections: int,
         seconds: float,
         client: str = "aioboto3",
-    ) -> dict[str, float]:
+    ) -> dict[str, Any]:
         assert self._process.stdin is not None and self._process.stdout is not None
         command = {
             "client": client,
@@ -102,8 +108,8 @@ class RawClient:
         line = self._process.stdout.readline()
         if not line:
             raise RuntimeError("the raw DynamoDB worker exited")
-        result: dict[str, float] = json.loads(line)
-        if result["errors"]:
+        result: dict[str, Any] = json.loads(line)
+        if result.get("errors"):
             raise RuntimeError(f"{client} {workload.name}: {result['errors']:.0f} failed calls")
         return result
 
@@ -122,11 +128,14 @@ class _Setup:
     """What the measurements run on."""
 
     base: Server
+    node: Server
     scale: Server
     raw: RawClient
     base_table: str
     work: dict[str, Workload]
     headers: dict[str, str]
+    # Each workload's call as a raw HTTP request (`bench.raw_dynamodb`), for wrk.
+    http: dict[str, dict[str, Any]]
 
 
 def _items(
@@ -155,19 +164,37 @@ async def _compare(
             workload = setup.work[name]
             first = (repetition + turn) % len(SIDES)
             for side in SIDES[first:] + SIDES[:first]:
-                if side == "service":
+                if side in ("service", "node"):
                     run = await timed_run(
-                        setup.base, workload.body, setup.headers, workload=name,
-                        connections=options.connections, seconds=seconds, repetition=repetition,
+                        setup.base if side == "service" else setup.node, workload.body,
+                        setup.headers, workload=name, connections=options.connections,
+                        seconds=seconds, repetition=repetition,
                     )  # fmt: skip
                     row = {"rate": run.rate} | summary([run])
+                elif side == "http":
+                    request = setup.http[name]
+                    load = await run_load(
+                        request["url"],
+                        request["body"].encode(),
+                        request["headers"],
+                        connections=options.connections,
+                        seconds=seconds,
+                        core=SERVER_CORE if pinning() else None,
+                    )
+                    if load.errors:
+                        raise RuntimeError(f"raw HTTP {name}: {load.errors} failed calls")
+                    row = {
+                        "rate": load.rate,
+                        "p50_ms": load.p50_ms,
+                        "p99_ms": load.p99_ms,
+                        "load_generator_core_share": load.core_share,
+                    }
                 else:
                     result = setup.raw.run(
                         workload,
                         table=setup.base_table,
                         connections=options.connections,
                         seconds=seconds,
-                        client="http" if side == "http" else "aioboto3",
                     )
                     row = {
                         "rate": result["calls"] / result["seconds"],
@@ -235,6 +262,7 @@ class LocalPass:
         # In memory, several tables of 100,000 payments: far past the development heap.
         self.database = EmbeddedDynamoDB(data_dir=None, heap="2g")
         self.servers: list[Server] = []
+        self.node: Server | None = None
         self.raw: RawClient | None = None
 
     def _client(self) -> Any:
@@ -257,6 +285,9 @@ class LocalPass:
             server = Server(name, "service-local", "--endpoint", endpoint, "--table", table)
             server.start()
             self.servers.append(server)
+        self.node = Server("Node peer", "node", "--endpoint", endpoint, "--table", self.base_table)
+        self.node.start()
+        self.servers.append(self.node)
         self.raw = RawClient(endpoint)
 
     def stop(self) -> None:
@@ -283,15 +314,27 @@ class LocalPass:
                 pin_process(jvm, {LOAD_CORE})
         for server in self.servers:
             server.wait_ready()
-        assert self.raw is not None
+        assert self.raw is not None and self.node is not None
+        work = {w.name: w for w in workloads.build(base_items)}
         setup = _Setup(
             base=self.servers[0],
+            node=self.node,
             scale=self.servers[1],
             raw=self.raw,
             base_table=self.base_table,
-            work={w.name: w for w in workloads.build(base_items)},
+            work=work,
             headers=service_headers(),
+            http={
+                name: self.raw.run(
+                    work[name], table=self.base_table, connections=1, seconds=0, client="http"
+                )
+                for name in COMPARED
+            },
         )
+        check_same_data(
+            [work[name] for name in COMPARED], {"P3": setup.base, "Node peer": setup.node},
+            setup.headers,
+        )  # fmt: skip
         calls = {
             name: answer(setup.base.port, setup.work[name].body, setup.headers | DEBUG_DYNAMODB)[
                 "extensions"

@@ -8,7 +8,7 @@ without the profiler, then cProfile's top functions with it.
     python -m bench.profile payment                    # one payment by id
     python -m bench.profile loan_page --requests 300 --sort cumulative
     python -m bench.profile payment --without log --without gc   # what those two cost
-    python -m bench.profile loan_page --without one-pass         # what the one pass saves
+    python -m bench.profile loan_page --without plans            # what the compiled plans save
     python -m bench.profile payment --without dataloader         # what a lookup's batching costs
     python -m bench.profile payment --in-flight 16 --latency 2 --without coalescing
 
@@ -39,7 +39,6 @@ from unittest import mock
 import orjson
 import uvloop
 from starlette.types import Message
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from bench import dataset, workloads
 from bench.fake_dynamodb import FakeDynamoDB, as_client
@@ -49,7 +48,7 @@ from bench.serve import FAKE_ENDPOINT, service_settings
 from datasource import PaymentStore
 from domain.payment import Payment, PaymentRef
 from resolvers.loaders import Loaders
-from schema.execution import PaymentsExecutionContext
+from schema.compiler import Plan
 from server.app import create_app
 from server.logs import configure_logging
 from server.runtime import tune_garbage_collector
@@ -80,9 +79,9 @@ def _arguments() -> argparse.Namespace:
         choices=SWITCHES,
         default=[],
         help="also measure the service with this piece switched off (repeatable): `log`, the "
-        "request log line (the log level above INFO); `gc`, the garbage collector; `one-pass`, "
-        "objects of plain leaves, and pages of them, completed in one pass (graphql-core's path "
-        "for each field); `dataloader`, the request's DataLoader for lookups (each lookup straight "
+        "request log line (the log level above INFO); `gc`, the garbage collector; `plans`, "
+        "the compiled plans (graphql-core's `execute` instead); `dataloader`, the request's "
+        "DataLoader for lookups (each lookup straight "
         "to the store); `coalescing`, lookups coalesced across requests (each request's own call)",
     )
     return parser.parse_args()
@@ -94,14 +93,14 @@ def _stored() -> list[Any]:
 
 Request = Callable[[], Awaitable[bytes]]
 ROUNDS = 5
-SWITCHES = ("log", "gc", "one-pass", "dataloader", "coalescing")
+SWITCHES = ("log", "gc", "plans", "dataloader", "coalescing")
 
 
 @contextlib.contextmanager
 def _switched_off(pieces: list[str], store: PaymentStore) -> Iterator[None]:
-    """The service's request log line (INFO), the garbage collector, the one-pass completion
-    of objects of plain leaves and pages of them (`schema.execution`), the lookups' DataLoader
-    and/or their coalescing across requests (`store`'s), off in the block."""
+    """The service's request log line (INFO), the garbage collector, the compiled plans
+    (`schema.compiler`), the lookups' DataLoader and/or their coalescing across requests
+    (`store`'s), off in the block."""
     root = logging.getLogger()
     level = root.level
     if "log" in pieces:
@@ -114,14 +113,8 @@ def _switched_off(pieces: list[str], store: PaymentStore) -> Iterator[None]:
         if "coalescing" in pieces:
             # The store's own path with coalescing off: each request's lookups a call of their own.
             stack.enter_context(mock.patch.object(store, "_lookups", None))
-        if "one-pass" in pieces:
-            stack.enter_context(
-                mock.patch.object(
-                    PaymentsExecutionContext,
-                    "execute_fields",
-                    StrawberryGraphQLCoreExecutionContext.execute_fields,
-                )
-            )
+        if "plans" in pieces:
+            stack.enter_context(mock.patch.object(Plan, "execute", Plan.execute_by_graphql_core))
         try:
             yield
         finally:

@@ -1,6 +1,6 @@
 """The DynamoDB Local pass's references, in a process of their own on the server's core: the one
-call a workload needs, in a loop, on as many connections as the service is given, made either by
-raw aioboto3 or by hand over raw HTTP.
+call a workload needs, in a loop, on as many connections as the service is given, made by raw
+aioboto3; and the same call as a raw HTTP request, for wrk to send.
 
     python -m bench.raw_dynamodb --endpoint URL [--core 1]
 
@@ -11,12 +11,13 @@ how long to run, `{"client": "aioboto3", "call": "loan_page", "variables": {"u":
 line, `{"calls": ..., "errors": ..., "seconds": ..., "cpu_seconds": ..., "p50_ms": ...,
 "p99_ms": ...}`. End of input ends it.
 
-Over raw HTTP (`"client": "http"`) the load generator of `bench.loadgen` sends the SDK's request
-body with no SDK at all, which gives DynamoDB Local's own rate for the call: the physical limit
-of anything in front of it on this machine. DynamoDB Local checks no signature, but it refuses a
-request without an `Authorization` header and takes the access key and region from it (its
-database is per key and region unless started with -sharedDb), so they are the service's. Before
-each such run the raw request must get the same items as aioboto3's call.
+With `"client": "http"` it answers the raw HTTP request for the call instead, `{"url": ...,
+"body": ..., "headers": {...}}`, once it got the same items as aioboto3's call: wrk sends it with
+no SDK at all (`bench.local_pass`), which gives DynamoDB Local's own rate for the call, the
+physical limit of anything in front of it on this machine. DynamoDB Local checks no signature,
+but it refuses a request without an `Authorization` header and takes the access key and region
+from it (its database is per key and region unless started with -sharedDb), so they are the
+service's.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ import aioboto3
 import uvloop
 from aiobotocore.config import AioConfig
 
-from bench.loadgen import http_request, percentile, run_load
 from datasource.pages import MAX_PAGE_SIZE
 from datasource.store import loan_query, status_query
 from datasource.table import PK, SK
@@ -66,6 +66,15 @@ def call_parameters(call: str, variables: dict[str, str], table_name: str) -> di
     else:
         query = status_query(PaymentStatus.PENDING, keys.GSI2_PARTITION)
     return {**query.parameters(table_name), "Limit": PAGE_LIMIT}
+
+
+def percentile(values: list[int], fraction: float) -> float:
+    """The nearest-rank percentile of `values` (0 < fraction <= 1)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, int(fraction * len(ordered) + 0.5) - 1))
+    return float(ordered[rank])
 
 
 async def _calls(
@@ -138,38 +147,29 @@ class Call:
                 f"{what}: {len(found)} items, aioboto3's call {len(expected)} (or other ones)"
             )
 
-    def http_request(self) -> bytes:
-        return http_request(
-            self.host, self.port, "/", self.body, self.headers, content_type=CONTENT_TYPE
-        )
+    def http_request(self) -> dict[str, Any]:
+        return {
+            "url": f"http://{self.host}:{self.port}/",
+            "body": self.body.decode(),
+            "headers": {"Content-Type": CONTENT_TYPE, **self.headers},
+        }
 
 
 async def _timed(call: Call, command: dict[str, Any]) -> dict[str, float]:
     latencies: list[int] = []
-    errors = 0
     cpu = time.process_time()
     started = time.perf_counter()
-    if command["client"] == "http":
-        result = await run_load(
-            call.host,
-            call.port,
-            call.http_request(),
-            connections=command["connections"],
-            seconds=command["seconds"],
+    deadline = started + command["seconds"]
+    await asyncio.gather(
+        *(
+            _calls(call.operation, call.parameters, deadline, latencies)
+            for _ in range(command["connections"])
         )
-        latencies, errors, seconds = result.latencies_ns, result.errors, result.seconds
-    else:
-        deadline = started + command["seconds"]
-        await asyncio.gather(
-            *(
-                _calls(call.operation, call.parameters, deadline, latencies)
-                for _ in range(command["connections"])
-            )
-        )
-        seconds = time.perf_counter() - started
+    )
+    seconds = time.perf_counter() - started
     return {
         "calls": len(latencies),
-        "errors": errors,
+        "errors": 0,
         "seconds": seconds,
         "cpu_seconds": time.process_time() - cpu,
         "p50_ms": percentile(latencies, 0.50) / 1e6,
@@ -202,7 +202,9 @@ async def serve_commands(endpoint: str) -> None:
             call = Call(client, endpoint, settings.region, command)
             if command["client"] == "http":
                 await call.check_http()
-            print(json.dumps(await _timed(call, command)), flush=True)
+                print(json.dumps(call.http_request()), flush=True)
+            else:
+                print(json.dumps(await _timed(call, command)), flush=True)
 
 
 def main() -> None:

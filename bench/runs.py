@@ -7,13 +7,13 @@ import json
 import statistics
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jwt
 
-from bench.loadgen import http_request, percentile, run_load
 from bench.processes import Server
+from bench.wrk import run_load
 from server.settings import DEV_JWT_SECRET
 
 HOST = "127.0.0.1"
@@ -61,10 +61,10 @@ class Run:
     requests: int
     errors: int
     seconds: float
-    completed: int
+    p50_ms: float
+    p99_ms: float
     server_cpu_seconds: float
     client_cpu_seconds: float
-    latencies_ns: list[int] = field(repr=False)
 
     @property
     def rate(self) -> float:
@@ -81,10 +81,14 @@ async def timed_run(
     seconds: float,
     repetition: int,
 ) -> Run:
-    request = http_request(HOST, server.port, PATH, body, headers)
     server_cpu = server.cpu_seconds()
-    client_cpu = time.process_time()
-    result = await run_load(HOST, server.port, request, connections=connections, seconds=seconds)
+    result = await run_load(
+        f"http://{HOST}:{server.port}{PATH}",
+        body,
+        {"Content-Type": "application/json", **headers},
+        connections=connections,
+        seconds=seconds,
+    )
     return Run(
         peer=server.name,
         workload=workload,
@@ -93,28 +97,27 @@ async def timed_run(
         requests=result.requests,
         errors=result.errors,
         seconds=result.seconds,
-        completed=result.completed,
+        p50_ms=result.p50_ms,
+        p99_ms=result.p99_ms,
         server_cpu_seconds=server.cpu_seconds() - server_cpu,
-        client_cpu_seconds=time.process_time() - client_cpu,
-        latencies_ns=result.latencies_ns,
+        client_cpu_seconds=result.cpu_seconds,
     )
 
 
 def summary(runs: Iterable[Run]) -> dict[str, float]:
-    """The repetitions of one cell: the median rate; CPU per request and latency percentiles
-    over every request of every repetition."""
+    """The repetitions of one cell: the median rate, p50 and p99 (wrk's, per run), and the CPU
+    per request over every request of every repetition."""
     cell = list(runs)
-    latencies = [latency for run in cell for latency in run.latencies_ns]
-    completed = sum(run.completed for run in cell)
+    requests = sum(run.requests for run in cell)
     seconds = sum(run.seconds for run in cell)
     return {
         "requests_per_second": statistics.median(run.rate for run in cell),
         "server_cpu_ms_per_request": (
-            1000 * sum(run.server_cpu_seconds for run in cell) / completed if completed else 0.0
+            1000 * sum(run.server_cpu_seconds for run in cell) / requests if requests else 0.0
         ),
-        "p50_ms": percentile(latencies, 0.50) / 1e6,
-        "p99_ms": percentile(latencies, 0.99) / 1e6,
-        "requests": sum(run.requests for run in cell),
+        "p50_ms": statistics.median(run.p50_ms for run in cell),
+        "p99_ms": statistics.median(run.p99_ms for run in cell),
+        "requests": requests,
         "errors": sum(run.errors for run in cell),
         # How busy the load generator's core was: near 1.0 means it, not the server, set the pace.
         "load_generator_core_share": (

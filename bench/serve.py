@@ -3,7 +3,8 @@
 The service runs through `server.cli.serve`, so it is served exactly as `loc-payments serve`
 serves it (one uvicorn worker; uvloop and httptools, which uvicorn picks when installed; the
 access log). On the fake, `create_app` gets the fake client handed in; on DynamoDB Local nothing
-is changed. The other peers run on uvicorn with uvloop and httptools and no access log.
+is changed. The other Python peers run on uvicorn with uvloop and httptools and no access log; the
+Node peer replaces this process by `node bench/peers/node/server.mjs`.
 
 Each peer imports only what it needs, so the HTTP floor starts in a fraction of a second.
 """
@@ -131,12 +132,37 @@ def service_local(arguments: argparse.Namespace) -> None:
     )
 
 
+NODE_PEER = Path(__file__).resolve().parent / "peers" / "node"
+
+
+def node(arguments: argparse.Namespace) -> None:
+    """The Node.js peer (`bench/peers/node/server.mjs`), in place of this process."""
+    import os
+
+    from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET
+
+    if not (NODE_PEER / "node_modules").is_dir():
+        raise SystemExit(f"the Node peer is not installed: npm ci --prefix {NODE_PEER}")
+    settings = service_settings(arguments.port, arguments.endpoint, arguments.table)
+    os.execvp(
+        "node",
+        [
+            "node",
+            str(NODE_PEER / "server.mjs"),
+            *("--port", str(arguments.port), "--endpoint", arguments.endpoint),
+            *("--table", settings.table_name, "--region", settings.region),
+            *("--jwt-secret", DEV_JWT_SECRET, "--cursor-secret", DEV_CURSOR_SECRET),
+        ],
+    )
+
+
 PEERS = {
     "http-floor": http_floor,
     "graphql-core": graphql_core,
     "strawberry": strawberry,
     "service": service,
     "service-local": service_local,
+    "node": node,
 }
 
 
@@ -146,8 +172,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--data", type=Path, help="the fake's items (a JSON list)")
     parser.add_argument("--responses", type=Path, help="http-floor: [[request, response], ...]")
-    parser.add_argument("--endpoint", help="service-local: the DynamoDB endpoint")
-    parser.add_argument("--table", help="service-local: the table, if not local's default")
+    parser.add_argument("--endpoint", help="service-local, node: the DynamoDB endpoint")
+    parser.add_argument("--table", help="service-local, node: the table, if not local's default")
     parser.add_argument("--gsi2-shards", type=int, default=1, help="service-local: GSI2 shards")
     arguments = parser.parse_args()
     PEERS[arguments.peer](arguments)

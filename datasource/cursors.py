@@ -60,17 +60,18 @@ class CursorCodec:
         raw = payload + self._mac(scope, payload)
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
-    def decode(self, scope: ListScope, cursor: str) -> Item:
-        """The ExclusiveStartKey behind `cursor`; InvalidCursor unless we made it for this list."""
-        raw = _unbase64(cursor)
+    def decode(self, scope: ListScope, cursor: str, *, field: str = "after") -> Item:
+        """The ExclusiveStartKey behind `cursor` (in either direction); InvalidCursor on `field`
+        unless we made it for this list."""
+        raw = _unbase64(cursor, field)
         payload, mac = raw[:-_MAC_SIZE], raw[-_MAC_SIZE:]
         if len(raw) <= _MAC_SIZE or not hmac.compare_digest(mac, self._mac(scope, payload)):
-            raise InvalidCursor()
+            raise InvalidCursor(field=field)
         names = page_key_attributes(scope.index)
         values = json.loads(payload)
         # Only a bug (or a changed key schema under an old secret) gets past the MAC with this.
         if not isinstance(values, list) or len(values) != len(names):
-            raise InvalidCursor()
+            raise InvalidCursor(field=field)
         return {name: {"S": str(value)} for name, value in zip(names, values, strict=True)}
 
     def _mac(self, scope: ListScope, payload: bytes) -> bytes:
@@ -78,14 +79,14 @@ class CursorCodec:
         return hmac.new(self._secret, message, hashlib.sha256).digest()
 
 
-def _unbase64(cursor: str) -> bytes:
+def _unbase64(cursor: str, field: str) -> bytes:
     if not isinstance(cursor, str) or not cursor or len(cursor) > MAX_CURSOR_LENGTH:
-        raise InvalidCursor()
+        raise InvalidCursor(field=field)
     try:
         raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidCursor() from None
+        raise InvalidCursor(field=field) from None
     # base64's last character can carry unused bits; a cursor must be exactly what we wrote.
     if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != cursor:
-        raise InvalidCursor()
+        raise InvalidCursor(field=field)
     return raw

@@ -1,5 +1,16 @@
 """Pages of a Query (newest first, or oldest first), filled exactly, with a signed cursor on
-every edge. The payment lists page payments; a payment's history pages its events."""
+every edge. The payment lists page payments; a payment's history pages its events.
+
+Relay's paging, both ways (`Paging`): `first` items after the cursor `after`, or the `last`
+items before the cursor `before`, in the list's own order either way. A cursor is an edge's key,
+so it continues a list in both directions. A backward page is the same single Query (one more
+item than the page, and on while DynamoDB stops early) with `ScanIndexForward` flipped. Which
+end is exact: the far one, read one item past the page (`hasNextPage` forward,
+`hasPreviousPage` backward); the near one says whether the cursor was given, since the edge it
+names came before (forward) or after (backward) this page. `first` and `last` together, or
+either with the other direction's cursor, are refused: what Relay's algorithm would make of
+them (a slice of a slice) is a page no client asks for.
+"""
 
 from __future__ import annotations
 
@@ -63,16 +74,58 @@ class PageOf(Generic[NodeT]):
     edges: list[EdgeOf[NodeT]]
     has_next_page: bool
     end_cursor: str | None
+    has_previous_page: bool = False
 
 
 # A page of payments, the lists' page. A type alias: instances are made as PageOf.
 Page = PageOf[Payment]
 
 
-def page_size(first: int) -> int:
+def page_size(first: int, field: str = "first") -> int:
     if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= MAX_PAGE_SIZE:
-        raise InvalidInput("first", f"must be between 1 and {MAX_PAGE_SIZE}")
+        raise InvalidInput(field, f"must be between 1 and {MAX_PAGE_SIZE}")
     return first
+
+
+@dataclass(frozen=True, slots=True)
+class Paging:
+    """Which page of a list: `size` items after `cursor`, or (`backward`) before it."""
+
+    size: int = DEFAULT_PAGE_SIZE
+    cursor: str | None = None
+    backward: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        first: int | None = None,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> Paging:
+        """Relay's arguments, checked: forward with `first`/`after` (the default), backward
+        with `last`/`before`, never both."""
+        if first is not None and last is not None:
+            raise InvalidInput(
+                "last",
+                "cannot be combined with first: page forward with first and after, "
+                "backward with last and before",
+            )
+        if after is not None and before is not None:
+            raise InvalidInput("before", "cannot be combined with after")
+        if last is None and before is None:
+            return cls(page_size(DEFAULT_PAGE_SIZE if first is None else first), after)
+        if first is not None:
+            raise InvalidInput("before", "pages backward, with last; first pages forward")
+        if after is not None:
+            raise InvalidInput("after", "pages forward, with first; last pages backward")
+        return cls(page_size(DEFAULT_PAGE_SIZE if last is None else last, "last"), before, True)
+
+    def start_key(self, cursors: CursorCodec, scope: ListScope) -> Item | None:
+        if self.cursor is None:
+            return None
+        return cursors.decode(scope, self.cursor, field="before" if self.backward else "after")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +142,8 @@ class PageQuery:
     newest_first: bool = True
     consistent: bool = False
 
-    def parameters(self, table_name: str) -> QueryInputTypeDef:
+    def parameters(self, table_name: str, *, backward: bool = False) -> QueryInputTypeDef:
+        """The Query's parameters; `backward` reads the list from its other end."""
         parameters: QueryInputTypeDef = {
             "TableName": table_name,
             # `begins_with(#sk, :prefix)`, as a range (`keys.prefix_end`).
@@ -103,7 +157,7 @@ class PageQuery:
                 ":prefix": {"S": self.sort_prefix},
                 ":end": {"S": keys.prefix_end(self.sort_prefix)},
             },
-            "ScanIndexForward": not self.newest_first,
+            "ScanIndexForward": self.newest_first == backward,
         }
         if self.consistent:
             parameters["ConsistentRead"] = True
@@ -118,18 +172,17 @@ async def query_page(
     table_name: str,
     query: PageQuery,
     cursors: CursorCodec,
-    first: int,
-    after: str | None,
+    paging: Paging,
     node: Callable[[Item], NodeT],
 ) -> PageOf[NodeT]:
-    """`first` items (each made by `node`) after the cursor `after`, and whether more follow.
+    """The page `paging` names (each item made by `node`), and whether more lie beyond it.
 
-    Asks for one item more than the page to learn whether a next page exists, and keeps asking
-    while DynamoDB stops early (its 1 MB limit) before the page is full.
+    Asks for one item more than the page to learn whether the list goes on past it, and keeps
+    asking while DynamoDB stops early (its 1 MB limit) before the page is full.
     """
-    start_key = cursors.decode(query.scope, after) if after is not None else None
-    items = await _read(client, table_name, query, start_key, first + 1)
-    return _page(items, query.scope, cursors, first, node)
+    start_key = paging.start_key(cursors, query.scope)
+    items = await _read(client, table_name, query, start_key, paging.size + 1, paging.backward)
+    return _page(items, query.scope, cursors, paging, node)
 
 
 async def merged_page(
@@ -138,27 +191,28 @@ async def merged_page(
     table_name: str,
     queries: Sequence[PageQuery],
     cursors: CursorCodec,
-    first: int,
-    after: str | None,
+    paging: Paging,
     node: Callable[[Item], NodeT],
 ) -> PageOf[NodeT]:
-    """One list kept in several partitions of an index (GSI2's shards): each partition's newest
-    `first + 1` items after the cursor, read concurrently (one Query each), merged newest first.
+    """One list kept in several partitions of an index (GSI2's shards): each partition's
+    `size + 1` items past the cursor, in the direction paged, read concurrently (one Query
+    each), merged in that direction.
 
     The queries share one scope and one sort order, and no sort key is in two partitions, so the
-    merged order is total: everything before the cursor's item was on earlier pages, and the
-    cursor's key, moved to each partition, is every partition's position.
+    merged order is total: everything before the cursor's item (in the direction paged) was on
+    earlier pages, and the cursor's key, moved to each partition, is every partition's position.
     """
     scope = queries[0].scope
-    start_key = cursors.decode(scope, after) if after is not None else None
+    start_key = paging.start_key(cursors, scope)
     partition_of = {query.partition_attribute for query in queries}
     assert len(partition_of) == 1 and all(q.scope == scope for q in queries)
     attribute = partition_of.pop()
     sort_attribute = queries[0].sort_attribute
+    wanted = paging.size + 1
 
     async def read(query: PageQuery) -> list[Item]:
         start = None if start_key is None else start_key | {attribute: {"S": query.partition}}
-        return await _read(client, table_name, query, start, first + 1)
+        return await _read(client, table_name, query, start, wanted, paging.backward)
 
     with_partitions = await asyncio.gather(*(read(query) for query in queries))
     names = page_key_attributes(scope.index)
@@ -171,9 +225,10 @@ async def merged_page(
     items = sorted(
         distinct.values(),
         key=lambda item: _sort_value(item, sort_attribute, names),
-        reverse=queries[0].newest_first,
+        # In the order read: the list's own, or its reverse when paging backward.
+        reverse=queries[0].newest_first != paging.backward,
     )
-    return _page(items[: first + 1], scope, cursors, first, node)
+    return _page(items[:wanted], scope, cursors, paging, node)
 
 
 def _sort_value(item: Item, sort_attribute: str, names: Sequence[str]) -> tuple[str, ...]:
@@ -186,12 +241,15 @@ async def _read(
     query: PageQuery,
     start_key: Item | None,
     wanted: int,
+    backward: bool,
 ) -> list[Item]:
-    """Up to `wanted` items of the query after `start_key`, asking again while DynamoDB stops
+    """Up to `wanted` items of the query past `start_key`, asking again while DynamoDB stops
     early (its 1 MB limit)."""
     items: list[Item] = []
     while len(items) < wanted:
-        parameters = query.parameters(table_name) | {"Limit": wanted - len(items)}
+        parameters = query.parameters(table_name, backward=backward) | {
+            "Limit": wanted - len(items)
+        }
         if start_key is not None:
             parameters["ExclusiveStartKey"] = start_key
         async with storage_call():
@@ -207,16 +265,24 @@ def _page(
     items: list[Item],
     scope: ListScope,
     cursors: CursorCodec,
-    first: int,
+    paging: Paging,
     node: Callable[[Item], NodeT],
 ) -> PageOf[NodeT]:
+    """The page of `items`, as read (backward: from the far end) with one more if the list goes
+    on; its edges in the list's own order."""
     names = page_key_attributes(scope.index)
+    beyond = len(items) > paging.size
+    kept = items[: paging.size]
+    if paging.backward:
+        kept.reverse()
     edges = [
         EdgeOf(node(item), partial(cursors.encode, scope, {n: item[n] for n in names}))
-        for item in items[:first]
+        for item in kept
     ]
+    came_from_a_cursor = paging.cursor is not None
     return PageOf(
         edges=edges,
-        has_next_page=len(items) > first,
+        has_next_page=came_from_a_cursor if paging.backward else beyond,
         end_cursor=edges[-1].cursor if edges else None,
+        has_previous_page=beyond if paging.backward else came_from_a_cursor,
     )

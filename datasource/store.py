@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING
 
-from datasource import shards, writes
+from datasource import shards, versions, writes
 from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
 from datasource.breaker import CircuitBreaker
@@ -22,9 +23,9 @@ from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
 from datasource.history import HistoryPage, event_from_item, history_query
-from datasource.idempotent_create import put_new_with_key
+from datasource.idempotency import put_new_with_key, replayed_move
 from datasource.items import Item, from_item, primary_key, to_item
-from datasource.pages import Page, PageQuery, merged_page, page_size, query_page
+from datasource.pages import Page, PageQuery, Paging, merged_page, query_page
 from datasource.shards import PartitionPage, Placed
 from datasource.table import (
     GSI1,
@@ -43,7 +44,7 @@ from domain import keys
 from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
 from domain.history import PaymentEvent
-from domain.idempotency import IdempotencyClaim
+from domain.idempotency import IdempotencyClaim, WriteOutcome
 from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import LoanRef, Payment, PaymentRef
 
@@ -118,14 +119,14 @@ class PaymentStore:
         *,
         event: PaymentEvent,
         idempotency: IdempotencyClaim | None = None,
-    ) -> Payment:
+    ) -> WriteOutcome:
         """Store a new payment and its creation's event; Conflict if one with its key exists
         already.
 
         With an idempotency claim, the claim's record is written with them, or,
-        when the key was used before, the payment it made is returned (IdempotencyMismatch if
-        that was for a different request). Returns the payment as stored (timestamps at the
-        stored millisecond precision), equal to what a later read returns.
+        when the key was used before, the payment it made is returned, replayed
+        (IdempotencyMismatch if that was for a different request). The payment is as stored
+        (timestamps at the stored millisecond precision), equal to what a later read returns.
         """
         if idempotency is None:
             return await writes.put_new(
@@ -196,34 +197,42 @@ class PaymentStore:
         loan: LoanRef,
         *,
         status: PaymentStatus | None,
-        first: int,
-        after: str | None,
+        first: int | None = None,
+        after: str | None = None,
         consistent: bool = False,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Page:
-        """A loan's payments, newest first; only those in `status` when given (GSI1).
+        """A loan's payments, newest first; only those in `status` when given (GSI1); a page
+        forward (`first`, `after`) or backward (`last`, `before`: `datasource.pages`).
         `consistent` applies to the table's list; an index is read eventually consistent."""
-        first = page_size(first)
-        return await self._page(loan_query(loan, status, consistent), first=first, after=after)
+        paging = Paging.of(first=first, after=after, last=last, before=before)
+        return await self._page(loan_query(loan, status, consistent), paging)
 
     async def payments_by_status(
-        self, *, status: PaymentStatus, first: int, after: str | None
+        self,
+        *,
+        status: PaymentStatus,
+        first: int | None = None,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Page:
         """Every user's payments in one status, newest first (GSI2), for the jobs.
 
         One Query per GSI2 partition of the layout (one with the seed's), merged into the same
-        exact pages whatever the number of shards.
+        exact pages whatever the number of shards, in either direction.
         """
-        first = page_size(first)
+        paging = Paging.of(first=first, after=after, last=last, before=before)
         queries = [status_query(status, partition) for partition in self._layout.read_partitions()]
         if len(queries) == 1:
-            return await self._page(queries[0], first=first, after=after)
+            return await self._page(queries[0], paging)
         return await merged_page(
             self._client,
             table_name=self._table,
             queries=queries,
             cursors=self._cursors,
-            first=first,
-            after=after,
+            paging=paging,
             node=from_item,
         )
 
@@ -246,14 +255,22 @@ class PaymentStore:
         return from_item(items[0]) if items else None
 
     async def transition(
-        self, current: Payment, updated: Payment, *, event: PaymentEvent
-    ) -> Payment:
+        self,
+        current: Payment,
+        updated: Payment,
+        *,
+        event: PaymentEvent,
+        idempotency: IdempotencyClaim | None = None,
+    ) -> WriteOutcome:
         """Write `updated` over `current`, and the move's event, in one transaction (with the
-        claim of its confirmation id when the move takes one), if `current` is what is stored.
+        claim of its confirmation id when the move takes one, and the idempotency key's record
+        when there is a key), if `current` is what is stored.
 
-        NotFound if the payment is gone; Conflict (with the status found) if another writer
+        NotFound if the payment is gone; Conflict (with the payment found) if another writer
         changed it since `current` was read; InvalidInput on `confirmationId` if another payment
-        of the user holds that id.
+        of the user holds that id. Under a key that this same move was written with before:
+        nothing written, the payment as it is now, replayed; IdempotencyMismatch if the key was
+        used for another request.
         """
         return await writes.update_status(
             self._client,
@@ -263,6 +280,22 @@ class PaymentStore:
             event=event,
             backoff=self._backoff,
             layout=self._layout,
+            idempotency=idempotency,
+        )
+
+    async def replayed_move(
+        self, claim: IdempotencyClaim, ref: PaymentRef, *, now: datetime
+    ) -> Payment | None:
+        """The payment as it is now if this very move was written under the claim's key before
+        (a refused move sent again: it had happened); None if the key holds no live record;
+        IdempotencyMismatch if it was used for another request."""
+        return await replayed_move(
+            self._client,
+            table_name=self._table,
+            claim=claim,
+            ref=ref,
+            now=now,
+            backoff=self._backoff,
         )
 
     async def status_partition_page(
@@ -284,18 +317,32 @@ class PaymentStore:
         )
 
     async def history(
-        self, ref: PaymentRef, *, first: int, after: str | None, consistent: bool = False
+        self,
+        ref: PaymentRef,
+        *,
+        first: int | None = None,
+        after: str | None = None,
+        consistent: bool = False,
+        last: int | None = None,
+        before: str | None = None,
     ) -> HistoryPage:
-        """A payment's events, oldest first (one Query; cursors bound to the payment);
-        `consistent` for a read that must see every event stored before it (a replay)."""
+        """A payment's events, oldest first (one Query; cursors bound to the payment), forward
+        or backward; `consistent` for a read that must see every event stored before it (a
+        replay)."""
         return await query_page(
             self._client,
             table_name=self._table,
             query=history_query(ref, consistent=consistent),
             cursors=self._cursors,
-            first=page_size(first),
-            after=after,
+            paging=Paging.of(first=first, after=after, last=last, before=before),
             node=event_from_item,
+        )
+
+    async def stored_versions(self, *, user_id: str, loan_id: str | None) -> dict[str, int]:
+        """Payment id -> version of the user's payments (the loan's, when given), strongly
+        consistent: what a live subscription starts from (`datasource.versions`)."""
+        return await versions.stored_versions(
+            self._client, table_name=self._table, user_id=user_id, loan_id=loan_id
         )
 
     async def _describe_table(self) -> object:
@@ -312,14 +359,13 @@ class PaymentStore:
                 raise
             raise StorageUnavailable(f"the payments table does not answer: {error}") from error
 
-    async def _page(self, query: PageQuery, *, first: int, after: str | None) -> Page:
+    async def _page(self, query: PageQuery, paging: Paging) -> Page:
         return await query_page(
             self._client,
             table_name=self._table,
             query=query,
             cursors=self._cursors,
-            first=first,
-            after=after,
+            paging=paging,
             node=from_item,
         )
 

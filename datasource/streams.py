@@ -18,6 +18,11 @@ record yet is re-opened at LATEST: what was written while it could not be read i
 other failure marks the source unhealthy; it waits (a capped backoff) and tries the same round
 again until cancelled.
 
+Rounds: a `ReadRounds` given to `run` is told when each round begins, and when a round has
+finished having read every open shard to its head (each call gave fewer records than it may;
+none closed), so that everything the stream held when the round began is published: a live
+subscription that starts at the stream's head waits for one such round begun after it.
+
 Limits: DynamoDB advises at most two simultaneous readers per shard and allows 5 GetRecords calls
 per second per shard. N service instances, each polling every `poll_interval` seconds, make
 N / `poll_interval` calls per second per shard: keep that under 5 (two instances at 0.5 s), and
@@ -61,18 +66,28 @@ _STALE_ITERATOR = frozenset({"ExpiredIteratorException", "TrimmedDataAccessExcep
 _GONE = "ResourceNotFoundException"
 
 
+class ReadRounds(Protocol):
+    """Told of a source's rounds of reads (the hub of live updates)."""
+
+    def round_started(self) -> None: ...
+
+    def round_finished(self) -> None:
+        """The round last started read the stream to its head and published what it read."""
+        ...
+
+
 class ChangeSource(Protocol):
     """Where live payment events come from: `run` hands each new event to `publish` until it is
-    cancelled. The DynamoDB Stream of the table is one source; a Kinesis Data Streams source (the
-    table's changes sent to Kinesis, for more readers than a DynamoDB Stream allows) would
-    implement the same two members."""
+    cancelled, and tells `rounds` of its rounds of reads. The DynamoDB Stream of the table is one
+    source; a Kinesis Data Streams source (the table's changes sent to Kinesis, for more readers
+    than a DynamoDB Stream allows) would implement the same two members."""
 
     @property
     def healthy(self) -> bool:
         """False while the source cannot reach its stream (and before it first has)."""
         ...
 
-    async def run(self, publish: Publish) -> None: ...
+    async def run(self, publish: Publish, rounds: ReadRounds | None = None) -> None: ...
 
 
 class StreamMissing(RuntimeError):
@@ -123,15 +138,19 @@ class DynamoDBStreamSource:
         """Set once every shard open at start has its iterator: writes from then on are seen."""
         return self._ready
 
-    async def run(self, publish: Publish) -> None:
+    async def run(self, publish: Publish, rounds: ReadRounds | None = None) -> None:
         """Poll until cancelled. `publish` must not raise: what it raises ends the run."""
         failures = 0
-        rounds = 0
+        done = 0
         while True:
             try:
-                if self._stream_arn is None or self._describe_due or rounds % DESCRIBE_EVERY == 0:
+                if self._stream_arn is None or self._describe_due or done % DESCRIBE_EVERY == 0:
                     await self._describe()
-                await self._poll_round(publish)
+                if rounds is not None:
+                    rounds.round_started()
+                at_head = await self._poll_round(publish)
+                if rounds is not None and at_head:
+                    rounds.round_finished()
             except (BotoCoreError, ClientError, StreamMissing) as error:
                 self._healthy = False
                 if isinstance(error, ClientError) and error.response["Error"]["Code"] == _GONE:
@@ -142,7 +161,7 @@ class DynamoDBStreamSource:
                 await asyncio.sleep(delay)
                 continue
             failures = 0
-            rounds += 1
+            done += 1
             self._healthy = True
             self._ready.set()
             await asyncio.sleep(self._poll_interval)
@@ -197,15 +216,18 @@ class DynamoDBStreamSource:
             # Turned off, and read to its end: look for the table's next stream from now on.
             self._stream_arn = None
 
-    async def _poll_round(self, publish: Publish) -> None:
+    async def _poll_round(self, publish: Publish) -> bool:
+        """One call on every due shard; whether each was read to its head."""
         polls = [self._poll(shard, publish) for shard in self._due()]
         # Every shard's call finishes, whatever the others do; then the first failure counts.
         results = await asyncio.gather(*polls, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 raise result
+        return all(results)
 
-    async def _poll(self, shard: _Shard, publish: Publish) -> None:
+    async def _poll(self, shard: _Shard, publish: Publish) -> bool:
+        """Whether the shard is read to its head: fewer records than asked, still open."""
         if shard.iterator is None:
             shard.iterator = await self._open(shard)
         try:
@@ -216,7 +238,7 @@ class DynamoDBStreamSource:
             if error.response["Error"]["Code"] not in _STALE_ITERATOR:
                 raise
             shard.iterator = None  # re-opened after its last record in the next round
-            return
+            return False
         for record in answer["Records"]:
             shard.last_sequence = record["dynamodb"]["SequenceNumber"]
             event = _event_of(record)
@@ -226,6 +248,8 @@ class DynamoDBStreamSource:
         if shard.iterator is None:
             # Read to its end: its children (if any) come next.
             shard.closed = self._describe_due = True
+            return False
+        return len(answer["Records"]) < RECORDS_PER_CALL
 
     async def _open(self, shard: _Shard) -> str:
         where = {"ShardIteratorType": shard.start}

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from datasource import confirmation_claims
 from datasource.batch import Backoff
 from datasource.history import event_put, history_taken
+from datasource.idempotency import check_same_request
+from datasource.idempotency import record_put as idempotency_record_put
 from datasource.items import (
     Item,
     applications_value,
@@ -32,6 +34,7 @@ from domain import validation
 from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound
 from domain.history import PaymentEvent
+from domain.idempotency import IdempotencyClaim, WriteOutcome
 from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import Payment
 
@@ -48,7 +51,7 @@ async def put_new(
     event: PaymentEvent,
     backoff: Backoff,
     layout: StatusLayout = SEED_LAYOUT,
-) -> Payment:
+) -> WriteOutcome:
     """Store `payment` and its creation's event unless an item with its key exists; Conflict
     (status found) if one does."""
     item = to_item(payment, layout)
@@ -65,7 +68,7 @@ async def put_new(
         if _failed(reasons[0]):
             raise Conflict(_found_status(reasons[0]), "a payment with this id exists already")
         raise history_taken(event)
-    return from_item(item)
+    return WriteOutcome(from_item(item))
 
 
 async def update_status(
@@ -77,19 +80,24 @@ async def update_status(
     event: PaymentEvent,
     backoff: Backoff,
     layout: StatusLayout = SEED_LAYOUT,
-) -> Payment:
+    idempotency: IdempotencyClaim | None = None,
+) -> WriteOutcome:
     """Write `updated` (from `apply_transition`) and its event, guarded by `current`'s status
     and version; NotFound if the item is gone, Conflict(found status) if it moved on.
 
     A move that presents the payment with a confirmation id, or gives it a new one, also claims
     the id (`confirmation_claims`) in the same transaction: InvalidInput on `confirmationId` if
-    another payment of the user holds it, and nothing is written.
+    another payment of the user holds it, and nothing is written. A move under an idempotency key
+    writes its record in the same transaction too; if the key's record was written by this same
+    move before, nothing is written and the answer is the payment as it is now, replayed.
     """
     _check_same_payment(current, updated)
     transaction: list[TransactWriteItemTypeDef] = [
         {"Update": _move_update(table_name, current, updated, layout)},
         event_put(table_name, event),
     ]
+    if idempotency is not None:
+        transaction.append(idempotency_record_put(table_name, idempotency, updated))
     if _claims_confirmation(current, updated):
         assert updated.confirmation_id is not None
         claim = confirmation_claims.claim_update(
@@ -97,13 +105,27 @@ async def update_status(
         )
         transaction.append({"Update": claim})
     reasons = await run_transaction(client, transaction, backoff=backoff)
-    if reasons is not None:
-        if _failed(reasons[0]):
-            raise _refusal(reasons[0])
-        if _failed(reasons[1]):
-            raise history_taken(event)
-        raise confirmation_claims.taken()
-    return from_item(to_item(updated))
+    if reasons is None:
+        return WriteOutcome(from_item(to_item(updated)))
+    move_reason, event_reason = reasons[:2]
+    if idempotency is not None and _failed(reasons[2]):
+        # The key was used before: by this very move (its answer lost), or by another request.
+        record = reasons[2].get("Item")
+        if record is None:
+            # No ALL_OLD from this backend: the workflow reads the record of a refused move.
+            raise Conflict(current.status, "the idempotency key is in use", payment=current)
+        check_same_request(idempotency, record)
+        if not _failed(move_reason):
+            return WriteOutcome(current, replayed=True)
+        found = move_reason.get("Item")
+        if found is None:
+            raise NotFound()
+        return WriteOutcome(from_item(found), replayed=True)
+    if _failed(move_reason):
+        raise _refusal(move_reason)
+    if _failed(event_reason):
+        raise history_taken(event)
+    raise confirmation_claims.taken()
 
 
 def _failed(reason: CancellationReason) -> bool:
@@ -171,8 +193,11 @@ def _found_status(reason: CancellationReason) -> PaymentStatus | None:
 
 def _refusal(reason: CancellationReason) -> NotFound | Conflict:
     """What a refused move answers: the payment is gone, or another writer moved it."""
-    found = _found_status(reason)
-    return NotFound() if found is None else Conflict(found)
+    old_item = reason.get("Item")
+    if old_item is None:
+        return NotFound()
+    found = from_item(old_item)
+    return Conflict(found.status, payment=found)
 
 
 def _check_same_payment(current: Payment, updated: Payment) -> None:

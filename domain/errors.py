@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from domain.enums import PaymentStatus
+    from domain.payment import Payment
 
 
 class PaymentsError(Exception):
@@ -37,8 +38,10 @@ class InvalidInput(PaymentsError):
 
 
 class InvalidCursor(InvalidInput):
-    def __init__(self, message: str = "the cursor is not valid for this list") -> None:
-        super().__init__("after", message)
+    def __init__(
+        self, message: str = "the cursor is not valid for this list", *, field: str = "after"
+    ) -> None:
+        super().__init__(field, message)
 
 
 class NotFound(PaymentsError):
@@ -60,11 +63,19 @@ class InvalidTransition(PaymentsError):
 class Conflict(PaymentsError):
     code = "CONFLICT"
 
-    def __init__(self, found: PaymentStatus | None, message: str | None = None) -> None:
+    def __init__(
+        self,
+        found: PaymentStatus | None,
+        message: str | None = None,
+        *,
+        payment: Payment | None = None,
+    ) -> None:
         found_text = found.value if found is not None else "unknown"
         default = f"the payment was changed by another writer (now {found_text}); reload it"
         super().__init__(message or default)
         self.found = found
+        # The payment as the refused write found it, when it was read.
+        self.payment = payment
 
 
 class IdempotencyMismatch(PaymentsError):

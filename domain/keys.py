@@ -17,6 +17,9 @@ Access patterns (each a GraphQL field):
     all payments in one status        GSI2   GSI2PK = PAYMENT, GSI2SK begins_with STATUS#s#
                                              (N shards: the same on each PAYMENT#k, merged)
     payment by confirmation id        GSI3   GSI3PK = USER#u, GSI3SK = CONFIRMATION#c
+    where a live subscription starts  table  PK = USER#u, SK begins_with LOAN# (every payment
+                                             of a user) or LOAN#l#PAYMENT# (of a loan): the
+                                             versions stored when it is accepted
 
 Items of other kinds, outside every access pattern (no GSI keys, and a sort key that no payment
 prefix matches):
@@ -104,6 +107,11 @@ def user_partition(user_id: str) -> str:
 
 def payment_sort_key(loan_id: str, payment_id: str) -> str:
     return f"LOAN#{loan_id}#PAYMENT#{payment_id}"
+
+
+def user_payments_prefix() -> str:
+    """Every payment of a user (within the user's partition): no other item's key begins so."""
+    return "LOAN#"
 
 
 def loan_payments_prefix(loan_id: str) -> str:

@@ -38,7 +38,7 @@ from enum import Enum
 
 from domain import ach_returns, validation
 from domain.enums import PaymentMethod, PaymentStatus
-from domain.errors import InvalidInput, InvalidTransition
+from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.payment import Application, Payment
 
 S = PaymentStatus
@@ -110,6 +110,8 @@ class TransitionRequest:
     confirmation_id: str | None = None
     applications: Sequence[ApplicationRequest] | None = None
     return_code: str | None = None
+    # The version the caller last saw; another one refuses the move (optimistic concurrency).
+    expected_version: int | None = None
 
     @classmethod
     def checked(
@@ -120,9 +122,12 @@ class TransitionRequest:
         confirmation_id: str | None = None,
         applications: Sequence[ApplicationRequest] | None = None,
         return_code: str | None = None,
+        expected_version: int | None = None,
     ) -> TransitionRequest:
         """The request, or InvalidInput naming the first bad field, whatever the payment."""
         validation.reason("reason", reason)
+        if expected_version is not None:
+            validation.version("expectedVersion", expected_version)
         if confirmation_id is not None:
             validation.identifier("confirmationId", confirmation_id)
         if return_code is not None:
@@ -132,7 +137,7 @@ class TransitionRequest:
                 f"applications[{index}].installmentId", application.installment_id
             )
             validation.amount_cents(f"applications[{index}].amountCents", application.amount_cents)
-        return cls(target, reason, confirmation_id, applications, return_code)
+        return cls(target, reason, confirmation_id, applications, return_code, expected_version)
 
 
 def rule_for(payment: Payment, target: PaymentStatus) -> Rule | None:
@@ -158,6 +163,13 @@ def apply_transition(
     payment: Payment, request: TransitionRequest, *, max_attempts: int, now: datetime
 ) -> Payment:
     """The payment as it is after the move, or an error; nothing here touches storage."""
+    expected = request.expected_version
+    if expected is not None and expected != payment.version:
+        raise Conflict(
+            payment.status,
+            f"the payment is at version {payment.version}, not the expected {expected}; reload it",
+            payment=payment,
+        )
     rule = _check_move(payment, request.target, max_attempts=max_attempts)
     refusal = _ach_refusal(payment, rule, request.return_code, max_attempts=max_attempts, now=now)
     if refusal is not None:

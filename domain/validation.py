@@ -136,8 +136,33 @@ def idempotency_key(field: str, value: str) -> str:
     return _text(field, value, max_length=MAX_IDEMPOTENCY_KEY_LENGTH)
 
 
+def version(field: str, value: int) -> int:
+    """A payment's version: its creation is 1, and every write adds one."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(field, "must be a payment version, 1 or more")
+    return value
+
+
+# The text `format_timestamp` writes; an instant read from it is written back as the same text.
+_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)
+
+
+class Instant(datetime):
+    """A UTC instant read from its canonical text, which it keeps, so that writing it out again
+    (a stored payment served to a caller) needs no formatting. Arithmetic and `replace` give
+    instants without the text, which are formatted as any datetime is."""
+
+    __slots__ = ("text",)
+    text: str
+
+
 def format_timestamp(moment: datetime) -> str:
     """RFC 3339 in UTC with a `Z` suffix and millisecond precision, so strings sort by time."""
+    if moment.__class__ is Instant:
+        try:
+            return moment.text
+        except AttributeError:  # made by arithmetic or `replace`: no text of its own
+            pass
     if moment.tzinfo is not UTC:
         if moment.tzinfo is None:
             raise ValueError("timestamps must be timezone-aware")
@@ -147,8 +172,14 @@ def format_timestamp(moment: datetime) -> str:
 
 
 def parse_timestamp(field: str, value: str) -> datetime:
+    """The instant `value` names; read from the canonical text (every stored timestamp), an
+    `Instant` that keeps it."""
     if not isinstance(value, str) or not value.endswith("Z"):
         raise InvalidInput(field, "must be an RFC 3339 timestamp in UTC ending in Z")
+    if _CANONICAL.fullmatch(value):
+        instant = Instant.fromisoformat(value)
+        instant.text = value
+        return instant
     try:
         parsed = datetime.fromisoformat(value)  # Python 3.11 reads the Z as UTC
     except ValueError:

@@ -6,11 +6,24 @@ loan, payment). A subscriber that falls `queue_size` events behind is dropped, n
 grow memory: its connection is closed with `SLOW_CONSUMER` (`Subscriber.close`), and a client
 resubscribes with `afterVersion` to pick up where it was.
 
-`payment_events` is what the GraphQL subscription yields: with a payment and `afterVersion`, the
-stored events after that version first (from the history, strongly consistent), then the live
-ones, deduplicated by version, so nothing is missed or repeated across the switch. The
-subscription registers with the hub before it reads the history: an event stored meanwhile is
-either in the history read or in the queue, and a version already sent is skipped.
+`payment_events` is what the GraphQL subscription yields, and where it starts (SPEC §10):
+
+    afterVersion     the payment's stored events after that version (its history, strongly
+                     consistent), then the live ones, deduplicated by version: nothing is missed
+                     or repeated across the switch
+    a user named     (every customer's; a service's with `userId`) the events stored after the
+                     subscription was accepted: it registers with the hub, then reads the
+                     versions stored of the payments its filter covers (strongly consistent),
+                     and skips every live event at or below its payment's version there
+    no user          (a service's, every user's) the events the change feed reads after it was
+                     accepted: it registers pending, and takes events once the feed has finished
+                     a round of reads begun after it registered (`EventHub.round_finished`), so
+                     what the stream held when it subscribed is behind it
+
+The feed reads late (up to its poll interval), so events stored just before a subscription are
+still to come when it registers: these are what the versions, or the round, leave out. With a
+user named this is exact; with none it is exact where the stream shows a write once it is
+stored, as DynamoDB Local's does (DynamoDB's shows it in near-real time).
 """
 
 from __future__ import annotations
@@ -99,29 +112,56 @@ class Subscriber:
 
 
 class EventHub:
-    """This instance's subscribers, and the publishing of each event to those it matches."""
+    """This instance's subscribers, and the publishing of each event to those it matches.
+
+    The feed tells it when each round of reads begins and when a round has published all it
+    read up to the stream's head (`round_started`, `round_finished`): a subscriber that starts
+    at the stream's head is pending until a round begun after it registered has finished."""
 
     def __init__(self, *, queue_size: int) -> None:
         self._queue_size = queue_size
         self._subscribers: set[Subscriber] = set()
+        # Pending subscribers, with the number of rounds begun when each registered.
+        self._pending: dict[Subscriber, int] = {}
+        self._rounds_started = 0
 
     def publish(self, event: PaymentEvent) -> None:
         for subscriber in tuple(self._subscribers):
             subscriber.offer(event)
 
     def subscribe(
-        self, wanted: EventFilter, close: Callable[[int, str], Awaitable[None]] | None = None
+        self,
+        wanted: EventFilter,
+        close: Callable[[int, str], Awaitable[None]] | None = None,
+        *,
+        at_stream_head: bool = False,
     ) -> Subscriber:
+        """A subscriber of the events published from now on; `at_stream_head`: of those the
+        feed reads in rounds begun from now on."""
         subscriber = Subscriber(wanted, queue_size=self._queue_size, close=close)
-        self._subscribers.add(subscriber)
+        if at_stream_head:
+            self._pending[subscriber] = self._rounds_started
+        else:
+            self._subscribers.add(subscriber)
         return subscriber
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.discard(subscriber)
+        self._pending.pop(subscriber, None)
+
+    def round_started(self) -> None:
+        self._rounds_started += 1
+
+    def round_finished(self) -> None:
+        """The round last started has published everything the stream held when it began."""
+        for subscriber, registered in tuple(self._pending.items()):
+            if registered < self._rounds_started:
+                del self._pending[subscriber]
+                self._subscribers.add(subscriber)
 
     def close_all(self) -> None:
         """End every subscription: each sends `complete` (the service is stopping)."""
-        for subscriber in tuple(self._subscribers):
+        for subscriber in (*self._subscribers, *self._pending):
             subscriber.end()
 
 
@@ -143,9 +183,11 @@ async def payment_events(
     if wanted.user_id is not None and not caller.sees(wanted.user_id):
         # Another user's events read as a quiet stream, like another user's payment as null.
         await asyncio.Event().wait()
-    subscriber = hub.subscribe(wanted, context.close_connection)
+    at_stream_head = replay_from is None and wanted.user_id is None
+    subscriber = hub.subscribe(wanted, context.close_connection, at_stream_head=at_stream_head)
     try:
-        # The last version sent of each payment: a live event at or below it is a repeat.
+        # The last version sent of each payment, or stored when the subscription was accepted:
+        # a live event at or below it is a repeat, or was stored before.
         sent: dict[str, int] = {}
         if replay_from is not None:
             ref, version = replay_from
@@ -153,6 +195,8 @@ async def payment_events(
             async for stored in _stored_after(context, ref, version):
                 sent[ref.payment_id] = stored.version
                 yield stored
+        elif wanted.user_id is not None:
+            sent = await _stored_versions(context, wanted)
         while (live := await subscriber.next()) is not None:
             if live.version <= sent.get(live.payment_id, 0):
                 continue
@@ -191,6 +235,17 @@ def _filter(user_id: str | None, loan_id: str | None, payment_id: str | None) ->
         None if loan_id is None else validation.identifier("loanId", loan_id),
         None if payment_id is None else validation.payment_id("paymentId", payment_id),
     )
+
+
+async def _stored_versions(context: Context, wanted: EventFilter) -> dict[str, int]:
+    """The versions stored now of the payments `wanted` covers (it names a user)."""
+    assert wanted.user_id is not None
+    if wanted.payment_id is not None:
+        assert wanted.loan_id is not None  # `_checked`: a payment needs its loan
+        ref = PaymentRef(wanted.user_id, wanted.loan_id, wanted.payment_id)
+        payment = await context.store.get(ref, consistent=True)
+        return {} if payment is None else {ref.payment_id: payment.version}
+    return await context.store.stored_versions(user_id=wanted.user_id, loan_id=wanted.loan_id)
 
 
 async def _stored_after(

@@ -3,9 +3,9 @@
     payments       (user, loan, payment)              -> one GetItem for one key, one BatchGetItem
                                                          per 100 (shared with other requests'
                                                          lookups of the moment: the store's)
-    loan_pages     (user, loan, status, first, after) -> one Query per distinct list
+    loan_pages     (user, loan, status, page)         -> one Query per distinct page
     confirmations  (user, confirmation id)            -> one GSI3 Query per distinct id
-    histories      (payment, first, after)            -> one Query per distinct page of history
+    histories      (payment, page)                    -> one Query per distinct page of history
 
 A payment listed or written earlier in the request is kept by its ref (`remember`), so a later
 lookup of it (`payment`) costs nothing; only lookups reach the `payments` loader, which is
@@ -35,10 +35,14 @@ from domain.payment import LoanRef, Payment, PaymentRef
 
 @dataclass(frozen=True, slots=True)
 class LoanPageKey:
+    """A page of a loan's payments, as Relay's arguments name it (`datasource.pages.Paging`)."""
+
     loan: LoanRef
     status: PaymentStatus | None
-    first: int
+    first: int | None
     after: str | None
+    last: int | None = None
+    before: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +61,10 @@ class ConfirmationKey:
 @dataclass(frozen=True, slots=True)
 class HistoryKey:
     payment: PaymentRef
-    first: int
+    first: int | None
     after: str | None
+    last: int | None = None
+    before: str | None = None
 
 
 class Loaders:
@@ -157,6 +163,8 @@ class BatchReads:
                     status=key.status,
                     first=key.first,
                     after=key.after,
+                    last=key.last,
+                    before=key.before,
                     consistent=self.consistent,
                 )
                 for key in keys
@@ -187,7 +195,12 @@ class BatchReads:
         pages = await asyncio.gather(
             *(
                 self._store.history(
-                    key.payment, first=key.first, after=key.after, consistent=self.consistent
+                    key.payment,
+                    first=key.first,
+                    after=key.after,
+                    last=key.last,
+                    before=key.before,
+                    consistent=self.consistent,
                 )
                 for key in keys
             ),

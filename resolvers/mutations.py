@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.errors import NotFound
-from domain.idempotency import claim_for
+from domain.idempotency import WriteOutcome, claim_for, move_claim
 from domain.payment import Payment, PaymentRef, new_payment
 from domain.transitions import ApplicationRequest, TransitionRequest
 from resolvers import workflow
@@ -33,7 +33,7 @@ async def create_payment(
     intended_installment_id: str | None,
     reason: str | None,
     idempotency_key: str | None = None,
-) -> Payment:
+) -> WriteOutcome:
     caller = context.caller()
     payment = new_payment(
         user_id=context.owner(user_id),
@@ -54,10 +54,10 @@ async def create_payment(
     created = await workflow.create_payment(
         context.store, payment, actor=context.actor(), idempotency=claim
     )
-    if created.written:
+    if not created.replayed:
         context.writes.append((None, created.payment.status))
     _remember_write(context, created.payment)
-    return created.payment
+    return created
 
 
 async def transition_payment(
@@ -71,7 +71,9 @@ async def transition_payment(
     confirmation_id: str | None = None,
     applications: Sequence[ApplicationRequest] | None = None,
     return_code: str | None = None,
-) -> Payment:
+    idempotency_key: str | None = None,
+    expected_version: int | None = None,
+) -> WriteOutcome:
     context.service()
     # Bad input is refused before anything is read; past here every value is checked.
     ref = PaymentRef.checked(user_id, loan_id, payment_id)
@@ -81,24 +83,30 @@ async def transition_payment(
         confirmation_id=confirmation_id,
         applications=applications,
         return_code=return_code,
+        expected_version=expected_version,
     )
+    claim = None
+    if idempotency_key is not None:
+        claim = move_claim(idempotency_key, ref, request, now=context.clock())
     # The read that decides the write, and every read after it in this response, sees the
     # table as it is now (the write's condition would refuse a stale one anyway).
     context.loaders.read_strongly()
     current = await context.loaders.payment(ref)
     if current is None:
         raise NotFound()
-    saved = await workflow.move_payment(
+    moved = await workflow.move_payment(
         context.store,
         current,
         request,
         actor=context.actor(),
         clock=context.clock,
         max_attempts=context.max_attempts,
+        idempotency=claim,
     )
-    context.writes.append((current.status, saved.status))
-    _remember_write(context, saved)
-    return saved
+    if not moved.replayed:
+        context.writes.append((current.status, moved.payment.status))
+    _remember_write(context, moved.payment)
+    return moved
 
 
 def _remember_write(context: Context, payment: Payment) -> None:

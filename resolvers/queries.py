@@ -6,7 +6,6 @@ import asyncio
 
 from datasource import HistoryPage, Page, PageOf
 from datasource.batch import BATCH_SIZE
-from datasource.pages import DEFAULT_PAGE_SIZE
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput, NotFound
 from domain.history import PaymentEvent
@@ -42,21 +41,29 @@ async def loan_payments(
     status: PaymentStatus | None,
     first: int | None,
     after: str | None,
+    last: int | None = None,
+    before: str | None = None,
 ) -> Page:
     if not context.caller().sees(loan.user_id):
         return EMPTY_PAGE
-    key = LoanPageKey(loan, status, DEFAULT_PAGE_SIZE if first is None else first, after)
+    key = LoanPageKey(loan, status, first, after, last, before)
     return await context.loaders.loan_pages.load(key)
 
 
 async def payment_history(
-    context: Context, payment: Payment, *, first: int | None, after: str | None
+    context: Context,
+    payment: Payment,
+    *,
+    first: int | None,
+    after: str | None,
+    last: int | None = None,
+    before: str | None = None,
 ) -> HistoryPage:
     # The payment was reached through a field that checked the caller; checked again here, so
     # that no path to a payment can ever reach another user's history.
     if not context.caller().sees(payment.user_id):
         return EMPTY_HISTORY
-    key = HistoryKey(payment.ref, DEFAULT_PAGE_SIZE if first is None else first, after)
+    key = HistoryKey(payment.ref, first, after, last, before)
     return await context.loaders.histories.load(key)
 
 
@@ -83,11 +90,17 @@ async def payment_by_confirmation(
 
 
 async def payments_by_status(
-    context: Context, *, status: PaymentStatus, first: int | None, after: str | None
+    context: Context,
+    *,
+    status: PaymentStatus,
+    first: int | None,
+    after: str | None,
+    last: int | None = None,
+    before: str | None = None,
 ) -> Page:
     context.service()
     page = await context.store.payments_by_status(
-        status=status, first=DEFAULT_PAGE_SIZE if first is None else first, after=after
+        status=status, first=first, after=after, last=last, before=before
     )
     context.loaders.remember([edge.node for edge in page.edges])
     return page

@@ -10,23 +10,15 @@ nowhere else.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 
 from datasource import PaymentStore
 from domain.audit import Actor, audit_write
+from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.history import event_of
-from domain.idempotency import IdempotencyClaim
+from domain.idempotency import IdempotencyClaim, WriteOutcome
 from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
-
-
-@dataclass(frozen=True, slots=True)
-class Created:
-    """The payment as stored, and whether this call wrote it (False: an idempotent replay)."""
-
-    payment: Payment
-    written: bool
 
 
 async def create_payment(
@@ -35,15 +27,14 @@ async def create_payment(
     *,
     actor: Actor,
     idempotency: IdempotencyClaim | None = None,
-) -> Created:
+) -> WriteOutcome:
     """Store a new payment (from `new_payment`); with a claim, a replay answers the first one."""
-    stored = await store.create(
+    outcome = await store.create(
         payment, event=event_of(None, payment, actor), idempotency=idempotency
     )
-    written = stored.payment_id == payment.payment_id
-    if written:
-        audit_write(None, stored, actor)
-    return Created(stored, written)
+    if not outcome.replayed:
+        audit_write(None, outcome.payment, actor)
+    return outcome
 
 
 async def move_payment(
@@ -54,10 +45,28 @@ async def move_payment(
     actor: Actor,
     clock: Callable[[], datetime],
     max_attempts: int,
-) -> Payment:
+    idempotency: IdempotencyClaim | None = None,
+) -> WriteOutcome:
     """Move `current` as `request` asks, if the transition table allows it and nobody changed
-    the payment since `current` was read; the payment as stored after the move."""
-    updated = apply_transition(current, request, max_attempts=max_attempts, now=clock())
-    saved = await store.transition(current, updated, event=event_of(current, updated, actor))
-    audit_write(current, saved, actor)
-    return saved
+    the payment since `current` was read; the payment as stored after the move.
+
+    Under an idempotency key, the same move sent again after it was written (its answer lost)
+    writes nothing and answers the payment as it is now, replayed: whether the transaction finds
+    the key's record, or the move is refused first because it already happened (a presentment
+    is no longer allowed from the status it left)."""
+    now = clock()
+    try:
+        updated = apply_transition(current, request, max_attempts=max_attempts, now=now)
+        outcome = await store.transition(
+            current, updated, event=event_of(current, updated, actor), idempotency=idempotency
+        )
+    except (InvalidTransition, InvalidInput, Conflict):
+        if idempotency is None:
+            raise
+        replayed = await store.replayed_move(idempotency, current.ref, now=now)
+        if replayed is None:
+            raise
+        return WriteOutcome(replayed, replayed=True)
+    if not outcome.replayed:
+        audit_write(current, outcome.payment, actor)
+    return outcome

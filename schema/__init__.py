@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from datetime import datetime
@@ -9,15 +10,13 @@ from typing import Any
 
 from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import (
-    DEFAULT_ALLOWED_OPERATION_TYPES,
-    StrawberryGraphQLCoreExecutionContext,
-)
+from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from resolvers.context import Context
-from schema.execution import PaymentsExecutionContext, shorten_resolvers
+from schema import strawberry_adapter
+from schema.compiler import compile_operation
 from schema.federation import FEDERATION_VERSION, FederatedSchema
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
@@ -36,8 +35,8 @@ class PaymentsSchema(FederatedSchema):
     graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing
     variables), which would reveal the schema piece by piece. `observers` are what the server
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
-    on DynamoDB (`datasource.deadline`). `shortcuts=False` leaves out the shorter paths of
-    `schema.execution` (the tests compare both)."""
+    on DynamoDB (`datasource.deadline`). Operations run by their compiled plans
+    (`schema.compiler`)."""
 
     def __init__(
         self,
@@ -46,26 +45,21 @@ class PaymentsSchema(FederatedSchema):
         production: bool = False,
         observers: Sequence[Observer] = (),
         dynamodb_budget: float | None = None,
-        shortcuts: bool = True,
     ) -> None:
-        executor_class = (
-            PaymentsExecutionContext if shortcuts else StrawberryGraphQLCoreExecutionContext
-        )
+        strawberry_adapter.check_version()
         super().__init__(
             query=Query,
             mutation=Mutation,
             subscription=Subscription,
             types=[PaymentType, LoanType],
-            execution_context_class=executor_class,
             config=StrawberryConfig(scalar_map={datetime: DATETIME}),
             federation_version=FEDERATION_VERSION,
         )
-        self.shortened_fields = shorten_resolvers(self._schema, self.config) if shortcuts else []
         self._operations = OperationRunner(
-            self._schema,
+            strawberry_adapter.graphql_schema(self),
             limits=limits or QueryLimits(),
             production=production,
-            executor_class=executor_class,
+            compile_operation=functools.partial(compile_operation, self),
             on_errors=self.process_errors,
             observers=observers,
             dynamodb_budget=dynamodb_budget,
@@ -130,12 +124,7 @@ def build_schema(
     production: bool = False,
     observers: Sequence[Observer] = (),
     dynamodb_budget: float | None = None,
-    shortcuts: bool = True,
 ) -> PaymentsSchema:
     return PaymentsSchema(
-        limits,
-        production=production,
-        observers=observers,
-        dynamodb_budget=dynamodb_budget,
-        shortcuts=shortcuts,
+        limits, production=production, observers=observers, dynamodb_budget=dynamodb_budget
     )

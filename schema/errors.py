@@ -6,7 +6,7 @@ Unexpected failures go to `errors[]`, masked (see `schema.extensions`).
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, cast
 
 import strawberry
 
@@ -52,6 +52,9 @@ class ConflictError(UserError):
     found_status: PaymentStatus | None = strawberry.field(
         description="The status another writer left the payment in."
     )
+    current_payment: PaymentType | None = strawberry.field(
+        default=None, description="The payment as it is now, when the refused move read it."
+    )
 
 
 @strawberry.type
@@ -67,6 +70,13 @@ class UnavailableError(UserError):
 @strawberry.type
 class PaymentPayload:
     payment: PaymentType
+    replayed: bool = strawberry.field(
+        default=False,
+        description=(
+            "True when an earlier request with the same idempotency key had written this, and "
+            "this one wrote nothing."
+        ),
+    )
 
 
 PaymentResult = Annotated[
@@ -95,7 +105,12 @@ def user_error(error: errors.PaymentsError) -> PaymentResult:
                 target_status=error.target,
             )
         case errors.Conflict():
-            return ConflictError(code=code, message=error.message, found_status=error.found)
+            return ConflictError(
+                code=code,
+                message=error.message,
+                found_status=error.found,
+                current_payment=cast(PaymentType | None, error.payment),
+            )
         case errors.NotFound():
             return NotFoundError(code=code, message=error.message)
         case errors.IdempotencyMismatch():

@@ -46,6 +46,21 @@ class TransitionInput:
     loan_id: strawberry.ID
     payment_id: strawberry.ID
     reason: str
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description=(
+            "At most 255 characters, scoped to the user, remembered 24 hours: the same move sent "
+            "again with the same key writes nothing and answers the payment as it is now "
+            "(`replayed: true`); the key with another input is refused (IDEMPOTENCY_MISMATCH)."
+        ),
+    )
+    expected_version: int | None = strawberry.field(
+        default=None,
+        description=(
+            "The payment's version the caller last saw; if it has changed since, nothing is "
+            "written and the answer is CONFLICT with the payment as it is now."
+        ),
+    )
 
 
 @strawberry.input

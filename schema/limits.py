@@ -5,8 +5,9 @@ depth     nesting of selections, through fragments (strawberry's QueryDepthLimit
 aliases   aliased fields, through fragment spreads (MaxAliasesLimiter's rule)
 tokens    lexical tokens of the document (graphql-core's parser stops at the limit)
 cost      every field costs 1; a field with a `first` argument (a connection) multiplies
-          what it selects by `first` (its default when omitted), so nested pages multiply;
-          a field of many keys (`nodes(ids:)`, `_entities(representations:)`) by the keys given
+          what it selects by `first` or `last` (the default page when neither is given), so
+          nested pages multiply; a field of many keys (`nodes(ids:)`,
+          `_entities(representations:)`) by the keys given
 """
 
 from __future__ import annotations
@@ -171,8 +172,16 @@ class _Costing:
         return 1
 
     def _first(self, node: FieldNode) -> int:
+        """The page size a connection asks for; `first` and `last` together are refused when
+        the list runs, so the larger costs."""
+        sizes = [self._size(node, name) for name in ("first", "last")]
+        given = [size for size in sizes if size is not None]
+        # What a connection without `first` or `last` returns.
+        return max(given) if given else DEFAULT_PAGE_SIZE
+
+    def _size(self, node: FieldNode, name: str) -> int | None:
         for argument in node.arguments or ():
-            if argument.name.value != "first":
+            if argument.name.value != name:
                 continue
             value = argument.value
             if isinstance(value, IntValueNode):
@@ -181,8 +190,7 @@ class _Costing:
                 given = self.variables.get(value.name.value)
                 if isinstance(given, int):
                     return _page(given)
-        # What a connection without `first` returns.
-        return DEFAULT_PAGE_SIZE
+        return None
 
 
 def _page(first: int) -> int:

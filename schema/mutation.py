@@ -8,7 +8,7 @@ from typing import cast
 import strawberry
 
 from domain.errors import PaymentsError
-from domain.payment import Payment
+from domain.idempotency import WriteOutcome
 from resolvers import mutations
 from resolvers.context import Context
 from schema import inputs
@@ -19,12 +19,13 @@ from schema.types import PaymentType
 Info = strawberry.Info[Context, None]
 
 
-async def _result(info: Info, work: Awaitable[Payment]) -> PaymentResult:
+async def _result(info: Info, work: Awaitable[WriteOutcome]) -> PaymentResult:
     try:
-        return PaymentPayload(payment=cast(PaymentType, await work))
+        outcome = await work
     except PaymentsError as error:
         info.context.user_errors.append(error.code)
         return user_error(error)
+    return PaymentPayload(payment=cast(PaymentType, outcome.payment), replayed=outcome.replayed)
 
 
 def _move(
@@ -35,7 +36,7 @@ def _move(
     confirmation_id: str | None = None,
     applications: list[inputs.ApplicationInput] | None = None,
     return_code: str | None = None,
-) -> Awaitable[Payment]:
+) -> Awaitable[WriteOutcome]:
     return mutations.transition_payment(
         info.context,
         user_id=named.user_id,
@@ -48,6 +49,8 @@ def _move(
             None if applications is None else [item.to_request() for item in applications]
         ),
         return_code=return_code,
+        idempotency_key=named.idempotency_key,
+        expected_version=named.expected_version,
     )
 
 

@@ -6,10 +6,13 @@
                own rules, no introspection (nor `_service`) and no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
                `first` or a list of keys (`nodes`, `_entities`) in it is a variable
-    execute    graphql-core with `PaymentsExecutionContext`, counting the DynamoDB calls it makes
-               and the capacity they consume (`dynamodb_report`), which must all end within the
-               operation's budget (`datasource.deadline`)
-    errors     the unexpected logged and masked, the rest made public (`schema.public_errors`)
+    execute    the operation's plan (`schema.compiler`, compiled once and cached with the parse),
+               counting the DynamoDB calls it makes and the capacity they consume
+               (`dynamodb_report`), which must all end within the operation's budget
+               (`datasource.deadline`)
+    errors     the unexpected logged and masked, the rest made public (`schema.public_errors`);
+               a result refused before execution (parse, validation, cost, variables) is a
+               `PreExecutionError`: its GraphQL response has no `data` entry
     observe    the server's observers (request log, metrics) see the finished operation
 
 A subscription (`stream`, over WebSocket) takes the same steps up to the cost; then each event
@@ -35,17 +38,14 @@ from graphql import (
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
-    execute,
     parse,
     specified_rules,
     subscribe,
     validate,
 )
 from graphql import ExecutionResult as GraphQLExecutionResult
-from graphql.execution import Executor
 from graphql.validation import ASTValidationRule, NoSchemaIntrospectionCustomRule
 from strawberry.exceptions import MissingQueryError
-from strawberry.execution import optimized_is_awaitable
 from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
@@ -57,6 +57,7 @@ from strawberry.utils.operation import get_operation_type
 
 from datasource import deadline
 from datasource.accounting import CallCount, count_calls
+from schema.compiler import Plan
 from schema.federation import NoSubgraphSdlRule
 from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
 from schema.public_errors import public_error
@@ -91,7 +92,7 @@ class OperationRunner:
         *,
         limits: QueryLimits,
         production: bool,
-        executor_class: type[Executor[Any]],
+        compile_operation: Callable[[DocumentNode, str | None], Plan],
         on_errors: Callable[[list[GraphQLError]], None],
         observers: Sequence[Observer],
         dynamodb_budget: float | None = None,
@@ -99,7 +100,7 @@ class OperationRunner:
         self._schema = schema
         self._limits = limits
         self._hide_suggestions = production
-        self._executor_class = executor_class
+        self._compile = compile_operation
         self._on_errors = on_errors
         self._observers = tuple(observers)
         self._budget = dynamodb_budget
@@ -114,10 +115,15 @@ class OperationRunner:
         self._prepare = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
         self._fixed_cost = lru_cache(maxsize=CACHED_DOCUMENTS)(self._cost_without_variables)
         self._operation_type = lru_cache(maxsize=CACHED_DOCUMENTS)(self._type_of_operation)
+        self._plan = lru_cache(maxsize=CACHED_DOCUMENTS)(self._compiled)
 
     def _parse_and_validate(self, query: str) -> _Prepared:
         try:
-            document = parse(query, max_tokens=self._limits.max_tokens)
+            # An empty selection set (graphql-core 3.3 parses one by default) is refused as
+            # before: Strawberry's depth limiter fails on it (the max of no depths), a 500.
+            document = parse(
+                query, max_tokens=self._limits.max_tokens, allow_empty_selection_sets=False
+            )
         except GraphQLError as error:
             return _Prepared(None, [error])
         errors = validate(
@@ -129,6 +135,11 @@ class OperationRunner:
         document = self._prepare(query).document
         assert document is not None  # costed only once parsed and valid
         return fixed_cost(self._schema, document, operation_name)
+
+    def _compiled(self, query: str, operation_name: str | None) -> Plan:
+        document = self._prepare(query).document
+        assert document is not None  # compiled only once parsed and valid
+        return self._compile(document, operation_name)
 
     def _type_of_operation(self, query: str, operation_name: str | None) -> OperationType:
         """The operation's type; `CannotGetOperationTypeError` (not cached) if there is no such
@@ -157,12 +168,13 @@ class OperationRunner:
         started = time.perf_counter()
         document, errors = self._checked(query, variables, operation_name, allowed)
         data = None
+        executed = False
         with count_calls() as calls, deadline.budget(self._budget):
             if hasattr(context, "calls"):
                 context.calls = calls
             if document is not None and not errors:
-                data, errors = await self._execute(
-                    document, variables, context, operation_name, operation_extensions
+                data, errors, executed = await self._execute(
+                    query, variables, context, operation_name, operation_extensions
                 )
         errors = self._public(errors)
         extensions = None
@@ -176,6 +188,8 @@ class OperationRunner:
         )
         for observe in self._observers:
             observe(observed)
+        if not executed:  # a request error: the GraphQL response has no `data` entry
+            return PreExecutionError(data=None, errors=errors or None, extensions=extensions)
         return ExecutionResult(data=data, errors=errors or None, extensions=extensions)
 
     async def stream(
@@ -263,29 +277,28 @@ class OperationRunner:
 
     async def _execute(
         self,
-        document: DocumentNode,
+        query: str,
         variables: dict[str, Any] | None,
         context: Any,
         operation_name: str | None,
         operation_extensions: dict[str, Any] | None,
-    ) -> tuple[dict[str, Any] | None, list[GraphQLError]]:
+    ) -> tuple[dict[str, Any] | None, list[GraphQLError], bool]:
+        """The data and errors, and whether execution started: graphql-core answers a request
+        error (variables it could not coerce) with no data and errors at no path."""
         try:
-            result = execute(
-                self._schema,
-                document,
-                context_value=context,
-                variable_values=variables,
-                operation_name=operation_name,
-                executor_class=self._executor_class,
-                is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]
+            result = self._plan(query, operation_name).execute(
+                context=context,
+                variables=variables,
                 hide_suggestions=self._hide_suggestions,
                 operation_extensions=operation_extensions,
             )
             if isawaitable(result):
                 result = await result
         except Exception as error:  # masked as unexpected, like any resolver's
-            return None, [GraphQLError(str(error), original_error=error)]
-        return result.data, list(result.errors or ())
+            return None, [GraphQLError(str(error), original_error=error)], True
+        errors = list(result.errors or ())
+        executed = result.data is not None or any(error.path for error in errors)
+        return result.data, errors, executed
 
 
 def dynamodb_report(calls: CallCount) -> dict[str, Any]:

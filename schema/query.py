@@ -61,8 +61,10 @@ class Query:
         status: PaymentStatus,
         first: int | None = None,
         after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> PaymentConnection:
         page = await queries.payments_by_status(
-            info.context, status=status, first=first, after=after
+            info.context, status=status, first=first, after=after, last=last, before=before
         )
         return PaymentConnection.from_page(page)

@@ -87,9 +87,11 @@ class LoanType(Node):
         status: PaymentStatus | None = None,
         first: int | None = None,
         after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> PaymentConnection:
         page = await queries.loan_payments(
-            info.context, root, status=status, first=first, after=after
+            info.context, root, status=status, first=first, after=after, last=last, before=before
         )
         return PaymentConnection.from_page(page)
 
@@ -161,8 +163,12 @@ class PaymentType(Node):
         info: Info,
         first: int | None = None,
         after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> PaymentEventConnection:
-        page = await queries.payment_history(info.context, root, first=first, after=after)
+        page = await queries.payment_history(
+            info.context, root, first=first, after=after, last=last, before=before
+        )
         return PaymentEventConnection.from_page(page, complete=root.history_from == 1)
 
 
@@ -204,7 +210,12 @@ class PaymentEventType:
 class PageInfo:
     has_next_page: bool
     has_previous_page: bool = strawberry.field(
-        description="Always false: lists page forward only, from `after`."
+        description=(
+            "Paging backward (`last`, `before`): whether edges come before this page. Paging "
+            "forward (`first`, `after`): whether `after` was given, since the edge it names came "
+            "before this page. `hasNextPage` is its mirror: exact forward; backward, whether "
+            "`before` was given."
+        )
     )
     start_cursor: str | None
     end_cursor: str | None
@@ -213,7 +224,7 @@ class PageInfo:
 def _page_info(page: PageOf[Any]) -> PageInfo:
     return PageInfo(
         has_next_page=page.has_next_page,
-        has_previous_page=False,
+        has_previous_page=page.has_previous_page,
         start_cursor=page.edges[0].cursor if page.edges else None,
         end_cursor=page.end_cursor,
     )

@@ -1,8 +1,9 @@
 """The Starlette application: `/graphql`, `/healthz`, `/readyz`, on one shared store.
 
 The store is opened by the app's lifespan and held on `app.state.store`; the endpoints read it
-from there. Request bodies are bounded by Starlette's own limit (`max_body_size`): a
-Content-Length over it, or a body without one that grows past it, is answered 413.
+from there. `/graphql` bounds request bodies itself (`LOC_MAX_REQUEST_BYTES`): a Content-Length
+over it, or a body without one that grows past it, is answered 413 with a GraphQL response,
+where Starlette's own limit would answer in plain text; no other endpoint reads a body.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import functools
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -76,7 +77,6 @@ def create_app(
         routes.append(Route("/metrics", metrics_page))
     app = Starlette(
         routes=routes,
-        max_body_size=settings.max_request_bytes,
         lifespan=functools.partial(
             store_lifespan,
             settings=settings,
@@ -151,12 +151,15 @@ def graphql_routes(
         accounting_allowed=settings.debug_dynamodb_header_allowed,
         graphiql=graphiql,
         queries_via_get=not settings.production,
+        max_body_bytes=settings.max_request_bytes,
         max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
         keep_alive_interval=settings.websocket_keep_alive_interval,
+        connection_init_wait=timedelta(seconds=settings.websocket_init_timeout),
         strong_reads=settings.strong_reads,
     )
     routes: list[BaseRoute] = [
-        Route("/graphql", graphql, methods=["GET", "POST"]),
+        # Every method: the view answers those it does not serve (405, with a GraphQL response).
+        Route("/graphql", graphql),
         WebSocketRoute("/graphql", graphql),
     ]
     if graphiql is not None:

@@ -70,6 +70,11 @@ def authenticate(authorization: str | None, config: AuthConfig, *, now: float) -
     return verified.caller
 
 
+def token_expiry(authorization: str, config: AuthConfig) -> int:
+    """The `exp` (seconds since the epoch) of the token in a header `authenticate` accepted."""
+    return _verified(authorization.partition(" ")[2].strip(), config).times["exp"]
+
+
 @dataclass(frozen=True, slots=True)
 class _Verified:
     caller: Caller

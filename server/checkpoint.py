@@ -14,7 +14,8 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+import uuid
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -52,6 +53,8 @@ class Checkpoint:
     report_bytes: int | None = None  # the report's length after that page (files only)
     counts: CollectionCounts = CollectionCounts()
     finished: bool = False
+    # Names the run in the idempotency keys of its moves; a resumed run keeps it.
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def check_matches(self, other: Checkpoint) -> None:
         """Refuse to resume this run as `other` (the run the command line describes)."""
@@ -103,6 +106,8 @@ def load_checkpoint(path: Path) -> Checkpoint | None:
             report_bytes=data["report_bytes"],
             counts=CollectionCounts(**data["counts"]),
             finished=data["finished"],
+            # A checkpoint saved before runs had ids gets one now.
+            **({"run_id": data["run_id"]} if isinstance(data.get("run_id"), str) else {}),
         )
     except (KeyError, TypeError) as error:
         raise CheckpointRefused(f"the checkpoint {path} is damaged: {error}") from None

@@ -40,7 +40,8 @@ from datasource.pages import MAX_PAGE_SIZE
 from domain.ach_returns import RetryEligibility, retry_eligibility
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
-from domain.errors import Conflict, NotFound
+from domain.errors import Conflict, NotFound, StorageUnavailable
+from domain.idempotency import move_claim
 from domain.payment import Payment
 from domain.transitions import TransitionRequest
 from domain.validation import format_timestamp
@@ -56,6 +57,10 @@ from server.checkpoint import (
 from server.settings import Settings
 
 DEFAULT_CONCURRENCY = 8
+# A move DynamoDB did not answer is sent again (same key) this many times in all, the pauses
+# between growing by RETRY_PAUSE seconds; then the run stops, resumable from its checkpoint.
+MOVE_TRIES = 3
+RETRY_PAUSE = 0.5
 FAILED_REASON_PREFIX = "collections: "
 # Who the audit trail names for the job's writes.
 JOB = Actor(ActorKind.JOB, "loc-payments-collect")
@@ -147,7 +152,7 @@ async def collect_retries(
         page = await store.payments_by_status(
             status=PaymentStatus.RETRY, first=run.page_size, after=checkpoint.cursor
         )
-        outcomes = await _decide_page(store, run, page)
+        outcomes = await _decide_page(store, run, page, run_id=checkpoint.run_id)
         report.writelines(line for _, line in outcomes if line is not None)
         report.flush()
         tally = Counter(outcome.value for outcome, _ in outcomes)
@@ -167,7 +172,7 @@ async def collect_retries(
 
 
 async def _decide_page(
-    store: PaymentStore, run: CollectionRun, page: Page
+    store: PaymentStore, run: CollectionRun, page: Page, *, run_id: str
 ) -> list[tuple[Outcome, bytes | None]]:
     listed = [edge.node for edge in page.edges]
     current = await store.batch_get([p.ref for p in listed])
@@ -177,7 +182,7 @@ async def _decide_page(
         if payment is None or payment.status is not PaymentStatus.RETRY:
             return Outcome.SKIPPED, None
         async with limit:
-            return await _decide(store, run, payment)
+            return await _decide(store, run, payment, run_id=run_id)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -190,7 +195,7 @@ async def _decide_page(
 
 
 async def _decide(
-    store: PaymentStore, run: CollectionRun, payment: Payment
+    store: PaymentStore, run: CollectionRun, payment: Payment, *, run_id: str
 ) -> tuple[Outcome, bytes | None]:
     now = run.clock()
     eligibility = retry_eligibility(payment, max_attempts=run.max_attempts, now=now)
@@ -201,10 +206,26 @@ async def _decide(
         logger.info("would fail %s: %s", _name(payment), reason)
         return Outcome.FAILED, None
     request = TransitionRequest.checked(PaymentStatus.FAILED, reason)
+    # One key per run and version read: a try sent again after UNAVAILABLE is applied once.
+    key = f"collect-{run_id}-{payment.payment_id}-v{payment.version}"
+    claim = move_claim(key, payment.ref, request, now=now)
     try:
-        await move_payment(
-            store, payment, request, actor=JOB, clock=lambda: now, max_attempts=run.max_attempts
-        )
+        for attempt in range(1, MOVE_TRIES + 1):
+            try:
+                await move_payment(
+                    store,
+                    payment,
+                    request,
+                    actor=JOB,
+                    clock=lambda: now,
+                    max_attempts=run.max_attempts,
+                    idempotency=claim,
+                )
+                break
+            except StorageUnavailable:
+                if attempt == MOVE_TRIES:
+                    raise
+                await asyncio.sleep(RETRY_PAUSE * attempt)
     except (Conflict, NotFound) as error:
         # Someone else moved it since we read it; whatever they did stands.
         logger.info("left %s to the writer that changed it: %s", _name(payment), error.message)

@@ -15,6 +15,7 @@ from datetime import datetime
 from datasource import PaymentStore
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
+from domain.idempotency import claim_for, move_claim
 from domain.payment import Payment, new_payment
 from domain.transitions import ApplicationRequest, TransitionRequest
 from resolvers import workflow
@@ -107,27 +108,36 @@ def _plan(max_attempts: int) -> _Plan:
 async def seed_demo_payments(
     store: PaymentStore, *, clock: Callable[[], datetime], max_attempts: int
 ) -> list[Payment]:
+    """Every write under an idempotency key of its own: seeding again writes nothing new."""
     seeded = []
     for number, (user, loan, method, cents, moves) in enumerate(_plan(max_attempts), start=1):
+        payment = new_payment(
+            user_id=user,
+            loan_id=loan,
+            amount_cents=cents,
+            method=method,
+            process=PaymentProcess.AUTO if number % 2 else PaymentProcess.MANUAL,
+            reason="demonstration data",
+            now=clock(),
+            account_last_four="4242",
+            intended_installment_id=f"inst-{loan.removeprefix('loan-')}-{number}",
+        )
+        key = f"demo-payment-{number}"
         created = await workflow.create_payment(
-            store,
-            new_payment(
-                user_id=user,
-                loan_id=loan,
-                amount_cents=cents,
-                method=method,
-                process=PaymentProcess.AUTO if number % 2 else PaymentProcess.MANUAL,
-                reason="demonstration data",
-                now=clock(),
-                account_last_four="4242",
-                intended_installment_id=f"inst-{loan.removeprefix('loan-')}-{number}",
-            ),
-            actor=DEMO,
+            store, payment, actor=DEMO, idempotency=claim_for(key, payment)
         )
         payment = created.payment
-        for request in moves:
-            payment = await workflow.move_payment(
-                store, payment, request, actor=DEMO, clock=clock, max_attempts=max_attempts
+        for index, request in enumerate(moves, start=1):
+            claim = move_claim(f"{key}-move-{index}", payment.ref, request, now=clock())
+            moved = await workflow.move_payment(
+                store,
+                payment,
+                request,
+                actor=DEMO,
+                clock=clock,
+                max_attempts=max_attempts,
+                idempotency=claim,
             )
+            payment = moved.payment
         seeded.append(payment)
     return seeded

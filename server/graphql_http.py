@@ -1,15 +1,16 @@
-"""`/graphql` over HTTP and WebSocket: Strawberry's ASGI view, with a fresh context for every
-request (and every operation of a WebSocket connection, `PaymentsSchema.stream`).
+"""`/graphql` over HTTP and WebSocket, with a fresh context for every request (and every
+operation of a WebSocket connection, `PaymentsSchema.stream`).
 
-Over WebSocket (`graphql-transport-ws`, and the older `graphql-ws`) the caller's token comes in
-`connection_init`'s payload (`{"Authorization": "Bearer ..."}`): a missing or refused one closes
-the connection with 4403 (graphql-transport-ws's answer to a refused `connection_init`), before
-any operation runs. Pages on other origins may not open a socket (Strawberry's origin check).
+Over HTTP every request is answered here, as the GraphQL-over-HTTP specification says
+(`server.graphql_over_http`: the media types, the envelope, the statuses): a JSON POST (every
+operation of a front-end app or a job), a GET query outside `prod`, and GraphiQL's page for a
+browser's GET without a query. Strawberry's view serves the WebSockets only.
 
-A JSON POST (every operation of a front-end app or a job) takes a short path of its own: the
-body read and checked as the view checks it, the operation run, the result encoded with orjson,
-and Strawberry's refusals answered with the same statuses and words. Everything else (GraphiQL,
-GET queries, forms, streaming) goes through the view as it is.
+Over WebSocket (`graphql-transport-ws`, and the older `graphql-ws`; `server.websocket_protocol`)
+the caller's token comes in `connection_init`'s payload (`{"Authorization": "Bearer ..."}`): a
+missing or refused one closes the connection with 4403, before any operation runs, and so does
+the token's expiry later. Pages on other origins may not open a socket (Strawberry's origin
+check).
 """
 
 from __future__ import annotations
@@ -22,15 +23,14 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 import orjson
-from cross_web import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
-from strawberry.http import process_result
 from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
@@ -38,19 +38,29 @@ from datasource import PaymentStore
 from resolvers.callers import Caller, CallerError
 from resolvers.context import Context
 from schema import PaymentsSchema
-from server.auth import AuthConfig, authenticate
+from server.auth import AuthConfig, authenticate, token_expiry
 from server.graphiql import GraphiQLPage
+from server.graphql_over_http import (
+    Envelope,
+    Refused,
+    answer,
+    get_envelope,
+    negotiate,
+    post_envelope,
+    refusal,
+    request_error_status,
+)
+from server.websocket_protocol import LegacyWSHandler, TransportWSHandler
 
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
 REQUEST_ID_HEADER = "x-request-id"
 _POST_OPERATIONS = frozenset({OperationType.QUERY, OperationType.MUTATION})
-# Accept headers that ask for a streamed answer (multipart, server-sent events): the view's.
-_STREAMING = ("multipart/mixed", "text/event-stream")
+_GET_OPERATIONS = frozenset({OperationType.QUERY})
 # A caller's request id is kept when it is a plain token; anything else gets a fresh one, so
 # no header can write arbitrary text into the logs.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-# A socket that sends no `connection_init` within this is closed (4408).
-CONNECTION_INIT_WAIT = timedelta(seconds=10)
+# Starlette's words for a body over the limit.
+TOO_LARGE = "Content Too Large"
 
 
 class TextFrames(ASGIWebSocketAdapter):
@@ -65,6 +75,8 @@ class TextFrames(ASGIWebSocketAdapter):
 
 class PaymentsGraphQL(GraphQL[Context, None]):
     websocket_adapter_class = TextFrames
+    graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(
         self,
@@ -77,12 +89,15 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         accounting_allowed: bool,
         graphiql: GraphiQLPage | None,
         queries_via_get: bool,
+        max_body_bytes: int = 64 * 1024,
         max_subscriptions_per_connection: int = 20,
         keep_alive_interval: float = 15.0,
+        # A socket that sends no `connection_init` within this is closed (4408).
+        connection_init_wait: timedelta = timedelta(seconds=10),
         strong_reads: bool = False,
     ) -> None:
-        # Only JSON bodies are parsed (no multipart, no forms, no text/plain), so a cross-site
-        # form cannot post an operation; mutations never run over GET.
+        # Only JSON bodies are operations (no multipart, no forms, no text/plain), so a
+        # cross-site form cannot post one; mutations never run over GET.
         super().__init__(
             schema,
             graphql_ide="graphiql" if graphiql is not None else None,
@@ -90,7 +105,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             multipart_uploads_enabled=False,
             keep_alive=True,
             keep_alive_interval=keep_alive_interval,
-            connection_init_wait_timeout=CONNECTION_INIT_WAIT,
+            connection_init_wait_timeout=connection_init_wait,
             max_subscriptions_per_connection=max_subscriptions_per_connection,
         )
         self._auth = auth
@@ -100,7 +115,9 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._clock = clock
         self._accounting_allowed = accounting_allowed
         self._graphiql = graphiql
+        self._max_body_bytes = max_body_bytes
         self._strong_reads = strong_reads
+        self._methods = "GET, POST" if queries_via_get else "POST"
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Only reached when GraphiQL is on (`graphql_ide`).
@@ -113,43 +130,73 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         context: Context = UNSET,
         root_value: None = UNSET,
     ) -> Response | WebSocket:
-        if isinstance(request, Request) and context is UNSET and _plain_json_post(request):
-            return await self._answer_json_post(request)
+        if isinstance(request, Request):
+            return await self._answer_http(request)
         return await super().run(request, context, root_value)
 
-    async def _answer_json_post(self, request: Request) -> Response:
-        context = self._context(request)
-        data = self.parse_json(await request.body())
-        if isinstance(data, list):
-            raise HTTPException(400, "Batching is not enabled")
-        if not isinstance(data, dict):
-            raise HTTPException(400, "The request body must be a JSON object")
-        for name, kind in _REQUEST_FIELDS.items():
-            value = data.get(name)
-            if value is not None and not isinstance(value, kind):
-                raise HTTPException(400, _REFUSED_FIELD[name])
+    async def _answer_http(self, request: Request) -> Response:
+        media_type = negotiate(request.headers.get("accept"))
         try:
-            result = await self.schema.execute(
-                data.get("query"),
-                variable_values=data.get("variables"),
-                context_value=context,
-                operation_name=data.get("operationName"),
-                allowed_operation_types=_POST_OPERATIONS,
-                operation_extensions=data.get("extensions"),
-            )
+            return await self._run_http(request, media_type)
+        except Refused as refused:
+            return _response(refused.status, refusal(refused.message), media_type, refused.headers)
+
+    async def _run_http(self, request: Request, media_type: str) -> Response:
+        method = request.method
+        if method == "POST":
+            envelope = post_envelope(request.headers.get("content-type"), await self._body(request))
+            allowed = _POST_OPERATIONS
+        elif method == "GET" and self.allow_queries_via_get:
+            if self._graphiql is not None and _wants_graphiql(request):
+                return self._graphiql.page()
+            envelope = get_envelope(request.query_params)
+            allowed = _GET_OPERATIONS
+        elif method == "GET":
+            raise Refused(405, "GraphQL is served over POST only here", allow=self._methods)
+        else:
+            raise Refused(405, "GraphQL only supports GET and POST requests.", allow=self._methods)
+        context = self._context(request)
+        headers = {REQUEST_ID_HEADER: context.request_id}
+        try:
+            result = await self._execute(envelope, context, allowed)
         except CannotGetOperationTypeError as error:
-            raise HTTPException(400, error.as_http_error_reason()) from error
+            # A GraphQL request error, as graphql-core reports an unknown operation.
+            status = request_error_status(media_type)
+            return _response(status, refusal(error.as_http_error_reason()), media_type, headers)
         except InvalidOperationTypeError as error:
-            raise HTTPException(400, error.as_http_error_reason("POST")) from error
+            words = error.as_http_error_reason(method)
+            if method == "GET" and error.operation_type is OperationType.MUTATION:
+                raise Refused(405, words, allow="POST") from error
+            raise Refused(400, words) from error
         except MissingQueryError as error:
-            raise HTTPException(400, "No GraphQL query found in the request") from error
-        # Made whole at the end: its headers in one list, where setting each on a response made
-        # earlier searched the list again.
-        return Response(
-            self.encode_json(process_result(result)),
-            media_type="application/json",
-            headers={REQUEST_ID_HEADER: context.request_id},
+            raise Refused(400, "No GraphQL query found in the request") from error
+        status, body = answer(result, media_type)
+        return _response(status, body, media_type, headers)
+
+    async def _execute(
+        self, envelope: Envelope, context: Context, allowed: frozenset[OperationType]
+    ) -> ExecutionResult:
+        return await self.schema.execute(
+            envelope.query,
+            variable_values=envelope.variables,
+            context_value=context,
+            operation_name=envelope.operation_name,
+            allowed_operation_types=allowed,
+            operation_extensions=envelope.extensions,
         )
+
+    async def _body(self, request: Request) -> bytes:
+        """The body, counted while it streams in: beyond `max_body_bytes`, 413."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_body_bytes:
+            raise Refused(413, TOO_LARGE)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self._max_body_bytes:
+                raise Refused(413, TOO_LARGE)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def encode_json(self, data: object) -> bytes:
         # orjson: several times faster than json.dumps on a page of payments.
@@ -162,24 +209,25 @@ class PaymentsGraphQL(GraphQL[Context, None]):
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """Authenticate the connection from `connection_init`'s payload; refuse it without a
         token the HTTP endpoint would accept."""
-        params = context.connection_params or {}
-        header = params.get("Authorization", params.get("authorization"))
         try:
             context.authenticated = authenticate(
-                header if isinstance(header, str) else None, self._auth, now=self._token_clock()
+                _socket_authorization(context), self._auth, now=self._token_clock()
             )
         except CallerError as refusal:
             raise ConnectionRejectionError({"message": str(refusal)}) from None
         acknowledged: UnsetType = UNSET  # `connection_ack` without a payload
         return acknowledged
 
+    def token_lifetime(self, context: Context) -> float:
+        """The seconds left to the token of a connection `on_ws_connect` accepted."""
+        authorization = _socket_authorization(context)
+        assert authorization is not None  # accepted, so it had one
+        return token_expiry(authorization, self._auth) - self._token_clock()
+
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
-        context = self._context(request)
-        if isinstance(response, Response):
-            response.headers[REQUEST_ID_HEADER] = context.request_id
-        return context
+        return self._context(request)
 
     def _context(self, request: Request | WebSocket) -> Context:
         authenticated: Caller | CallerError
@@ -220,24 +268,31 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         )
 
 
-_REQUEST_FIELDS: dict[str, type] = {"query": str, "variables": dict, "extensions": dict}
-# Strawberry's own words for each refusal.
-_REFUSED_FIELD = {
-    "query": "The GraphQL operation's `query` must be a string or null, if provided.",
-    "variables": "The GraphQL operation's `variables` must be an object or null, if provided.",
-    "extensions": "The GraphQL operation's `extensions` must be an object or null, if provided.",
-}
+def _response(
+    status: int, body: dict[str, object], media_type: str, headers: Mapping[str, str]
+) -> Response:
+    # Made whole at once: its headers in one list. The answer depends on `Accept`, so a cache
+    # keeps one per media type.
+    return Response(
+        orjson.dumps(body),
+        status_code=status,
+        media_type=media_type,
+        headers={**headers, "vary": "Accept"},
+    )
+
+
+def _wants_graphiql(request: Request) -> bool:
+    """A browser opening `/graphql` (Strawberry's rule): a GET without a query, for HTML."""
+    accept = request.headers.get("accept", "")
+    return request.query_params.get("query") is None and ("text/html" in accept or "*/*" in accept)
+
+
+def _socket_authorization(context: Context) -> str | None:
+    params = context.connection_params or {}
+    header = params.get("Authorization", params.get("authorization"))
+    return header if isinstance(header, str) else None
 
 
 async def _close(websocket: WebSocket, code: int, reason: str) -> None:
     with contextlib.suppress(RuntimeError):  # closed already
         await websocket.close(code, reason)
-
-
-def _plain_json_post(request: Request) -> bool:
-    if request.method != "POST":
-        return False
-    headers = request.headers
-    content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    accept = headers.get("accept", "")
-    return content_type == "application/json" and not any(kind in accept for kind in _STREAMING)

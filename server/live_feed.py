@@ -53,7 +53,7 @@ async def live_feed(
             table_name=store.table_name,
             poll_interval=settings.stream_poll_interval,
         )
-        reader = asyncio.create_task(source.run(hub.publish), name="stream-reader")
+        reader = asyncio.create_task(source.run(hub.publish, hub), name="stream-reader")
         feed = LiveFeed(hub, source)
         try:
             yield feed

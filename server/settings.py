@@ -108,6 +108,8 @@ class Settings(BaseSettings):
     subscriber_queue_size: Annotated[int, Field(ge=1)] = 1000
     max_subscriptions_per_connection: Annotated[int, Field(ge=1)] = 20
     websocket_keep_alive_interval: Annotated[float, Field(gt=0)] = 15.0
+    # Seconds a socket may stay open without `connection_init` (then 4408).
+    websocket_init_timeout: Annotated[float, Field(gt=0)] = 10.0
 
     @field_validator("gsi2_read_shards", mode="before")
     @classmethod

@@ -102,11 +102,13 @@ async def stored_new(
     store: PaymentStore, payment: Payment, *, idempotency: IdempotencyClaim | None = None
 ) -> Payment:
     """`store.create` with the creation's event, as the workflow writes it."""
-    return await store.create(
+    created = await store.create(
         payment, event=event_of(None, payment, TEST_ACTOR), idempotency=idempotency
     )
+    return created.payment
 
 
 async def stored_move(store: PaymentStore, current: Payment, updated: Payment) -> Payment:
     """`store.transition` with the move's event, as the workflow writes it."""
-    return await store.transition(current, updated, event=event_of(current, updated, TEST_ACTOR))
+    moved = await store.transition(current, updated, event=event_of(current, updated, TEST_ACTOR))
+    return moved.payment

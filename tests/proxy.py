@@ -5,13 +5,19 @@
               a DynamoDB that accepts and never replies)
     reset     every connection is cut as soon as it is used (a refused or dropped connection)
 
-The mode applies at once to open connections too (the client's pool keeps them alive).
+The mode applies at once to open connections too (the client's pool keeps them alive). Beside the
+mode, by DynamoDB operation (its `X-Amz-Target`), whatever the mode:
+
+    lose_answers_to   the request reaches DynamoDB, which applies it; its answer never comes back
+    hold              the request waits in the proxy until `release()`, then goes on: DynamoDB
+                      applies it late, after the client has given up on it
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from typing import Literal
 from urllib.parse import urlsplit
@@ -25,6 +31,10 @@ class Proxy:
         assert target.hostname is not None and target.port is not None
         self._target = (target.hostname, target.port)
         self.mode: Mode = "forward"
+        self.lose_answers_to: set[str] = set()
+        self.hold: set[str] = set()
+        self.held = 0  # requests held so far
+        self._released = asyncio.Event()
         self.connections = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -57,10 +67,12 @@ class Proxy:
                 writer.transport.abort()
                 return
             target_reader, target_writer = await asyncio.open_connection(*self._target)
+            # The operation of the request last sent on this connection, whose answer comes next.
+            asked: list[str] = [""]
             try:
                 await asyncio.gather(
-                    self._pipe(reader, target_writer, writer),
-                    self._pipe(target_reader, writer, target_writer),
+                    self._pipe(reader, target_writer, writer, asked=asked),
+                    self._pipe(target_reader, writer, target_writer, answering=asked),
                 )
             finally:
                 target_writer.transport.abort()
@@ -70,11 +82,19 @@ class Proxy:
         finally:
             self._tasks.discard(task)
 
+    def release(self) -> None:
+        """Send on every request held, and hold no more."""
+        self.hold = set()
+        self._released.set()
+
     async def _pipe(
         self,
         source: asyncio.StreamReader,
         sink: asyncio.StreamWriter,
         other: asyncio.StreamWriter,
+        *,
+        asked: list[str] | None = None,
+        answering: list[str] | None = None,
     ) -> None:
         while data := await source.read(65536):
             if self.mode == "reset":
@@ -83,8 +103,24 @@ class Proxy:
                 return
             if self.mode == "hang":
                 continue  # swallowed: the other side waits for ever
+            if asked is not None and (operation := _operation(data)) is not None:
+                asked[0] = operation
+                if operation in self.hold:
+                    self.held += 1
+                    await self._released.wait()
+            if answering is not None and answering[0] in self.lose_answers_to:
+                continue  # applied, never answered
             sink.write(data)
             await sink.drain()
+
+
+_TARGET = re.compile(rb"x-amz-target: *DynamoDB_\d+\.(\w+)", re.IGNORECASE)
+
+
+def _operation(request: bytes) -> str | None:
+    """The DynamoDB operation a request's first bytes name (its headers come first)."""
+    found = _TARGET.search(request)
+    return None if found is None else found.group(1).decode()
 
 
 @contextlib.asynccontextmanager

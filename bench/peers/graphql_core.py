@@ -29,7 +29,6 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from datasource import Page, PaymentStore
-from datasource.pages import DEFAULT_PAGE_SIZE
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
 from domain.validation import format_timestamp
@@ -87,7 +86,7 @@ EDGE_FIELDS: dict[str, Resolver] = {
 
 PAGE_INFO_FIELDS: dict[str, Resolver] = {
     "hasNextPage": lambda page, _: page.has_next_page,
-    "hasPreviousPage": lambda page, _: False,
+    "hasPreviousPage": lambda page, _: page.has_previous_page,
     "startCursor": lambda page, _: page.edges[0].cursor if page.edges else None,
     "endCursor": lambda page, _: page.end_cursor,
 }
@@ -107,12 +106,16 @@ async def _loan_payments(
     status: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
 ) -> Page:
     return await info.context.loan_payments(
         loan,
         status=None if status is None else PaymentStatus(status),
-        first=DEFAULT_PAGE_SIZE if first is None else first,
+        first=first,
         after=after,
+        last=last,
+        before=before,
     )
 
 
@@ -122,11 +125,11 @@ async def _payments_by_status(
     status: str,
     first: int | None = None,
     after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
 ) -> Page:
     return await info.context.payments_by_status(
-        status=PaymentStatus(status),
-        first=DEFAULT_PAGE_SIZE if first is None else first,
-        after=after,
+        status=PaymentStatus(status), first=first, after=after, last=last, before=before
     )
 
 

@@ -200,7 +200,7 @@ class PaymentConnection:
             edges=edges,
             page_info=PageInfo(
                 has_next_page=page.has_next_page,
-                has_previous_page=False,
+                has_previous_page=page.has_previous_page,
                 start_cursor=edges[0].cursor if edges else None,
                 end_cursor=page.end_cursor,
             ),

@@ -7,7 +7,7 @@ import dataclasses
 
 from domain.audit import Actor, ActorKind
 from domain.history import PaymentEvent, event_of
-from resolvers.live import SLOW_CONSUMER_CODE, EventFilter, EventHub
+from resolvers.live import SLOW_CONSUMER_CODE, EventFilter, EventHub, Subscriber
 from tests.payment_samples import sample_payment
 
 ACTOR = Actor(ActorKind.SERVICE, "hub-tests")
@@ -62,3 +62,47 @@ async def test_closing_the_hub_ends_every_subscription() -> None:
     subscribers = [hub.subscribe(EventFilter()) for _ in range(3)]
     hub.close_all()
     assert [await subscriber.next() for subscriber in subscribers] == [None, None, None]
+
+
+async def test_a_subscriber_at_the_stream_head_starts_after_a_round_begun_after_it() -> None:
+    hub = EventHub(queue_size=10)
+    hub.round_started()  # a round under way when it subscribes: what it reads came before
+    head = hub.subscribe(EventFilter(), at_stream_head=True)
+    now = hub.subscribe(EventFilter())
+    hub.publish(event(version=1))
+    hub.round_finished()
+    hub.round_started()
+    hub.publish(event(version=2))  # read by a round begun since: before it was accepted
+    hub.round_finished()  # accepted
+    hub.publish(event(version=3))
+    hub.close_all()
+
+    assert [e.version for e in await drained(now)] == [1, 2, 3]
+    assert [e.version for e in await drained(head)] == [3]
+
+
+async def test_a_round_that_stopped_short_of_the_head_accepts_no_one() -> None:
+    hub = EventHub(queue_size=10)
+    head = hub.subscribe(EventFilter(), at_stream_head=True)
+    hub.round_started()
+    hub.publish(event(version=1))  # a round that failed, or read a full page: not finished
+    hub.round_started()
+    hub.publish(event(version=2))
+    hub.round_finished()
+    hub.publish(event(version=3))
+    hub.unsubscribe(head)
+    hub.publish(event(version=4))
+    hub.close_all()
+
+    assert [e.version for e in await drained(head)] == [3]
+
+
+async def drained(subscriber: Subscriber) -> list[PaymentEvent]:
+    """The events queued, up to the end marker."""
+    events = []
+    while not subscriber._queue.empty():
+        received = await subscriber.next()
+        if received is None:
+            break
+        events.append(received)
+    return events

@@ -195,6 +195,76 @@ async def test_page_size_is_bounded(api: Api) -> None:
         assert error_codes(body) == ["INVALID_INPUT"], first
 
 
+BACKWARD_PAGE = """
+query($loanId: ID!, $status: PaymentStatus, $first: Int, $after: String, $last: Int,
+      $before: String) {
+  loan(loanId: $loanId) {
+    payments(status: $status, first: $first, after: $after, last: $last, before: $before) {
+      edges { cursor node { paymentId } }
+      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+    }
+  }
+}
+"""
+
+
+async def test_relays_load_previous_pages_back_from_any_start_cursor(api: Api) -> None:
+    """What Relay's `usePaginationFragment` sends for `loadPrevious` (`last`, `before:
+    startCursor`) and reads back (`hasPreviousPage`, `startCursor`), from a page reached
+    forward and from the end of the list."""
+    created = [(await api.create(loan="loan-1"))["paymentId"] for _ in range(7)]
+    newest_first = created[::-1]
+
+    async def page(**variables: Any) -> dict[str, Any]:
+        data = await api.data(BACKWARD_PAGE, {"loanId": "loan-1", **variables}, as_=ALICE)
+        connection: dict[str, Any] = data["loan"]["payments"]
+        return connection
+
+    def ids(connection: dict[str, Any]) -> list[str]:
+        return [edge["node"]["paymentId"] for edge in connection["edges"]]
+
+    first = await page(first=3)
+    middle = await page(first=3, after=first["pageInfo"]["endCursor"])
+    assert ids(middle) == newest_first[3:6]
+    assert middle["pageInfo"]["hasPreviousPage"] is True  # reached with `after`
+    previous = await page(last=3, before=middle["pageInfo"]["startCursor"])
+    assert ids(previous) == newest_first[0:3]
+    assert previous["pageInfo"] == {
+        "hasNextPage": True,
+        "hasPreviousPage": False,  # the list's start: exact
+        "startCursor": previous["edges"][0]["cursor"],
+        "endCursor": previous["edges"][-1]["cursor"],
+    }
+
+    end = await page(last=3)
+    assert ids(end) == newest_first[4:7]
+    assert (end["pageInfo"]["hasPreviousPage"], end["pageInfo"]["hasNextPage"]) == (True, False)
+    before_end = await page(last=3, before=end["pageInfo"]["startCursor"])
+    assert ids(before_end) == newest_first[1:4]
+    rest = await page(last=3, before=before_end["pageInfo"]["startCursor"])
+    assert ids(rest) == newest_first[0:1]
+    assert rest["pageInfo"]["hasPreviousPage"] is False
+
+
+async def test_paging_both_ways_at_once_is_invalid_input(api: Api) -> None:
+    await api.create(loan="loan-1")
+    cursor = (await api.data(BACKWARD_PAGE, {"loanId": "loan-1", "first": 1}, as_=ALICE))["loan"][
+        "payments"
+    ]["pageInfo"]["endCursor"]
+    for variables, field in (
+        ({"first": 2, "last": 2}, "last"),
+        ({"after": cursor, "before": cursor}, "before"),
+        ({"first": 2, "before": cursor}, "before"),
+        ({"last": 2, "after": cursor}, "after"),
+        ({"last": 0}, "last"),
+        ({"last": 101}, "last"),
+        ({"last": 2, "before": "junk"}, "before"),
+    ):
+        body = await api.post(BACKWARD_PAGE, {"loanId": "loan-1", **variables}, as_=ALICE)
+        assert error_codes(body) == ["INVALID_INPUT"], variables
+        assert body["errors"][0]["extensions"]["field"] == field, body
+
+
 async def test_a_service_must_name_the_user(api: Api) -> None:
     body = await api.post('query { loan(loanId: "loan-1") { payments { edges { cursor } } } }')
     assert error_codes(body) == ["INVALID_INPUT"]

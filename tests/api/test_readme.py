@@ -57,3 +57,27 @@ async def test_readme_walkthrough_runs_in_order(api: Api) -> None:
 
 def test_graphiql_opens_with_the_walkthroughs_first_query() -> None:
     assert walkthrough()[0] == FIRST_QUERY
+
+
+async def test_the_walkthrough_sent_twice_writes_once(api: Api) -> None:
+    """Every mutation of the walkthrough carries a key: pressing Run again writes nothing."""
+    known: dict[str, Any] = {"userId": "user-1", "loanId": "loan-1"}
+    answers: list[list[dict[str, Any]]] = [[], []]
+    for run in answers:
+        for operation in walkthrough():
+            variables = {key: known[key] for key in VARIABLE.findall(operation)}
+            data = await api.data(operation, variables)
+            created = data.get("createPayment")
+            if created is not None:
+                known["paymentId"] = created["payment"]["paymentId"]
+            run.append(data)
+
+    first, second = answers
+    for one, two in zip(first, second, strict=True):
+        [(field, result)] = one.items()
+        if isinstance(result, dict) and "replayed" in result:
+            assert (result["replayed"], two[field]["replayed"]) == (False, True), field
+            # The payment as it is now: completed, at the version the first run left it.
+            again = two[field]["payment"]
+            assert (again["id"], again["version"]) == (result["payment"]["id"], 3), field
+    assert first[-1] == second[-1]  # the same history: three writes, once each

@@ -41,8 +41,8 @@ def test_the_contract_names_of_the_spec_are_present() -> None:
     sdl = SNAPSHOT.read_text()
     for line in [
         "node(id: ID!): Node",
-        "paymentsByStatus(status: PaymentStatus!, first: Int = null, after: String = null):"
-        " PaymentConnection!",
+        # The spec's arguments first; `last` and `before` (backward paging, ours) after them.
+        "paymentsByStatus(status: PaymentStatus!, first: Int = null, after: String = null, ",
         "createPayment(input: CreatePaymentInput!): PaymentResult!",
         "submitPayment(input: SubmitPaymentInput!): PaymentResult!",
         "completePayment(input: CompletePaymentInput!): PaymentResult!",

@@ -22,12 +22,20 @@ NEW_TARGETS = {
     },
     "service / raw aioboto3 on DynamoDB Local, 16 connections, one payment": {"payment"},
     "P3 RSS after last repetition / after first": {"fake", "DynamoDB Local"},
-    "P3 / P1 req/s, one payment, 16 connections": {"payment"},
+    "P3 / P1 by server CPU per request, one payment, 16 connections": {"payment"},
+    "service / Node peer req/s on DynamoDB Local, 16 connections, 100-item lists": {
+        "loan_page", "by_status",
+    },
+    "Node peer / service CPU per request, 100-item lists": {"loan_page", "by_status"},
+    "service / Node peer req/s on DynamoDB Local, 16 connections, one payment": {"payment"},
+    "Node peer / service CPU per request, one payment": {"payment"},
+    "service / DynamoDB Local over raw HTTP (wrk), 16 connections, 100-item lists": {
+        "loan_page", "by_status",
+    },
 }  # fmt: skip
 NEW_REFERENCES = {
-    "  service / DynamoDB Local over raw HTTP (the physical limit on this machine)": {
-        "payment", "loan_page", "by_status",
-    },
+    "  the same, one payment (DynamoDB Local's own rate: the limit on this machine)": {"payment"},
+    "  P3 / P1 req/s, one payment, 16 connections": {"payment"},
     "  P3 peak RSS, MiB": {"fake", "DynamoDB Local"},
 }  # fmt: skip
 
@@ -39,7 +47,7 @@ class QuickRun:
 
     def target_line(self, name: str) -> str:
         """The row of the printed Targets table that reports `name`."""
-        table = self.stdout[self.stdout.index("Targets (issues 6 and 11)") :].splitlines()
+        table = self.stdout[self.stdout.index("Targets (issues 6, 11 and 31)") :].splitlines()
         (line,) = [line for line in table if line.startswith(name + "  ")]
         return line
 
@@ -52,7 +60,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=480,
     )
     assert finished.returncode == 0, finished.stderr[-3000:]
     return QuickRun(json.loads(output.read_text()), finished.stdout)
@@ -70,7 +78,7 @@ def test_the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRu
     }
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
-    assert len(targets) == 10
+    assert len(targets) == 15
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
@@ -90,14 +98,26 @@ def test_the_new_targets_are_measured_on_what_they_name(quick_run: QuickRun) -> 
     assert targets["  P3 peak RSS, MiB"]["met"] is None
 
 
-def test_dynamodb_local_is_loaded_over_raw_http_beside_the_service(quick_run: QuickRun) -> None:
+def test_dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer(
+    quick_run: QuickRun,
+) -> None:
     local = quick_run.results["dynamodb_local"]
+    compared = {"payment", "loan_page", "by_status"}
     # A run over raw HTTP starts only after its request got aioboto3's items, and fails on any
-    # answer that is not a 200.
-    http = [row for row in local["comparison"] if row["side"] == "http"]
-    assert {row["workload"] for row in http} == {"payment", "loan_page", "by_status"}
-    assert all(row["rate"] > 0 for row in http)
+    # answer that is not a 200; the Node peer is timed only once it answered the service's data.
+    for side in ("http", "node", "service", "raw"):
+        rows = [row for row in local["comparison"] if row["side"] == side]
+        assert {row["workload"] for row in rows} == compared, side
+        assert all(row["rate"] > 0 for row in rows), side
+    for row in local["comparison"]:
+        if row["side"] in ("node", "service"):
+            assert row["errors"] == 0 and row["server_cpu_ms_per_request"] > 0
+        if row["side"] != "raw":
+            # wrk's own CPU over the run, as a share of its core.
+            assert 0 < row["load_generator_core_share"] < 1
     assert "raw HTTP calls/s" in quick_run.stdout
+    assert "Node peer req/s  CPU ms" in quick_run.stdout
+    assert "Load generator (wrk, one thread, its own core): busiest " in quick_run.stdout
 
 
 def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) -> None:

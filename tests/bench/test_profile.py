@@ -35,7 +35,7 @@ def _profile(*arguments: str) -> str:
 def test_the_profile_of_one_payment_names_the_pipeline() -> None:
     printed = _profile(
         *("--requests", "50", "--top", "200"),
-        *("--without", "log", "--without", "gc", "--without", "one-pass"),
+        *("--without", "log", "--without", "gc", "--without", "plans"),
     )
 
     first = printed.splitlines()[0]
@@ -44,7 +44,7 @@ def test_the_profile_of_one_payment_names_the_pipeline() -> None:
     )
     assert float(first.split()[1]) > 0
     assert "schema/operations.py" in printed
-    switched_off = "without log and gc and one-pass"
+    switched_off = "without log and gc and plans"
     [switched] = [line for line in printed.splitlines() if switched_off in line]
     assert switched.startswith(f"the service {switched_off}: ") and switched.endswith("%)")
 

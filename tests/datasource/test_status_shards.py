@@ -91,6 +91,35 @@ async def test_the_same_pages_whatever_the_number_of_shards(store_of: StoreOf, s
 
 
 @pytest.mark.parametrize("shards", [1, 4, 16])
+async def test_the_same_pages_backward_whatever_the_number_of_shards(
+    store_of: StoreOf, shards: int
+) -> None:
+    store = store_of(StatusLayout(shards))
+    payments = mixed_payments(90)
+    await put_all(store, payments)
+    forward = await every_page(store, S.PENDING, first=5)
+
+    backward = [await store.payments_by_status(status=S.PENDING, last=5)]
+    while backward[-1].has_previous_page:
+        before = backward[-1].edges[0].cursor
+        backward.append(await store.payments_by_status(status=S.PENDING, last=5, before=before))
+
+    # 45 PENDING payments: nine pages of 5 either way, the same pages in the other order.
+    assert ids(backward[::-1]) == ids(forward)
+    assert [i for page in ids(backward[::-1]) for i in page] == newest_first(payments, S.PENDING)
+    assert [page.has_previous_page for page in backward] == [True] * 8 + [False]
+    # From the middle: back from a forward page's start, forward from a backward page's end.
+    middle = forward[4]
+    back = await store.payments_by_status(status=S.PENDING, last=5, before=middle.edges[0].cursor)
+    assert ids([back]) == ids([forward[3]])
+    ahead = await store.payments_by_status(status=S.PENDING, first=5, after=back.end_cursor)
+    assert ids([ahead]) == ids([middle])
+    with count_calls() as calls:
+        await store.payments_by_status(status=S.PENDING, last=5, before=middle.edges[0].cursor)
+    assert calls.operations == {"Query": shards}
+
+
+@pytest.mark.parametrize("shards", [1, 4, 16])
 async def test_a_page_costs_one_query_per_shard(store_of: StoreOf, shards: int) -> None:
     store = store_of(StatusLayout(shards))
     await put_all(store, mixed_payments(40))

@@ -55,6 +55,14 @@ BAD_CALLS: dict[str, tuple[str, Call]] = {
     "loan_payments: junk cursor": ("after", _loan(after="junk")),
     "payments_by_status: negative first": ("first", _by_status(first=-1)),
     "payments_by_status: junk cursor": ("after", _by_status(after="")),
+    "loan_payments: last 0": ("last", _loan(first=None, last=0)),
+    "loan_payments: last 101": ("last", _loan(first=None, last=101)),
+    "loan_payments: junk before": ("before", _loan(first=None, before="junk")),
+    "loan_payments: first and last": ("last", _loan(first=5, last=5)),
+    "loan_payments: after and before": ("before", _loan(first=None, after="a", before="b")),
+    "loan_payments: first and before": ("before", _loan(first=5, before="b")),
+    "loan_payments: last and after": ("after", _loan(first=None, last=5, after="a")),
+    "payments_by_status: junk before": ("before", _by_status(first=None, before="x#y")),
 }
 
 

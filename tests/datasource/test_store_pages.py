@@ -1,10 +1,12 @@
 """The three list patterns: newest first, pages filled exactly, cursors that continue."""
 
+import dataclasses
+import itertools
 from typing import Any
 
 import pytest
 
-from datasource import Page, PageOf, PaymentStore, count_calls
+from datasource import HistoryPage, Page, PageOf, PaymentStore, count_calls
 from datasource.history import event_item, history_query
 from datasource.items import Item
 from datasource.store import loan_query, status_query
@@ -181,6 +183,9 @@ async def test_cursors_are_refused_on_every_other_list(store: PaymentStore) -> N
                 if other != name:
                     with pytest.raises(InvalidCursor):
                         await fetch(first=1, after=cursor)
+                    with pytest.raises(InvalidCursor) as backward:
+                        await fetch(last=1, before=cursor)
+                    assert backward.value.field == "before"
     assert count.requests == 0
 
 
@@ -263,3 +268,121 @@ def test_a_prefix_s_range_ends_at_its_delimiter_s_successor() -> None:
     assert keys.prefix_end("LOAN#1#PAYMENT#") == "LOAN#1#PAYMENT$"
     with pytest.raises(ValueError, match="ends in '#'"):
         keys.prefix_end("LOAN#1")
+
+
+# -- Backward (`last`, `before`) -----------------------------------------------------------------
+
+
+async def _every_page_backward(fetch: Any, last: int) -> list[Page]:
+    """From the list's end back to its start: the pages in the order read (last page first)."""
+    pages = [await fetch(last=last, before=None)]
+    while pages[-1].has_previous_page:
+        start = pages[-1].edges[0].cursor
+        pages.append(await fetch(last=last, before=start))
+    return pages
+
+
+def _keys(page: PageOf[Any]) -> list[Any]:
+    return [
+        edge.node.payment_id if isinstance(edge.node, Payment) else edge.node.version
+        for edge in page.edges
+    ]
+
+
+async def _both_ways(fetch: Any, expected: list[Any]) -> None:
+    """Pages of 5 forward and backward over one list: the same items in the same order, every
+    page exact at its far end, and each page's cursors continuing the other way."""
+    forward = []
+    page = await fetch(first=5, after=None)
+    forward.append(page)
+    while page.has_next_page:
+        page = await fetch(first=5, after=page.end_cursor)
+        forward.append(page)
+    backward = await _every_page_backward(fetch, last=5)
+    sizes = [len(page.edges) for page in forward]
+    assert [k for page in forward for k in _keys(page)] == expected
+    assert [k for page in reversed(backward) for k in _keys(page)] == expected
+    assert [len(page.edges) for page in reversed(backward)] == sizes[::-1]
+    # The far end exact; the near one says whether a cursor was given.
+    assert [page.has_previous_page for page in backward] == [True] * (len(backward) - 1) + [False]
+    assert [page.has_next_page for page in backward] == [False] + [True] * (len(backward) - 1)
+    assert [page.has_previous_page for page in forward] == [False] + [True] * (len(forward) - 1)
+    # A forward page's start cursor, paged back, gives the page before it exactly.
+    for previous, page in itertools.pairwise(forward):
+        back = await fetch(last=5, before=page.edges[0].cursor)
+        assert _keys(back) == _keys(previous)
+        assert back.has_previous_page == previous.has_previous_page
+        assert back.has_next_page
+        # And a backward page's end cursor, paged forward, gives what follows it.
+        ahead = await fetch(first=5, after=back.end_cursor)
+        assert _keys(ahead) == _keys(page)
+
+
+async def test_a_loans_payments_page_both_ways_next_to_neighbouring_keys(
+    store: PaymentStore,
+) -> None:
+    mine = [sample_payment(loan_id="1") for _ in range(12)]
+    neighbours = [sample_payment(loan_id=loan) for loan in NEIGHBOUR_LOANS[1:] for _ in range(2)]
+    await put_all(store, mine + neighbours)
+
+    async def fetch(**page: Any) -> Page:
+        return await store.loan_payments(LoanRef("alice", "1"), status=None, **page)
+
+    await _both_ways(fetch, _newest_first(mine))
+
+
+async def test_a_loans_payments_in_one_status_page_both_ways(store: PaymentStore) -> None:
+    pending = [sample_payment(loan_id="1") for _ in range(11)]
+    others = [
+        *(sample_payment(loan_id="1", status=S.RETRY) for _ in range(3)),
+        *(sample_payment(loan_id=loan) for loan in NEIGHBOUR_LOANS[1:]),
+    ]
+    await put_all(store, pending[:4] + others + pending[4:])
+
+    async def fetch(**page: Any) -> Page:
+        return await store.loan_payments(LoanRef("alice", "1"), status=S.PENDING, **page)
+
+    await _both_ways(fetch, _newest_first(pending))
+
+
+async def test_one_status_pages_both_ways(store: PaymentStore) -> None:
+    completed = [
+        sample_payment(user_id=f"user-{n % 3}", status=S.COMPLETED, method=PaymentMethod.PINLESS)
+        for n in range(13)
+    ]
+    await put_all(store, [sample_payment(), *completed, sample_payment(status=S.CHARGED_BACK)])
+
+    async def fetch(**page: Any) -> Page:
+        return await store.payments_by_status(status=S.COMPLETED, **page)
+
+    await _both_ways(fetch, _newest_first(completed))
+
+
+async def test_a_payments_history_pages_both_ways_next_to_neighbouring_keys(
+    store: PaymentStore,
+) -> None:
+    actor = Actor(ActorKind.SERVICE, "svc", None)
+    one = sample_payment(loan_id="1")
+    events = [
+        event_of(None, dataclasses.replace(one, version=version), actor) for version in range(1, 13)
+    ]
+    neighbours = [
+        event_of(None, sample_payment(loan_id=loan), actor) for loan in NEIGHBOUR_LOANS[1:]
+    ]
+    await put_items(store, [event_item(event) for event in events + neighbours])
+
+    async def fetch(**page: Any) -> HistoryPage:
+        return await store.history(one.ref, **page)
+
+    await _both_ways(fetch, list(range(1, 13)))  # oldest first
+
+
+async def test_a_page_backward_is_one_query(store: PaymentStore) -> None:
+    await put_all(store, [sample_payment() for _ in range(9)])
+    loan = LoanRef("alice", "loan-1")
+    end = await store.loan_payments(loan, status=None, first=3, after=None)
+    with count_calls() as count:
+        back = await store.loan_payments(loan, status=None, last=3)
+        await store.loan_payments(loan, status=None, last=3, before=back.edges[0].cursor)
+        await store.loan_payments(loan, status=None, last=3, before=end.end_cursor)
+    assert count.operations == {"Query": 3}

@@ -15,6 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from datasource import DynamoConfig, PaymentStore
+from datasource import streams as streams_module
 from datasource.batch import Backoff
 from datasource.client import open_streams_client
 from datasource.streams import ChangeSource, DynamoDBStreamSource
@@ -122,6 +123,57 @@ async def test_each_new_payment_event_is_published_once_in_order_and_nothing_els
         for payment_id in expected
     }
     assert by_payment == expected
+
+
+@dataclasses.dataclass
+class Rounds:
+    """Checks the promise of `round_finished`: every event stored before the round began has
+    been published by then."""
+
+    published: list[PaymentEvent]
+    stored: int = 0  # events whose writes have returned
+    started: list[int] = dataclasses.field(default_factory=list)  # `stored` at each start
+    finished: list[int] = dataclasses.field(default_factory=list)  # ... of each round finished
+
+    def round_started(self) -> None:
+        self.started.append(self.stored)
+
+    def round_finished(self) -> None:
+        assert len(self.published) >= self.started[-1], (self.published, self.started)
+        self.finished.append(self.started[-1])
+
+
+async def test_a_round_finishes_only_once_it_published_what_was_stored_before_it(
+    ddblocal_backend: Backend,
+    ddblocal_config: DynamoConfig,
+    ddblocal_store: PaymentStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two records a call: a burst of writes takes rounds that end short of the head.
+    monkeypatch.setattr(streams_module, "RECORDS_PER_CALL", 2)
+    published: list[PaymentEvent] = []
+    rounds = Rounds(published)
+    async with open_streams_client(ddblocal_config) as streams:
+        source = DynamoDBStreamSource(
+            ddblocal_backend.client,
+            streams,
+            table_name=ddblocal_config.table_name,
+            poll_interval=0.3,
+        )
+        task = asyncio.create_task(source.run(published.append, rounds))
+        try:
+            await asyncio.wait_for(source.ready.wait(), WAIT)
+            for _ in range(7):
+                await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+                rounds.stored += 1
+            await eventually(lambda: 7 in rounds.finished, f"a round after 7 writes: {rounds}")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert len(published) == 7
+    # Some round read a full page (2 records) and did not finish.
+    assert len(rounds.started) > len(rounds.finished) + 1
 
 
 async def test_a_table_made_without_a_stream_gets_one(ddblocal_backend: Backend) -> None:
@@ -238,7 +290,8 @@ async def test_a_stream_turned_off_is_unhealthy_and_the_next_one_is_read_from_it
             await create_table_if_missing(client, table_name)
             payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
             await eventually(lambda: len(published) == 1, "the event on the new stream")
-            assert source.healthy
+            # Healthy again once the round that published it ends (it may poll other shards yet).
+            await eventually(lambda: source.healthy, "the source healthy on the new stream")
 
     assert published == [event_of(None, payment, TEST_ACTOR)]
 

@@ -35,6 +35,7 @@ def test_gsi3_keys() -> None:
 
 def test_prefixes_end_in_the_delimiter() -> None:
     assert keys.loan_payments_prefix("loan-1") == "LOAN#loan-1#PAYMENT#"
+    assert keys.user_payments_prefix() == "LOAN#"
     assert keys.loan_status_prefix("loan-1", PaymentStatus.RETRY) == "LOAN#loan-1#STATUS#RETRY#"
     assert keys.status_prefix(PaymentStatus.PENDING) == "STATUS#PENDING#"
 

@@ -128,6 +128,29 @@ def test_a_timestamp_is_its_utc_moment_to_the_millisecond(moment: datetime) -> N
     )
 
 
+@given(
+    st.datetimes(min_value=datetime(1001, 1, 1), max_value=datetime(9999, 12, 1)),
+    st.timedeltas(min_value=timedelta(days=-10), max_value=timedelta(days=10)),
+)
+def test_a_stored_timestamp_is_written_back_as_its_text_and_its_arithmetic_as_itself(
+    moment: datetime, later: timedelta
+) -> None:
+    """A timestamp read from its canonical text keeps it (no formatting to serve it again);
+    what is made from it (arithmetic, `replace`) is formatted from its own value."""
+    text = validation.format_timestamp(moment.replace(tzinfo=UTC))
+    parsed = validation.parse_timestamp("at", text)
+    assert isinstance(parsed, validation.Instant)
+    assert validation.format_timestamp(parsed) == text
+    for made in (parsed + later, parsed.replace(microsecond=0)):
+        expected = made.replace(tzinfo=UTC) if made.tzinfo is None else made
+        assert validation.format_timestamp(made) == (
+            f"{expected:%Y-%m-%dT%H:%M:%S}.{expected.microsecond // 1000:03d}Z"
+        )
+    # Any other text of the moment is not kept.
+    other = text.replace(".", ",", 1)
+    assert validation.format_timestamp(validation.parse_timestamp("at", other)) == text
+
+
 def test_naive_timestamps_are_refused() -> None:
     with pytest.raises(ValueError):
         validation.format_timestamp(datetime(2026, 3, 2))

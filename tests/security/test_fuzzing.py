@@ -1,4 +1,5 @@
-"""Schemathesis fuzzes every Query and Mutation field of the real app, on moto.
+"""Schemathesis fuzzes every Query and Mutation field of the real app, on moto; Hypothesis fuzzes
+the request's envelope around them (`test_fuzz_the_envelope`).
 
 Each answer must be one the schema allows: no 5xx; every error raised while executing carries a
 refusal's or domain error's `extensions.code` (a masked INTERNAL counts as a failure: the service
@@ -6,12 +7,20 @@ broke on that input); every error before execution is GraphQL's own (no code) or
 no error shows a traceback, a module path or the table name; `data` has exactly the shape the
 query asked for. Payments with fixed ids are seeded and schemathesis's dictionaries put their ids
 into most arguments, so mutations reach the transition engine and the writes, not only validation.
+
+The envelope: every field of the body (`query`, `operationName`, `variables`, `extensions`) as
+every JSON type, bodies that are not JSON or not objects, nested past any parser's depth or past
+the body limit, under every content type and `Accept`, over POST, GET and other methods. Every
+answer must be one the GraphQL-over-HTTP specification allows (`server.graphql_over_http`): no
+5xx, a GraphQL response in JSON in the negotiated media type, a status of 200, 400, 405 (with
+`Allow`) or 413, and no `data` entry on a 4xx.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -19,8 +28,10 @@ from typing import Any
 
 import graphql
 import pytest
+import requests
 import schemathesis
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from schemathesis import Case, Response
 from schemathesis.checks import response_schema_conformance
 from schemathesis.config import SchemathesisConfig
@@ -38,6 +49,7 @@ from domain.transitions import TransitionRequest, apply_transition
 from resolvers.node_ids import loan_node_id, payment_node_id
 from schema import build_schema
 from server.app import create_app
+from server.graphql_over_http import GRAPHQL_RESPONSE, JSON
 from server.settings import Settings
 from tests.api.conftest import ALICE, SERVICE, Clock, api_client, error_codes
 from tests.datasource.stored_items import put_items
@@ -232,6 +244,143 @@ def test_fuzz_as_service(case: Case[Any], served: Served) -> None:
 @settings(FUZZ_SETTINGS, max_examples=20)
 def test_fuzz_as_customer(case: Case[Any], served: Served) -> None:
     served.check(case, token=ALICE)
+
+
+# -- The envelope --------------------------------------------------------------------------------
+
+QUERIES = [
+    "{ __typename }",
+    "query Q($id: ID!) { node(id: $id) { id } }",
+    "query S($s: PaymentStatus!, $first: Int, $last: Int, $before: String) {"
+    " paymentsByStatus(status: $s, first: $first, last: $last, before: $before)"
+    " { edges { cursor } pageInfo { hasPreviousPage startCursor } } }",
+    "mutation M($input: CreatePaymentInput!) { createPayment(input: $input) { __typename } }",
+    "subscription { paymentEvents { version } }",
+    "query A { __typename } query B { __typename }",
+    "{",
+    "{ noSuchField }",
+    "{ }",
+    "",
+]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+VARIABLES = st.dictionaries(
+    st.sampled_from(["id", "s", "first", "last", "before", "input", "x"]),
+    JSON_VALUES | st.sampled_from([NODE_IDS[0], "RETRY", 2, {"loanId": LOAN, "amountCents": 1}]),
+)
+FIELDS = {
+    "query": st.sampled_from(QUERIES) | JSON_VALUES,
+    "operationName": st.sampled_from(["Q", "S", "M", "A", "Other", ""]) | JSON_VALUES,
+    "variables": VARIABLES | JSON_VALUES,
+    "extensions": st.dictionaries(st.text(max_size=8), JSON_VALUES) | JSON_VALUES,
+}
+ENVELOPES = st.fixed_dictionaries({}, optional=FIELDS)
+
+
+def _encoded(value: object) -> bytes:
+    # The standard library's encoder: integers of any size, infinities as `Infinity` (not JSON).
+    return json.dumps(value).encode()
+
+
+# What a parser or the body limit cannot take: nesting past orjson's depth, sizes past 64 KiB.
+EXTREMES = st.sampled_from(
+    [
+        b"[" * 5000 + b"]" * 5000,
+        b'{"query": "{ __typename }", "variables": ' + b'{"a": ' * 2000 + b"1" + b"}" * 2001,
+        b'{"query": "' + b"{ __typename " * 6000 + b'}"}',
+        b'{"query": "{ __typename }", "extensions": {"x": "' + b"x" * 70_000 + b'"}}',
+        b'{"query": "{ __typename }", "variables": {"x": ' + b"[" * 500 + b"]" * 500 + b"}}",
+    ]
+)
+BODIES = (
+    ENVELOPES.map(_encoded)
+    | JSON_VALUES.map(_encoded)
+    | st.binary(max_size=64)
+    | st.text(max_size=64).map(str.encode)
+    | EXTREMES
+)
+CONTENT_TYPES = st.sampled_from(
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "application/graphql-response+json",
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/graphql",
+        "",
+        None,
+    ]
+)
+ACCEPTS = st.sampled_from(
+    [
+        None,
+        JSON,
+        GRAPHQL_RESPONSE,
+        "*/*",
+        "text/html",
+        f"{GRAPHQL_RESPONSE}, {JSON};q=0.9",
+        "x/y;q=",
+    ]
+)
+
+
+@st.composite
+def requests_to_send(draw: st.DrawFn) -> dict[str, Any]:
+    headers = {"Accept": draw(ACCEPTS), "Content-Type": None}
+    if draw(st.booleans()):
+        headers["Authorization"] = f"Bearer {SERVICE}"
+    method = draw(st.sampled_from(["POST", "POST", "POST", "GET", "PUT"]))
+    if method == "GET":
+        fields = draw(ENVELOPES)
+        params = {
+            name: value if isinstance(value, str) else json.dumps(value)
+            for name, value in fields.items()
+        }
+        return {"method": "GET", "params": params, "headers": headers}
+    headers["Content-Type"] = draw(CONTENT_TYPES)
+    return {"method": method, "data": draw(BODIES), "headers": headers}
+
+
+@given(request=requests_to_send())
+@settings(FUZZ_SETTINGS, max_examples=400)
+def test_fuzz_the_envelope(request: dict[str, Any], served: Served) -> None:
+    response = served.client.request(url="/graphql", **request)
+    assert_graphql_over_http_answer(request, response)
+
+
+def assert_graphql_over_http_answer(request: dict[str, Any], response: requests.Response) -> None:
+    status = response.status_code
+    assert status in (200, 400, 405, 413), (request, status, response.text)
+    accept = str(request["headers"]["Accept"])
+    browser = "html" in accept or "*/*" in accept
+    if request["method"] == "GET" and "query" not in request["params"] and browser:
+        assert response.headers["content-type"].startswith("text/html")  # GraphiQL's page
+        return
+    wanted = GRAPHQL_RESPONSE if accept.startswith(GRAPHQL_RESPONSE) else JSON
+    assert response.headers["content-type"] == wanted, (request, response.headers)
+    body = response.json()
+    assert isinstance(body, dict) and set(body) <= {"data", "errors", "extensions"}, body
+    assert "data" in body or body.get("errors"), body
+    assert response.text and served_table_hidden(response.text), response.text
+    if status == 405:
+        assert response.headers["allow"] in ("POST", "GET, POST"), response.headers
+    if status != 200:
+        assert "data" not in body and body["errors"], body
+    elif wanted == GRAPHQL_RESPONSE:
+        # Under the new media type, a response without `data` is never a 2xx.
+        assert "data" in body, body
+    for error in body.get("errors", []):
+        assert isinstance(error.get("message"), str), error
+        assert not LEAKS.search(str(error)), error
+
+
+def served_table_hidden(text: str) -> bool:
+    return "test-" not in text
 
 
 def assert_schema_conforming_answer(case: Case[Any], response: Response) -> None:

@@ -60,12 +60,15 @@ KINDS = {
     "id": "node id",
     "ids": "node id",
     "after": "cursor",
+    "before": "cursor",
     "reason": "text",
     "idempotencyKey": "idempotency key",
     "returnCode": "return code",
     "accountLastFour": "last four",
     "amountCents": "amount",
     "first": "page size",
+    "expectedVersion": "version",
+    "last": "page size",
 }
 # Federation's `_entities(representations:)` takes JSON (`_Any`) that GraphQL does not look
 # into: the keys inside the valid value's representations are its inputs, typed as they are.
@@ -116,6 +119,13 @@ BAD: dict[str, list[tuple[Any, str]]] = {
         (12.5, GRAPHQL),
         ("500", GRAPHQL),
         (True, GRAPHQL),
+    ],
+    "version": [
+        (0, INVALID),
+        (-1, INVALID),
+        (2147483648, GRAPHQL),
+        (1.5, GRAPHQL),
+        ("1", GRAPHQL),
     ],
     "page size": [
         (0, INVALID),

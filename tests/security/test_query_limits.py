@@ -94,6 +94,14 @@ async def test_nested_pages_multiply_their_cost(api: Api) -> None:
     assert "more than the limit of 10000" in message
 
 
+async def test_pages_backward_cost_as_pages_forward(api: Api) -> None:
+    backward = COSTLY.replace("first: $n", "last: $n")
+    assert "errors" not in await api.post(backward, {"n": 5})
+    assert "more than the limit" in await refused(api, backward, {"n": 100})
+    literal = backward.replace("query($n: Int) ", "").replace("$n", "100")
+    assert "more than the limit" in await refused(api, literal, {})
+
+
 async def test_cost_error_says_how_much(api: Api) -> None:
     body = await api.post(COSTLY, {"n": 100})
     assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_COSTLY"

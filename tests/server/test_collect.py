@@ -12,14 +12,17 @@ from typing import Any
 import pytest
 
 import server.checkpoint
+import server.collect
 from datasource import Page, PaymentStore
 from datasource.items import to_item
 from domain.enums import PaymentMethod, PaymentStatus
+from domain.errors import StorageUnavailable
 from domain.history import PaymentEvent, event_of
+from domain.idempotency import WriteOutcome
 from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
 from server.checkpoint import CollectionCounts, load_checkpoint
-from tests.datasource.stored_items import put_all, raw_item
+from tests.datasource.stored_items import all_items, put_all, raw_item
 from tests.payment_samples import NOW, TEST_ACTOR, ref_of
 from tests.server.collect_runs import (
     MAX_ATTEMPTS,
@@ -150,12 +153,12 @@ async def test_a_payment_another_writer_moves_first_is_a_conflict_left_alone(
     write = moto_store.transition
 
     async def skipped_meanwhile(
-        current: Payment, updated: Payment, *, event: PaymentEvent
-    ) -> Payment:
+        current: Payment, updated: Payment, *, event: PaymentEvent, **options: Any
+    ) -> WriteOutcome:
         skip = TransitionRequest(target=S.SKIPPED, reason="customer paid another way")
         skipped = apply_transition(current, skip, max_attempts=3, now=SOON)
         await write(current, skipped, event=event_of(current, skipped, TEST_ACTOR))
-        return await write(current, updated, event=event)
+        return await write(current, updated, event=event, **options)
 
     monkeypatch.setattr(moto_store, "transition", skipped_meanwhile)
     final = await run_job(moto_store, tmp_path)
@@ -164,6 +167,37 @@ async def test_a_payment_another_writer_moves_first_is_a_conflict_left_alone(
     stored = await moto_store.get(ref_of(spent))
     assert stored is not None
     assert stored.status is S.SKIPPED
+
+
+async def test_a_failure_whose_answer_was_lost_is_sent_again_and_applied_once(
+    store: PaymentStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spent = retry_payment(eligible=False)
+    await put_all(store, [spent])
+    write = store.transition
+    keys: list[str] = []
+
+    async def answer_lost_once(
+        current: Payment, updated: Payment, *, event: PaymentEvent, **options: Any
+    ) -> WriteOutcome:
+        outcome = await write(current, updated, event=event, **options)
+        keys.append(options["idempotency"].key)
+        if len(keys) == 1:
+            raise StorageUnavailable()  # written, and the answer never came
+        return outcome
+
+    monkeypatch.setattr(store, "transition", answer_lost_once)
+    monkeypatch.setattr(server.collect, "RETRY_PAUSE", 0.01)
+    final = await run_job(store, tmp_path)
+
+    assert final.counts == CollectionCounts(scanned=1, failed=1)
+    # The same key both times: the run's, for the version it read.
+    assert keys == [f"collect-{final.run_id}-{spent.payment_id}-v{spent.version}"] * 2
+    stored = await store.get(ref_of(spent))
+    assert stored is not None
+    assert (stored.status, stored.version) == (S.FAILED, spent.version + 1)
+    events = [i for i in await all_items(store) if i["SK"]["S"].startswith("HISTORY#")]
+    assert [int(e["loc_version"]["N"]) for e in events] == [spent.version + 1]
 
 
 async def test_a_payment_that_left_retry_after_the_index_listed_it_is_skipped(
@@ -263,13 +297,13 @@ async def test_a_thousand_retries_with_a_crash_halfway_are_each_failed_or_report
     writes = 0
 
     async def crash_at_the_170th_write(
-        current: Payment, updated: Payment, *, event: PaymentEvent
-    ) -> Payment:
+        current: Payment, updated: Payment, *, event: PaymentEvent, **options: Any
+    ) -> WriteOutcome:
         nonlocal writes
         writes += 1
         if writes == 170:  # of 334: in the sixth page of ten, with writes in flight
             raise Stop()
-        return await write(current, updated, event=event)
+        return await write(current, updated, event=event, **options)
 
     monkeypatch.setattr(store, "transition", crash_at_the_170th_write)
     with pytest.raises(Stop):

@@ -1,0 +1,174 @@
+"""GraphQL over HTTP, as the GraphQL Foundation's specification says (SPEC §13): the media type
+of an answer, what a request's envelope must hold, and the status of every answer.
+
+    Accept                                        the answer's media type
+    application/graphql-response+json             application/graphql-response+json
+    application/json, */*, application/*,         application/json
+      missing, or none of these (the header
+      is disregarded, the spec's second choice)
+
+At equal `q`, application/graphql-response+json is preferred.
+
+    what happened                                 application/json     graphql-response+json
+    executed (the answer has a `data` entry)      200                  200
+    refused before execution: parse, validation,  200, no `data`       400, no `data`
+      query limits, variables, unknown operation
+    a malformed envelope (not JSON, not an        400                  400
+      object, a field of the wrong type, no
+      query, a content type other than JSON)
+    a mutation over GET, or any GET when GET      405, Allow: POST     405, Allow: POST
+      queries are off
+    a method other than GET and POST              405, Allow: GET, POST (or POST)
+    a body over the limit                         413                  413
+
+Every answer, refusals included, is a GraphQL response in JSON: `{"errors": [{"message"}]}`
+when nothing ran.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
+
+JSON = "application/json"
+GRAPHQL_RESPONSE = "application/graphql-response+json"
+# The request fields, the JSON types each may have (null aside), and the words of a refusal.
+_FIELDS: dict[str, tuple[type, str]] = {
+    "query": (str, "The GraphQL operation's `query` must be a string or null, if provided."),
+    "operationName": (
+        str,
+        "The GraphQL operation's `operationName` must be a string or null, if provided.",
+    ),
+    "variables": (
+        dict,
+        "The GraphQL operation's `variables` must be an object or null, if provided.",
+    ),
+    "extensions": (
+        dict,
+        "The GraphQL operation's `extensions` must be an object or null, if provided.",
+    ),
+}
+
+
+class Refused(Exception):
+    """A request answered without running anything: its status, words and extra headers."""
+
+    def __init__(self, status: int, message: str, *, allow: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = {"allow": allow} if allow is not None else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A request's GraphQL parameters, each of the type the specification gives it."""
+
+    query: str | None
+    operation_name: str | None
+    variables: dict[str, Any] | None
+    extensions: dict[str, Any] | None
+
+
+@functools.lru_cache(maxsize=256)
+def negotiate(accept: str | None) -> str:
+    """The media type of the answer to a request with this `Accept` header."""
+    best, best_rank = JSON, (0.0, -1)
+    for media_range in (accept or "").split(","):
+        media_type, *parameters = media_range.split(";")
+        kind = media_type.strip().lower()
+        if kind == GRAPHQL_RESPONSE:
+            candidate, specificity = GRAPHQL_RESPONSE, 2
+        elif kind == JSON:
+            candidate, specificity = JSON, 1
+        elif kind in ("*/*", "application/*"):
+            candidate, specificity = JSON, 0
+        else:
+            continue
+        rank = (_quality(parameters), specificity)
+        if rank[0] > 0 and rank > best_rank:
+            best, best_rank = candidate, rank
+    return best
+
+
+def _quality(parameters: list[str]) -> float:
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                return min(max(float(value), 0.0), 1.0)
+            except ValueError:
+                return 0.0
+    return 1.0
+
+
+def envelope(data: object) -> Envelope:
+    """The envelope of a decoded JSON body (or WebSocket `subscribe` payload)."""
+    if isinstance(data, list):
+        raise Refused(400, "Batching is not enabled")
+    if not isinstance(data, dict):
+        raise Refused(400, "The request body must be a JSON object")
+    for name, (kind, refusal) in _FIELDS.items():
+        value = data.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise Refused(400, refusal)
+    return Envelope(
+        query=data.get("query"),
+        operation_name=data.get("operationName"),
+        variables=data.get("variables"),
+        extensions=data.get("extensions"),
+    )
+
+
+def post_envelope(content_type: str | None, body: bytes) -> Envelope:
+    """The envelope of a POST: only a JSON body is an operation (no form can post one)."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type != JSON:
+        raise Refused(400, "Unsupported content type")
+    return envelope(_json(body, "Unable to parse request body as JSON"))
+
+
+def get_envelope(parameters: Mapping[str, str]) -> Envelope:
+    """The envelope of a GET: `variables` and `extensions` are JSON in the query string."""
+    data: dict[str, object] = dict(parameters)
+    for name in ("variables", "extensions"):
+        if name in data:
+            data[name] = _json(parameters[name].encode(), _FIELDS[name][1])
+    return envelope(data)
+
+
+def _json(body: bytes, refusal: str) -> object:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise Refused(400, refusal) from None
+
+
+def answer(result: ExecutionResult, media_type: str) -> tuple[int, dict[str, object]]:
+    """The status and GraphQL response of an operation's result. A result refused before it
+    ran (`PreExecutionError`) has no `data` entry."""
+    response: dict[str, object] = {}
+    started = not isinstance(result, PreExecutionError)
+    if started:
+        response["data"] = result.data
+    if result.errors:
+        response["errors"] = [error.formatted for error in result.errors]
+    if result.extensions:
+        response["extensions"] = result.extensions
+    return request_error_status(media_type) if not started else 200, response
+
+
+def request_error_status(media_type: str) -> int:
+    """A GraphQL request error (nothing executed): 200 under application/json, as before the
+    specification's watershed; 400 under application/graphql-response+json."""
+    return 400 if media_type == GRAPHQL_RESPONSE else 200
+
+
+def refusal(message: str) -> dict[str, object]:
+    return {"errors": [{"message": message}]}
