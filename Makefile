@@ -16,6 +16,9 @@ BROWSER_PKG := browser
 NODE_PEER_PKG := bench/peers/node
 # The GraphQL-over-HTTP audit of the tests (npm package graphql-http's serverAudits).
 HTTP_AUDIT_PKG := http-audit
+# The federation gateway of the tests (npm packages @graphql-hive/gateway and
+# @theguild/federation-composition; see the README's Federation).
+FEDERATION_PKG := federation
 # Stamps record a finished install; they are older than a lock file changed since, so make
 # installs again after a pull that changed dependencies.
 PYTHON_STAMP := $(VENV)/.installed
@@ -24,6 +27,7 @@ GRAPHIQL_STAMP := $(GRAPHIQL_PKG)/node_modules/.installed
 BROWSER_STAMP := $(BROWSER_PKG)/node_modules/.installed
 NODE_PEER_STAMP := $(NODE_PEER_PKG)/node_modules/.installed
 HTTP_AUDIT_STAMP := $(HTTP_AUDIT_PKG)/node_modules/.installed
+FEDERATION_STAMP := $(FEDERATION_PKG)/node_modules/.installed
 
 # Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
 API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
@@ -39,14 +43,14 @@ help:
 	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
-	@echo "make schema   accept a deliberate GraphQL schema change into schema.graphql"
+	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql)"
 	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
-	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium and the HTTP audit"
+	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit and Hive Gateway"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
-# What `make run` needs; the tests need Chromium and the HTTP audit too.
+# What `make run` needs; the tests need Chromium, the HTTP audit and the federation gateway too.
 RUN_STAMPS := $(PYTHON_STAMP) $(DDB_LOCAL_STAMP) $(GRAPHIQL_STAMP)
-install: $(RUN_STAMPS) $(BROWSER_STAMP) $(HTTP_AUDIT_STAMP)
+install: $(RUN_STAMPS) $(BROWSER_STAMP) $(HTTP_AUDIT_STAMP) $(FEDERATION_STAMP)
 
 # Quiet installs, so that what `make run` shows last is the GraphiQL address and the token; errors
 # still print (npm's are on stderr, its summary of what it added on stdout).
@@ -84,10 +88,16 @@ bench-tools: $(NODE_PEER_STAMP)
 			|| (apt-get update -qq > /dev/null && apt-get install -y -qq wrk > /dev/null)) \
 		&& echo "Installed wrk (Debian's package)"; } \
 		|| { echo "make bench needs wrk (Debian's package wrk): install it and run again" >&2; exit 1; }
+
 $(HTTP_AUDIT_STAMP): $(HTTP_AUDIT_PKG)/package.json $(HTTP_AUDIT_PKG)/package-lock.json
 	@npm ci --prefix $(HTTP_AUDIT_PKG) --no-audit --no-fund --loglevel=error > /dev/null
 	@touch $@
 	@echo "Installed the GraphQL-over-HTTP audit from $(HTTP_AUDIT_PKG)/package-lock.json"
+
+$(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lock.json
+	@npm ci --prefix $(FEDERATION_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed the federation gateway from $(FEDERATION_PKG)/package-lock.json"
 
 run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
@@ -108,6 +118,7 @@ lint: install
 
 schema: install
 	$(VENV)/bin/python -m schema > schema.graphql
+	$(VENV)/bin/python -m schema --subgraph > schema.subgraph.graphql
 
 # The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/).
 # Options after ARGS, e.g. make bench ARGS='--no-local' or ARGS='--quick'.
@@ -116,7 +127,7 @@ bench: install bench-tools
 
 clean:
 	rm -rf $(VENV) $(DDB_LOCAL)/node_modules $(GRAPHIQL_PKG)/node_modules $(BROWSER_PKG)/node_modules \
-		$(NODE_PEER_PKG)/node_modules $(HTTP_AUDIT_PKG)/node_modules \
+		$(NODE_PEER_PKG)/node_modules $(HTTP_AUDIT_PKG)/node_modules $(FEDERATION_PKG)/node_modules \
 		.pytest_cache .mypy_cache .ruff_cache
 	find . \( -path ./.git -o -path ./.data \) -prune -o -type d -name __pycache__ -prune \
 		-exec rm -rf {} +

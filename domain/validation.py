@@ -141,6 +141,8 @@ def version(field: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInput(field, "must be a payment version, 1 or more")
     return value
+
+
 # The text `format_timestamp` writes; an instant read from it is written back as the same text.
 _CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)
 

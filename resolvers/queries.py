@@ -117,15 +117,16 @@ async def nodes(context: Context, *, node_ids: list[str]) -> list[Payment | Loan
             refs.append(decode_node_id(node_id))
         except InvalidInput as error:
             raise InvalidInput(f"ids[{index}]", error.message.removeprefix("id: ")) from None
-    return list(await asyncio.gather(*(_node(context, ref) for ref in refs)))
+    return list(await asyncio.gather(*(node_by_ref(context, ref) for ref in refs)))
 
 
 async def node(context: Context, *, node_id: str) -> Payment | LoanRef | None:
     context.caller()
-    return await _node(context, decode_node_id(node_id))
+    return await node_by_ref(context, decode_node_id(node_id))
 
 
-async def _node(context: Context, ref: PaymentRef | LoanRef) -> Payment | LoanRef | None:
+async def node_by_ref(context: Context, ref: PaymentRef | LoanRef) -> Payment | LoanRef | None:
+    """What `ref` names, if the caller sees it: another user's reads as one that is missing."""
     if not context.caller().sees(ref.user_id):
         return None
     if isinstance(ref, LoanRef):

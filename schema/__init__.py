@@ -8,7 +8,6 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-import strawberry
 from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
@@ -18,6 +17,7 @@ from strawberry.types.graphql import OperationType
 from resolvers.context import Context
 from schema import strawberry_adapter
 from schema.compiler import compile_operation
+from schema.federation import FEDERATION_VERSION, FederatedSchema
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
 from schema.operations import Observer, OperationRunner
@@ -30,7 +30,7 @@ from schema.types import LoanType, PaymentType
 logger = logging.getLogger("loc_payments.graphql")
 
 
-class PaymentsSchema(strawberry.Schema):
+class PaymentsSchema(FederatedSchema):
     """The schema with its query limits; `production` turns introspection off and has
     graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing
     variables), which would reveal the schema piece by piece. `observers` are what the server
@@ -54,6 +54,7 @@ class PaymentsSchema(strawberry.Schema):
             subscription=Subscription,
             types=[PaymentType, LoanType],
             config=StrawberryConfig(scalar_map={datetime: DATETIME}),
+            federation_version=FEDERATION_VERSION,
         )
         self._operations = OperationRunner(
             strawberry_adapter.graphql_schema(self),

@@ -1,5 +1,13 @@
-"""`python -m schema` prints the schema in SDL; `make schema` writes it to schema.graphql."""
+"""`python -m schema` prints the schema in SDL as its clients see it; with `--subgraph`, as a
+federation composer sees it (`_service { sdl }`). `make schema` writes them to schema.graphql
+and schema.subgraph.graphql."""
+
+import argparse
 
 from schema import build_schema
+from schema.federation import subgraph_sdl
 
-print(build_schema().as_str())
+parser = argparse.ArgumentParser(prog="python -m schema", description=__doc__)
+parser.add_argument("--subgraph", action="store_true", help="the federation subgraph's SDL")
+schema = build_schema()
+print(subgraph_sdl(schema) if parser.parse_args().subgraph else schema.as_str())

@@ -6,7 +6,8 @@ aliases   aliased fields, through fragment spreads (MaxAliasesLimiter's rule)
 tokens    lexical tokens of the document (graphql-core's parser stops at the limit)
 cost      every field costs 1; a field with a `first` argument (a connection) multiplies
           what it selects by `first` or `last` (the default page when neither is given), so
-          nested pages multiply
+          nested pages multiply; a field of many keys (`nodes(ids:)`,
+          `_entities(representations:)`) by the keys given
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from graphql import (
     GraphQLSchema,
     InlineFragmentNode,
     IntValueNode,
+    ListValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
     VariableNode,
@@ -32,6 +34,9 @@ from graphql import (
 )
 
 from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+
+# The fields that answer one object per key given, and the argument of their keys.
+KEYED_LISTS = {"nodes": "ids", "_entities": "representations"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +150,26 @@ class _Costing:
         if definition is None:  # __typename, or a field validation will refuse
             return 1
         inner = self.cost(node.selection_set, get_named_type(definition.type), spread)
+        keys = KEYED_LISTS.get(node.name.value)
+        if keys is not None and parent is self.schema.query_type:
+            return 1 + self._count(node, keys) * inner
         if "first" not in definition.args:
             return 1 + inner
         return 1 + self._first(node) * inner
+
+    def _count(self, node: FieldNode, name: str) -> int:
+        """How many keys the argument `name` gives (a single value is a list of one)."""
+        for argument in node.arguments or ():
+            if argument.name.value != name:
+                continue
+            value = argument.value
+            if isinstance(value, ListValueNode):
+                return max(1, len(value.values))
+            if isinstance(value, VariableNode):
+                given = self.variables.get(value.name.value)
+                if isinstance(given, list):
+                    return max(1, len(given))
+        return 1
 
     def _first(self, node: FieldNode) -> int:
         """The page size a connection asks for; `first` and `last` together are refused when

@@ -3,9 +3,9 @@
     parse      cached per query text; beyond `max_tokens` tokens the document is refused
     type       the operation (named, or the only one) must be one the transport allows
     validate   cached with the parse: graphql-core's rules, depth and alias limits, Strawberry's
-               own rules, no introspection in production; no "Did you mean" in production
+               own rules, no introspection (nor `_service`) and no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
-               `first` in it is a variable
+               `first` or a list of keys (`nodes`, `_entities`) in it is a variable
     execute    the operation's plan (`schema.compiler`, compiled once and cached with the parse),
                counting the DynamoDB calls it makes and the capacity they consume
                (`dynamodb_report`), which must all end within the operation's budget
@@ -60,6 +60,7 @@ from strawberry.utils.operation import get_operation_type
 from datasource import deadline
 from datasource.accounting import CallCount, count_calls
 from schema.compiler import Plan
+from schema.federation import NoSubgraphSdlRule
 from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
 from schema.public_errors import public_error
 from schema.tracing import operation_trace, record_errors
@@ -114,7 +115,7 @@ class OperationRunner:
             *MaxAliasesLimiter(max_alias_count=limits.max_aliases).validation_rules,
             MaybeNullValidationRule,
             OneOfInputValidationRule,
-            *((NoSchemaIntrospectionCustomRule,) if production else ()),
+            *((NoSchemaIntrospectionCustomRule, NoSubgraphSdlRule) if production else ()),
         )
         self._prepare = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
         self._fixed_cost = lru_cache(maxsize=CACHED_DOCUMENTS)(self._cost_without_variables)

@@ -13,6 +13,8 @@ from datetime import datetime
 from typing import Any, cast
 
 import strawberry
+from strawberry.federation.schema_directives import Key
+from strawberry.federation.types import FieldSet
 
 from datasource import HistoryPage, Page, PageOf
 from domain.ach_returns import retry_eligibility
@@ -32,6 +34,15 @@ class Node:
     id: strawberry.ID
 
 
+@strawberry.federation.type(
+    name="Installment",
+    keys=[Key(fields=FieldSet("id"), resolvable=False)],
+    description="An installment of a loan, which the loans service resolves.",
+)
+class InstallmentType:
+    id: strawberry.ID
+
+
 @strawberry.type(name="PaymentApplication")
 class PaymentApplicationType:
     payment_id: strawberry.ID
@@ -43,6 +54,10 @@ class PaymentApplicationType:
     def is_type_of(cls, obj: Any, info: Any) -> bool:
         return isinstance(obj, Application)
 
+    @strawberry.field(description="The installment paid; through a gateway, with its fields.")
+    def installment(self, root: strawberry.Parent[Application]) -> InstallmentType:
+        return InstallmentType(id=strawberry.ID(root.installment_id))
+
 
 def _loan_id(root: strawberry.Parent[LoanRef]) -> strawberry.ID:
     return strawberry.ID(loan_node_id(root))
@@ -52,7 +67,9 @@ def _payment_id(root: strawberry.Parent[Payment]) -> strawberry.ID:
     return strawberry.ID(payment_node_id(root.ref))
 
 
-@strawberry.type(name="Loan", description="A loan of a user, with its payments.")
+@strawberry.federation.type(
+    name="Loan", keys=["userId loanId"], description="A loan of a user, with its payments."
+)
 class LoanType(Node):
     id: strawberry.ID = strawberry.field(resolver=_loan_id)
     loan_id: strawberry.ID
@@ -89,7 +106,7 @@ class RetryEligibilityType:
     reason: str | None = strawberry.field(description="Why the payment is not eligible.")
 
 
-@strawberry.type(name="Payment", description="A payment against a loan.")
+@strawberry.federation.type(name="Payment", keys=["id"], description="A payment against a loan.")
 class PaymentType(Node):
     id: strawberry.ID = strawberry.field(resolver=_payment_id)
     payment_id: strawberry.ID

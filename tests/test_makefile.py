@@ -66,10 +66,8 @@ def test_help_gives_the_address_that_make_run_serves_on() -> None:
 
 def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    packages = {
-        folder: tmp_path / folder
-        for folder in ("dynamodb-local", "graphiql", "browser", "http-audit")
-    }
+    folders = ("dynamodb-local", "graphiql", "browser", "http-audit", "federation")
+    packages = {folder: tmp_path / folder for folder in folders}
     for folder, copy in packages.items():
         copy.mkdir()
         for name in ("package.json", "package-lock.json"):
@@ -87,6 +85,7 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"GRAPHIQL_PKG={packages['graphiql']}",
         f"BROWSER_PKG={packages['browser']}",
         f"HTTP_AUDIT_PKG={packages['http-audit']}",
+        f"FEDERATION_PKG={packages['federation']}",
         environment={"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "CALLS": str(calls)},
     )
 
@@ -104,4 +103,5 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"Installed GraphiQL from {packages['graphiql']}/package-lock.json",
         f"Installed Chromium from {packages['browser']}/package-lock.json",
         f"Installed the GraphQL-over-HTTP audit from {packages['http-audit']}/package-lock.json",
+        f"Installed the federation gateway from {packages['federation']}/package-lock.json",
     ]

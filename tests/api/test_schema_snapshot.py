@@ -1,18 +1,40 @@
-"""The committed schema.graphql is the contract; a change to it must be deliberate."""
+"""The committed schema.graphql is the contract; a change to it must be deliberate. So is
+schema.subgraph.graphql, the same schema as a federation composer reads it."""
 
 from pathlib import Path
 
 from schema import build_schema
+from schema.federation import subgraph_sdl
 
 SNAPSHOT = Path(__file__).parents[2] / "schema.graphql"
+SUBGRAPH_SNAPSHOT = Path(__file__).parents[2] / "schema.subgraph.graphql"
+ACCEPT = "If that is intended, accept it with `make schema` and commit the snapshots with it."
 
 
 def test_schema_matches_the_committed_snapshot() -> None:
     printed = build_schema().as_str() + "\n"
-    assert printed == SNAPSHOT.read_text(), (
-        "The GraphQL schema changed. If that is intended, accept it with `make schema` "
-        "and commit schema.graphql with the change."
+    assert printed == SNAPSHOT.read_text(), "The GraphQL schema changed. " + ACCEPT
+
+
+def test_subgraph_sdl_matches_its_committed_snapshot() -> None:
+    printed = subgraph_sdl(build_schema()) + "\n"
+    assert printed == SUBGRAPH_SNAPSHOT.read_text(), "The subgraph's SDL changed. " + ACCEPT
+
+
+def test_the_subgraph_sdl_is_the_schema_with_federations_directives() -> None:
+    sdl, subgraph = SNAPSHOT.read_text(), SUBGRAPH_SNAPSHOT.read_text()
+    assert subgraph.startswith(
+        'schema @link(url: "https://specs.apollo.dev/federation/v2.9", import: ["@key"]) {'
     )
+    for entity, key in [
+        ("type Payment implements Node", '@key(fields: "id")'),
+        ("type Loan implements Node", '@key(fields: "userId loanId")'),
+        ("type Installment", '@key(fields: "id", resolvable: false)'),
+    ]:
+        assert f"\n{entity} {key} {{\n" in subgraph, entity
+        assert f"\n{entity} {{\n" in sdl, entity
+    assert "@key" not in sdl
+    assert "@link" not in sdl
 
 
 def test_the_contract_names_of_the_spec_are_present() -> None:

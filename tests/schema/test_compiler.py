@@ -35,7 +35,7 @@ from datasource.pages import EdgeOf, PageOf
 from domain.audit import ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.history import PaymentEvent
-from domain.payment import LoanRef, Payment, PaymentRef, new_payment
+from domain.payment import Application, LoanRef, Payment, PaymentRef, new_payment
 from resolvers.callers import Caller
 from resolvers.context import Context
 from resolvers.loaders import BatchReads
@@ -65,6 +65,7 @@ def payment(number: int = 0, **changes: Any) -> Payment:
 VARIATIONS: dict[str, Any] = {
     "plain": {},
     "confirmed": {"confirmation_id": "c-1", "first_presented_at": NOW},
+    "applied": {"applications": (Application("p", "inst-1", 500, NOW),)},
     "null-non-null": {"status": None},
     "bad-int": {"amount_cents": "many"},
     "int-overflow": {"amount_cents": 2**40},
@@ -259,13 +260,18 @@ RESOLVED: dict[str, str] = {
     "a-root-non-null-error": 'query { loan(loanId: "l") { loanId } }',
     "a-variable-of-the-wrong-type": 'query($first: Int) { loan(userId: "u", loanId: "l") { '
     "payments(first: $first) { pageInfo { hasNextPage } } } }",
+    "entities-with-malformed-ones": "query { _entities(representations: ["
+    '{__typename: "Loan", userId: "u", loanId: "l"}, {__typename: "Payment", id: "not-a-node-id"}, '
+    '"not an object"]) { __typename ... on Loan { loanId } ... on Payment { paymentId } } }',
+    "an-installment": 'query($p: ID!) { payment(userId: "u", loanId: "l", paymentId: $p) '
+    "{ applications { installmentId installment { __typename id } } } }",
 }
 
 
 @pytest.mark.parametrize("case", RESOLVED, ids=list(RESOLVED))
 async def test_resolvers_answer_what_graphql_core_answers(case: str) -> None:
     variables = {"first": "many"} if case == "a-variable-of-the-wrong-type" else None
-    _, (planned, reference) = await both(RESOLVED[case], ["plain", "confirmed"], variables)
+    _, (planned, reference) = await both(RESOLVED[case], ["applied", "confirmed"], variables)
     assert planned == reference
     assert planned["data"] is not None or planned["errors"]
 

@@ -70,6 +70,10 @@ KINDS = {
     "expectedVersion": "version",
     "last": "page size",
 }
+# Federation's `_entities(representations:)` takes JSON (`_Any`) that GraphQL does not look
+# into: the keys inside the valid value's representations are its inputs, typed as they are.
+REPRESENTATIONS = "representations"
+REPRESENTATION_KEYS: tuple[dict[str, str], ...] = ({"id": "ID"}, {"userId": "ID", "loanId": "ID"})
 GRAPHQL = "refused by GraphQL's types"
 INVALID = "INVALID_INPUT"
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
@@ -218,7 +222,10 @@ def leaves(route: Route) -> list[Leaf]:
 
     def walk(path: tuple[str | int, ...], type_: GraphQLInputType) -> None:
         inner = type_.of_type if isinstance(type_, GraphQLNonNull) else type_
-        if isinstance(inner, GraphQLList):
+        if path == (REPRESENTATIONS,):
+            for index, keys in enumerate(REPRESENTATION_KEYS):
+                found.extend(Leaf((*path, index, key), kind) for key, kind in keys.items())
+        elif isinstance(inner, GraphQLList):
             walk((*path, 0), inner.of_type)
         elif isinstance(inner, GraphQLInputObjectType):
             for name, field in inner.fields.items():
@@ -277,6 +284,8 @@ def base_variables(route: Route, valid: dict[str, Any]) -> dict[str, Any]:
     def value(name: str, type_: GraphQLInputType) -> Any:
         required = isinstance(type_, GraphQLNonNull)
         inner = type_.of_type if isinstance(type_, GraphQLNonNull) else type_
+        if name == REPRESENTATIONS:
+            return valid[name]
         if isinstance(inner, GraphQLList):
             item = value(name, inner.of_type)
             return None if item is None else [item]
@@ -367,6 +376,10 @@ class Setup:
             "installmentId": "inst-1",
             "id": payment["id"],
             "ids": payment["id"],
+            "representations": [
+                {"__typename": "Payment", "id": payment["id"]},
+                {"__typename": "Loan", "userId": "alice", "loanId": "loan-1"},
+            ],
             "after": self.cursors.get(route.field, self.loan_cursor),
             "status": "PENDING",
             "first": 5,

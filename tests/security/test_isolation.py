@@ -61,6 +61,9 @@ AIMED = {
     "intendedInstallmentId": "installment",
     "installmentId": "installment",
 }
+# Federation's `_entities(representations:)` aims at the loan and the payment a probe names,
+# each by its entity key (`representations`).
+REPRESENTATIONS = "representations"
 # Required arguments that aim at nothing but that the generator cannot invent.
 FIXED: dict[str, Any] = {"amountCents": 100, "returnCode": "R01", "reason": "isolation probe"}
 # Every transition is a service's (README "Callers"); a new mutation is assumed to be one too.
@@ -77,7 +80,7 @@ OMIT = object()
 
 def aims(name: str, type_: GraphQLInputType) -> bool:
     named = get_named_type(type_)
-    if name in ("after", "userId") or named.name == "ID":
+    if name in ("after", "userId", REPRESENTATIONS) or named.name == "ID":
         return True
     if isinstance(named, GraphQLInputObjectType):
         return any(aims(field_name, field.type) for field_name, field in named.fields.items())
@@ -198,6 +201,8 @@ def argument(name: str, type_: GraphQLInputType, probe: Probe) -> Any:
     """The value of one argument or input field, or OMIT for an optional one aiming at nothing."""
     required = isinstance(type_, GraphQLNonNull)
     inner = type_.of_type if isinstance(type_, GraphQLNonNull) else type_
+    if name == REPRESENTATIONS:
+        return representations(probe)
     if isinstance(inner, GraphQLList):
         item = argument(name, inner.of_type, probe)
         return OMIT if item is OMIT else [item]
@@ -227,6 +232,15 @@ def argument(name: str, type_: GraphQLInputType, probe: Probe) -> Any:
     defaults = {"Int": 1, "String": "isolation probe", "Boolean": False}
     assert inner.name in defaults, f"no value for the required argument {name}: add it to FIXED"
     return defaults[inner.name]
+
+
+def representations(probe: Probe) -> list[dict[str, str]]:
+    """The probe's loan and payment as a gateway names them (`userId` omitted: alice's own)."""
+    user = probe.user or "alice"
+    return [
+        {"__typename": "Loan", "userId": user, "loanId": probe.loan},
+        {"__typename": "Payment", "id": node_id("Payment", user, probe.loan, probe.payment)},
+    ]
 
 
 def selection(type_: GraphQLOutputType | GraphQLNamedType, depth: int = 3) -> list[str]:
@@ -508,6 +522,7 @@ def test_the_generator_finds_every_field_the_specification_names() -> None:
         "Query.paymentByConfirmation",
         "Query.paymentsByStatus",
         "Loan.payments",
+        "Query._entities",
         *(f"Mutation.{name}" for name in SCHEMA.mutation_type.fields),  # type: ignore[union-attr]
     }
 

@@ -40,6 +40,23 @@ async def test_introspection_is_off(prod: Api) -> None:
     assert "introspection" in body["errors"][0]["message"].lower()
 
 
+async def test_the_subgraph_sdl_is_off_like_introspection(prod: Api) -> None:
+    service = prod_token("gateway", service=True)
+    entities = """query($representations: [_Any!]!) {
+      _entities(representations: $representations) { ... on Loan { loanId } } }"""
+
+    sdl = await prod.post("{ _service { sdl } }", as_=service)
+    loans = await prod.post(
+        entities,
+        {"representations": [{"__typename": "Loan", "userId": "u", "loanId": "l"}]},
+        as_=service,
+    )
+
+    assert sdl.get("data") is None
+    assert "schema.subgraph.graphql" in sdl["errors"][0]["message"]
+    assert loans == {"data": {"_entities": [{"loanId": "l"}]}}
+
+
 async def test_graphiql_and_get_queries_are_off(prod: Api) -> None:
     page = await prod.http.get("/graphql", headers={"Accept": "text/html"})
     assert page.status_code != 200 or "graphiql" not in page.text.lower()

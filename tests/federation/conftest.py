@@ -1,0 +1,182 @@
+"""A real federated graph for the federation tests: this service (`python -m server serve` on
+DynamoDB Local), the tests' own loans subgraph, the supergraph composed from their SDLs by
+@theguild/federation-composition, and Hive Gateway serving it, as the README's Federation says.
+
+- `compose(services)`: the supergraph SDL, or `CompositionFailed` with the composer's messages.
+- `federated_graph` (module): the three processes, each on a free port, and their URLs; a
+  supergraph that does not compose fails the tests with the composer's messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+import pytest
+
+from bench.processes import free_port
+from tests.backends import Backend
+from tests.servers import served
+
+REPO = Path(__file__).resolve().parents[2]
+FEDERATION = REPO / "federation"
+SUBGRAPH_SDL = REPO / "schema.subgraph.graphql"
+LOANS_MODULE = "tests.federation.loans_subgraph"
+READY_SECONDS = 60.0
+
+
+class CompositionFailed(Exception):
+    """The composer refused the subgraphs; the message is its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    name: str
+    url: str
+    sdl: str
+
+
+def compose(subgraphs: Sequence[Subgraph], directory: Path) -> str:
+    """The supergraph SDL of `subgraphs` (`federation/compose.mjs`)."""
+    arguments: list[str] = []
+    for subgraph in subgraphs:
+        path = directory / f"{subgraph.name}.graphql"
+        path.write_text(subgraph.sdl)
+        arguments += [subgraph.name, subgraph.url, str(path)]
+    run = subprocess.run(
+        ["node", FEDERATION / "compose.mjs", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if run.returncode != 0:
+        raise CompositionFailed(run.stderr.strip() or f"compose.mjs exited {run.returncode}")
+    return run.stdout
+
+
+class Process:
+    """A server process on a free port, its output kept for the failure message."""
+
+    def __init__(self, name: str, command: Sequence[str | Path], *, cwd: Path = REPO) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
+        self._process = subprocess.Popen(
+            [str(part).replace("{port}", str(self.port)) for part in command],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    async def wait_ready(self, http: httpx.AsyncClient, path: str) -> None:
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited:\n{self.output()}")
+            with contextlib.suppress(httpx.HTTPError):
+                response = await http.get(f"{self.url}{path}", timeout=2)
+                if response.status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} never became ready:\n{self.output()}")
+            await asyncio.sleep(0.1)
+
+    def output(self, limit: int = 3000) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-limit:]
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._log.close()
+
+
+async def subgraph_sdl(http: httpx.AsyncClient, url: str) -> str:
+    response = await http.post(f"{url}/graphql", json={"query": "{ _service { sdl } }"})
+    response.raise_for_status()
+    sdl: str = response.json()["data"]["_service"]["sdl"]
+    return sdl
+
+
+@contextlib.asynccontextmanager
+async def processes(*started: Process) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        for process in started:
+            process.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class FederatedGraph:
+    """The GraphQL endpoints of the gateway and of each subgraph, and the subgraphs' SDLs."""
+
+    gateway: str
+    payments: str
+    loans: str
+    subgraphs: list[Subgraph]
+
+
+@pytest.fixture(scope="module")
+async def federated_graph(
+    ddblocal_backend: Backend, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[FederatedGraph]:
+    table_name = f"test-federation-{uuid.uuid4().hex}"
+    directory = tmp_path_factory.mktemp("federation")
+    loans = Process("the loans subgraph", [sys.executable, "-m", LOANS_MODULE, "{port}"])
+    async with (
+        processes(loans),
+        served(ddblocal_backend.endpoint_url, table_name) as [payments],
+        httpx.AsyncClient() as http,
+    ):
+        await loans.wait_ready(http, "/graphql?query=%7B__typename%7D")
+        subgraphs = [
+            Subgraph("payments", f"{payments}/graphql", SUBGRAPH_SDL.read_text()),
+            Subgraph("loans", f"{loans.url}/graphql", await subgraph_sdl(http, loans.url)),
+        ]
+        try:
+            supergraph = compose(subgraphs, directory)
+        except CompositionFailed as failure:
+            pytest.fail(f"the supergraph does not compose:\n{failure}", pytrace=False)
+        supergraph_path = directory / "supergraph.graphql"
+        supergraph_path.write_text(supergraph)
+        gateway = Process("Hive Gateway", gateway_command(supergraph_path), cwd=FEDERATION)
+        async with processes(gateway):
+            await gateway.wait_ready(http, "/readiness")
+            yield FederatedGraph(
+                f"{gateway.url}/graphql", f"{payments}/graphql", f"{loans.url}/graphql", subgraphs
+            )
+    await ddblocal_backend.client.delete_table(TableName=table_name)
+
+
+def gateway_command(supergraph: Path) -> list[str | Path]:
+    """The README's command: Hive Gateway on the supergraph, with the propagation config."""
+    return [
+        FEDERATION / "node_modules/.bin/hive-gateway",
+        "supergraph",
+        supergraph,
+        "--config-path",
+        FEDERATION / "gateway.config.mjs",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+    ]
