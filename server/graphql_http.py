@@ -25,7 +25,6 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
 import orjson
 from starlette.requests import Request
@@ -224,6 +223,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         except CallerError as refusal:
             raise ConnectionRejectionError({"message": str(refusal)}) from None
         if context.tracer is not None:
+            params = context.connection_params or {}
             context.trace_parent = connection_trace(params) or context.trace_parent
         acknowledged: UnsetType = UNSET  # `connection_ack` without a payload
         return acknowledged
