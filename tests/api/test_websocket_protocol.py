@@ -203,3 +203,30 @@ async def test_the_legacy_protocol_closes_when_its_token_expires(ws_url: str) ->
         closed_at = time.time()
     assert (code, reason) == (4403, "token expired: reconnect with a fresh token")
     assert expires - 0.05 <= closed_at < expires + 1.5
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"operationName": "Nope"},
+        {
+            "query": "subscription A { paymentEvents { version } } subscription B { "
+            "paymentEvents { version } }"
+        },
+        {"query": "subscription { nope }"},
+        {"query": "query { nope"},
+    ],
+    ids=["an-unknown-operation-name", "no-operation-named", "invalid", "unparsable"],
+)
+async def test_a_subscribe_that_cannot_run_answers_an_error_and_the_socket_stays(
+    ws_url: str, payload: dict[str, Any]
+) -> None:
+    async with connect(ws_url, subprotocols=[TRANSPORT_WS]) as socket:  # type: ignore[list-item]
+        await acknowledged(socket)
+        await send(socket, subscribe("1", **payload))
+        answer = await receive(socket)
+        assert (answer["type"], answer["id"]) == ("error", "1"), answer
+        assert answer["payload"] and all("message" in error for error in answer["payload"])
+        # The connection still serves: the same id may be used again for a valid operation.
+        await send(socket, {"type": "ping"})
+        assert await receive(socket) == {"type": "pong"}
