@@ -111,6 +111,14 @@ class PaymentsSchema(FederatedSchema):
             allowed=allowed_operation_types or DEFAULT_ALLOWED_OPERATION_TYPES,
         )
 
+    def prepare_trusted(self, query: str) -> list[GraphQLError]:
+        """Prepare a trusted document for good (`OperationRunner.pin`); its problems, if any."""
+        return self._operations.pin(query)
+
+    def is_valid(self, query: str) -> bool:
+        """Whether a document parses and validates (as a request would find it)."""
+        return self._operations.is_valid(query)
+
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:

@@ -1,6 +1,7 @@
 """One GraphQL operation, from its text to its result, in the order the steps run:
 
-    parse      cached per query text; beyond `max_tokens` tokens the document is refused
+    parse      cached per query text (a trusted document's for good, `pin`); beyond
+               `max_tokens` tokens the document is refused
     type       the operation (named, or the only one) must be one the transport allows
     validate   cached with the parse: graphql-core's rules, depth and alias limits, Strawberry's
                own rules, no introspection (nor `_service`) and no "Did you mean" in production
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from inspect import isawaitable
 from typing import Any
@@ -82,10 +83,24 @@ class Observed:
 Observer = Callable[[Observed], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
+class _Operation:
+    """What is kept of one operation of a valid document: its type, its cost when no variable
+    sets it (else None: costed per request), and its plan, compiled on first use."""
+
+    type: OperationType
+    cost: int | None
+    plan: Plan | None = None
+
+
+@dataclass(slots=True)
 class _Prepared:
+    """A document parsed and validated, with its operations by name (None: its only one), each
+    as it was first asked for."""
+
     document: DocumentNode | None
     errors: list[GraphQLError]
+    operations: dict[str | None, _Operation] = field(default_factory=dict)
 
 
 class OperationRunner:
@@ -117,10 +132,9 @@ class OperationRunner:
             OneOfInputValidationRule,
             *((NoSchemaIntrospectionCustomRule, NoSubgraphSdlRule) if production else ()),
         )
-        self._prepare = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
-        self._fixed_cost = lru_cache(maxsize=CACHED_DOCUMENTS)(self._cost_without_variables)
-        self._operation_type = lru_cache(maxsize=CACHED_DOCUMENTS)(self._type_of_operation)
-        self._plan = lru_cache(maxsize=CACHED_DOCUMENTS)(self._compiled)
+        self._recent = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
+        # Trusted documents (`pin`), prepared at start and never evicted.
+        self._pinned: dict[str, _Prepared] = {}
 
     def _parse_and_validate(self, query: str) -> _Prepared:
         try:
@@ -136,25 +150,67 @@ class OperationRunner:
         )
         return _Prepared(document, errors)
 
-    def _cost_without_variables(self, query: str, operation_name: str | None) -> int | None:
-        document = self._prepare(query).document
-        assert document is not None  # costed only once parsed and valid
-        return fixed_cost(self._schema, document, operation_name)
+    def _prepare(self, query: str) -> _Prepared:
+        pinned = self._pinned.get(query)
+        return pinned if pinned is not None else self._recent(query)
 
-    def _compiled(self, query: str, operation_name: str | None) -> Plan:
-        document = self._prepare(query).document
-        assert document is not None  # compiled only once parsed and valid
-        return self._compile(document, operation_name)
-
-    def _type_of_operation(self, query: str, operation_name: str | None) -> OperationType:
-        """The operation's type; `CannotGetOperationTypeError` (not cached) if there is no such
-        operation, or no name where the document holds several."""
-        document = self._prepare(query).document
+    def _operation(self, prepared: _Prepared, operation_name: str | None) -> _Operation:
+        """The operation named (or the only one) of a parsed document, kept with it;
+        `CannotGetOperationTypeError` (nothing kept) if there is no such operation, or no name
+        where the document holds several."""
+        operation = prepared.operations.get(operation_name)
+        if operation is not None:
+            return operation
+        document = prepared.document
         assert document is not None  # typed only once parsed
         try:
-            return get_operation_type(document, operation_name)
+            operation_type = get_operation_type(document, operation_name)
         except RuntimeError as error:
             raise CannotGetOperationTypeError(operation_name) from error
+        cost = None if prepared.errors else fixed_cost(self._schema, document, operation_name)
+        operation = prepared.operations[operation_name] = _Operation(operation_type, cost)
+        return operation
+
+    def _plan(self, query: str, operation_name: str | None) -> Plan:
+        prepared = self._prepare(query)
+        operation = self._operation(prepared, operation_name)
+        if operation.plan is None:
+            assert prepared.document is not None  # compiled only once parsed and valid
+            operation.plan = self._compile(prepared.document, operation_name)
+        return operation.plan
+
+    def is_valid(self, query: str) -> bool:
+        prepared = self._prepare(query)
+        return prepared.document is not None and not prepared.errors
+
+    def pin(self, query: str) -> list[GraphQLError]:
+        """Prepare a trusted document once and for all: parsed, validated, and each of its
+        operations typed, costed and compiled. Its problems (a request would be refused for
+        them: parse, validation, a cost over the limit) are returned; it is kept only without."""
+        if query in self._pinned:
+            return []
+        prepared = self._parse_and_validate(query)
+        if prepared.errors or prepared.document is None:
+            return prepared.errors
+        definitions = [
+            definition
+            for definition in prepared.document.definitions
+            if isinstance(definition, OperationDefinitionNode)
+        ]
+        names: list[str | None] = [None] if len(definitions) == 1 else []
+        names += [definition.name.value for definition in definitions if definition.name]
+        problems = []
+        for name in names:
+            operation = self._operation(prepared, name)
+            refusal = None if operation.cost is None else cost_refusal(operation.cost, self._limits)
+            if refusal is not None:
+                problems.append(refusal)
+        if problems:
+            return problems
+        self._pinned[query] = prepared
+        for name in names:
+            self._plan(query, name)
+        return []
 
     async def run(
         self,
@@ -215,14 +271,21 @@ class OperationRunner:
         if not query:
             raise MissingQueryError
         started = time.perf_counter()
-        document, errors = self._checked(query, variables, operation_name, allowed)
+        try:
+            document, errors = self._checked(query, variables, operation_name, allowed)
+        except CannotGetOperationTypeError as error:
+            # Over HTTP a request error of the transport's; here the operation's own `error`.
+            document, errors = None, [GraphQLError(error.as_http_error_reason())]
         if document is None or errors:
             operation_trace(
                 context, document, operation_name, query, self._trace_documents, started
             ).end(errors)
             yield PreExecutionError(data=None, errors=self._public(errors))
             return
-        if get_operation_type(document, operation_name) is not OperationType.SUBSCRIPTION:
+        if (
+            self._operation(self._prepare(query), operation_name).type
+            is not OperationType.SUBSCRIPTION
+        ):
             yield await self.run(
                 query,
                 variables=variables,
@@ -276,11 +339,11 @@ class OperationRunner:
         errors = list(prepared.errors)
         if document is None:
             return None, errors
-        operation_type = self._operation_type(query, operation_name)
-        if operation_type not in allowed:
-            raise InvalidOperationTypeError(operation_type)
+        operation = self._operation(prepared, operation_name)
+        if operation.type not in allowed:
+            raise InvalidOperationTypeError(operation.type)
         if not errors:
-            cost = self._fixed_cost(query, operation_name)
+            cost = operation.cost
             if cost is None:
                 cost = operation_cost(self._schema, document, operation_name, variables or {})
             refusal = cost_refusal(cost, self._limits)

@@ -25,8 +25,10 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from datasource import PaymentStore
 from domain.errors import StorageUnavailable
-from schema import build_schema
+from schema import PaymentsSchema, build_schema
+from schema.document_policy import DocumentPolicy, Documents
 from schema.limits import QueryLimits
+from schema.trusted_documents import ManifestsRefused, load_trusted_documents
 from server.auth import AuthConfig, mint_development_token
 from server.bootstrap import payment_store
 from server.demo_data import seed_demo_payments
@@ -133,19 +135,14 @@ def graphql_routes(
     token_clock: Callable[[], float],
 ) -> list[BaseRoute]:
     """`/graphql` over HTTP, and over WebSocket for subscriptions (and any operation)."""
-    limits = QueryLimits(
-        max_depth=settings.max_query_depth,
-        max_aliases=settings.max_query_aliases,
-        max_tokens=settings.max_query_tokens,
-        max_cost=settings.max_query_cost,
-    )
     schema = build_schema(
-        limits,
+        query_limits(settings),
         production=settings.production,
         observers=[metrics.observe],
         dynamodb_budget=settings.dynamodb_budget,
         trace_documents=settings.otel_graphql_document,
     )
+    documents = trusted_documents(settings, schema)
     graphiql = (
         None
         if settings.production
@@ -161,7 +158,8 @@ def graphql_routes(
         clock=clock,
         accounting_allowed=settings.debug_dynamodb_header_allowed,
         graphiql=graphiql,
-        queries_via_get=not settings.production,
+        documents=documents,
+        text_via_get=not settings.production,
         max_body_bytes=settings.max_request_bytes,
         max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
         keep_alive_interval=settings.websocket_keep_alive_interval,
@@ -176,6 +174,26 @@ def graphql_routes(
     if graphiql is not None:
         routes.append(Route(f"{GRAPHIQL_ASSETS}/{{digest}}/{{name}}", graphiql.asset))
     return routes
+
+
+def query_limits(settings: Settings) -> QueryLimits:
+    return QueryLimits(
+        max_depth=settings.max_query_depth,
+        max_aliases=settings.max_query_aliases,
+        max_tokens=settings.max_query_tokens,
+        max_cost=settings.max_query_cost,
+    )
+
+
+def trusted_documents(settings: Settings, schema: PaymentsSchema) -> Documents:
+    """The manifests of `LOC_TRUSTED_DOCUMENTS`, each document prepared by the schema once, and
+    the policy over them; `ManifestsRefused` (naming every problem) stops the start."""
+    trusted, _checked, problems = load_trusted_documents(
+        settings.trusted_documents, schema.prepare_trusted
+    )
+    if problems:
+        raise ManifestsRefused(problems)
+    return Documents(trusted, DocumentPolicy(settings.document_policy), is_valid=schema.is_valid)
 
 
 def _graphiql_headers(settings: Settings, token_clock: Callable[[], float]) -> str | None:

@@ -1,5 +1,6 @@
 """`loc-payments`: run the service (`serve`), mint a development token (`token`), print the
-table's CloudFormation template (`template`), run the collection job (`collect`)."""
+table's CloudFormation template (`template`), run the collection job (`collect`), check
+manifests of trusted documents (`documents check`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from server.bootstrap import dynamodb_endpoint
 from server.checkpoint import CheckpointRefused
 from server.collect_command import add_arguments as add_collect_arguments
 from server.collect_command import run_collect
+from server.documents_command import add_arguments as add_documents_arguments
+from server.documents_command import run_documents
 from server.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
 from server.logs import configure_logging
 from server.reshard_command import add_arguments as add_reshard_arguments
@@ -86,6 +89,7 @@ def serve(settings: Settings) -> int:
     import uvicorn
     from prometheus_client import start_http_server
 
+    from schema.trusted_documents import ManifestsRefused
     from server.app import create_app
 
     configure_logging(
@@ -97,9 +101,13 @@ def serve(settings: Settings) -> int:
         settings, announce_to=sys.stdout, exit_status_on_sigterm=0, supervise=True
     ) as endpoint:
         # A local table this start creates gets demonstration payments to explore.
-        app = create_app(
-            settings, dynamodb_endpoint=endpoint, seed_demo_data=settings.env == "local"
-        )
+        try:
+            app = create_app(
+                settings, dynamodb_endpoint=endpoint, seed_demo_data=settings.env == "local"
+            )
+        except ManifestsRefused as refused:
+            print(f"loc-payments: {refused}", file=sys.stderr)
+            return 1
         if settings.uses_development_jwt_secret:
             _print_development_access(settings)
         if settings.metrics == "port":
@@ -174,6 +182,13 @@ def _parser() -> argparse.ArgumentParser:
             ),
         )
     )
+    add_documents_arguments(
+        commands.add_parser(
+            "documents",
+            help="check manifests of trusted documents (for a front-end's CI)",
+            description="Trusted documents: `check FILE...` as the service would load them.",
+        )
+    )
     return parser
 
 
@@ -199,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_collect(settings, arguments)
         if arguments.command == "reshard":
             return run_reshard(settings, arguments)
+        if arguments.command == "documents":
+            return run_documents(settings, arguments, sys.stdout)
         return serve(settings)
     except pydantic.ValidationError as error:
         message = _settings_problem(error)

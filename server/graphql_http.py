@@ -42,12 +42,19 @@ from datasource import PaymentStore
 from resolvers.callers import Caller, CallerError
 from resolvers.context import Context
 from schema import PaymentsSchema
+from schema.document_policy import (
+    PERSISTED_QUERY_NOT_FOUND,
+    DocumentRefused,
+    Documents,
+    MalformedDocumentRequest,
+)
 from server.auth import AuthConfig, authenticate, token_expiry
 from server.graphiql import GraphiQLPage
 from server.graphql_over_http import (
     Envelope,
     Refused,
     answer,
+    envelope,
     get_envelope,
     negotiate,
     post_envelope,
@@ -93,7 +100,8 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         clock: Callable[[], datetime],
         accounting_allowed: bool,
         graphiql: GraphiQLPage | None,
-        queries_via_get: bool,
+        documents: Documents,
+        text_via_get: bool,
         max_body_bytes: int = 64 * 1024,
         max_subscriptions_per_connection: int = 20,
         keep_alive_interval: float = 15.0,
@@ -106,7 +114,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         super().__init__(
             schema,
             graphql_ide="graphiql" if graphiql is not None else None,
-            allow_queries_via_get=queries_via_get,
+            allow_queries_via_get=True,
             multipart_uploads_enabled=False,
             keep_alive=True,
             keep_alive_interval=keep_alive_interval,
@@ -122,7 +130,8 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._graphiql = graphiql
         self._max_body_bytes = max_body_bytes
         self._strong_reads = strong_reads
-        self._methods = "GET, POST" if queries_via_get else "POST"
+        self._documents = documents
+        self._text_via_get = text_via_get
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Only reached when GraphiQL is on (`graphql_ide`).
@@ -151,19 +160,35 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         if method == "POST":
             envelope = post_envelope(request.headers.get("content-type"), await self._body(request))
             allowed = _POST_OPERATIONS
-        elif method == "GET" and self.allow_queries_via_get:
+        elif method == "GET":
             if self._graphiql is not None and _wants_graphiql(request):
                 return self._graphiql.page()
             envelope = get_envelope(request.query_params)
+            if envelope.query is not None and not self._text_via_get:
+                raise Refused(
+                    405, "GET takes a trusted document's id here; POST the text", allow="POST"
+                )
             allowed = _GET_OPERATIONS
-        elif method == "GET":
-            raise Refused(405, "GraphQL is served over POST only here", allow=self._methods)
         else:
-            raise Refused(405, "GraphQL only supports GET and POST requests.", allow=self._methods)
+            raise Refused(405, "GraphQL only supports GET and POST requests.", allow="GET, POST")
         context = self._context(request)
         headers = {REQUEST_ID_HEADER: context.request_id}
         try:
-            result = await self._execute(envelope, context, allowed)
+            query = self._documents.text_for(
+                query=envelope.query,
+                document_id=envelope.document_id,
+                doc_id=envelope.doc_id,
+                extensions=envelope.extensions,
+                is_service=context.caller_kind == "service",
+            )
+            result = await self._execute(query, envelope, context, allowed)
+        except DocumentRefused as error:
+            if error.code == PERSISTED_QUERY_NOT_FOUND:  # nothing may cache the miss
+                headers["cache-control"] = "private, no-cache, must-revalidate"
+            status = request_error_status(media_type)
+            return _response(status, refusal(error.message, error.code), media_type, headers)
+        except MalformedDocumentRequest as error:
+            raise Refused(400, str(error)) from error
         except CannotGetOperationTypeError as error:
             # A GraphQL request error, as graphql-core reports an unknown operation.
             status = request_error_status(media_type)
@@ -181,10 +206,14 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         return _response(status, body, media_type, headers)
 
     async def _execute(
-        self, envelope: Envelope, context: Context, allowed: frozenset[OperationType]
+        self,
+        query: str | None,
+        envelope: Envelope,
+        context: Context,
+        allowed: frozenset[OperationType],
     ) -> ExecutionResult:
         return await self.schema.execute(
-            envelope.query,
+            query,
             variable_values=envelope.variables,
             context_value=context,
             operation_name=envelope.operation_name,
@@ -227,6 +256,17 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             context.trace_parent = connection_trace(params) or context.trace_parent
         acknowledged: UnsetType = UNSET  # `connection_ack` without a payload
         return acknowledged
+
+    def document_text(self, payload: Mapping[str, object], context: Context) -> str | None:
+        """The text a WebSocket operation runs (`server.websocket_protocol`)."""
+        data = envelope(payload)
+        return self._documents.text_for(
+            query=data.query,
+            document_id=data.document_id,
+            doc_id=data.doc_id,
+            extensions=data.extensions,
+            is_service=context.caller_kind == "service",
+        )
 
     def token_lifetime(self, context: Context) -> float:
         """The seconds left to the token of a connection `on_ws_connect` accepted."""

@@ -16,8 +16,11 @@ At equal `q`, application/graphql-response+json is preferred.
     a malformed envelope (not JSON, not an        400                  400
       object, a field of the wrong type, no
       query, a content type other than JSON)
-    a mutation over GET, or any GET when GET      405, Allow: POST     405, Allow: POST
-      queries are off
+    a trusted document refused (`schema.         200, no `data`       400, no `data`
+      document_policy`: not in the list, not
+      trusted, an APQ miss)
+    a mutation over GET, or a GET with text       405, Allow: POST     405, Allow: POST
+      in prod (GET takes document ids there)
     a method other than GET and POST              405, Allow: GET, POST (or POST)
     a body over the limit                         413                  413
 
@@ -53,6 +56,9 @@ _FIELDS: dict[str, tuple[type, str]] = {
         dict,
         "The GraphQL operation's `extensions` must be an object or null, if provided.",
     ),
+    # A trusted document by id (`schema.document_policy`): the working group's and Relay's.
+    "documentId": (str, "The `documentId` must be a string or null, if provided."),
+    "doc_id": (str, "The `doc_id` must be a string or null, if provided."),
 }
 
 
@@ -74,6 +80,8 @@ class Envelope:
     operation_name: str | None
     variables: dict[str, Any] | None
     extensions: dict[str, Any] | None
+    document_id: str | None = None
+    doc_id: str | None = None
 
 
 @functools.lru_cache(maxsize=256)
@@ -123,6 +131,8 @@ def envelope(data: object) -> Envelope:
         operation_name=data.get("operationName"),
         variables=data.get("variables"),
         extensions=data.get("extensions"),
+        document_id=data.get("documentId"),
+        doc_id=data.get("doc_id"),
     )
 
 
@@ -170,5 +180,8 @@ def request_error_status(media_type: str) -> int:
     return 400 if media_type == GRAPHQL_RESPONSE else 200
 
 
-def refusal(message: str) -> dict[str, object]:
-    return {"errors": [{"message": message}]}
+def refusal(message: str, code: str | None = None) -> dict[str, object]:
+    error: dict[str, object] = {"message": message}
+    if code is not None:
+        error["extensions"] = {"code": code}
+    return {"errors": [error]}

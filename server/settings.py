@@ -22,6 +22,8 @@ from datasource.config import DynamoConfig
 from domain.keys import MAX_GSI2_SHARDS, StatusLayout
 
 Env = Literal["local", "test", "prod"]
+# Who must name a trusted document (`schema.document_policy.DocumentPolicy`).
+Policy = Literal["any", "trusted-for-customers", "trusted"]
 
 # Documented in the README so anyone can mint a local token (`loc-payments token`); worthless
 # elsewhere because `prod` refuses it. At least 32 bytes, or PyJWT warns about the HMAC key.
@@ -76,6 +78,12 @@ class Settings(BaseSettings):
     max_query_cost: Annotated[int, Field(ge=1)] = 10_000
     max_request_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
 
+    # Trusted documents (README "Trusted documents"): the manifests (comma-separated paths),
+    # and who must name one of their documents; by default `any` outside prod,
+    # `trusted-for-customers` in prod.
+    trusted_documents: Annotated[tuple[Path, ...], NoDecode] = ()
+    documents: Policy | None = None
+
     # Operating it (README "Operating it").
     log_format: Literal["auto", "json", "text"] = "auto"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -115,6 +123,13 @@ class Settings(BaseSettings):
     websocket_keep_alive_interval: Annotated[float, Field(gt=0)] = 15.0
     # Seconds a socket may stay open without `connection_init` (then 4408).
     websocket_init_timeout: Annotated[float, Field(gt=0)] = 10.0
+
+    @field_validator("trusted_documents", mode="before")
+    @classmethod
+    def _paths(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(Path(part.strip()) for part in value.split(",") if part.strip())
+        return value
 
     @field_validator("gsi2_read_shards", mode="before")
     @classmethod
@@ -179,6 +194,12 @@ class Settings(BaseSettings):
                     "LOC_CURSOR_SECRET is the published development value; set a secret for prod"
                 )
         return self
+
+    @property
+    def document_policy(self) -> Policy:
+        if self.documents is not None:
+            return self.documents
+        return "trusted-for-customers" if self.env == "prod" else "any"
 
     @property
     def status_layout(self) -> StatusLayout:

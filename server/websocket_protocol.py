@@ -4,9 +4,11 @@ and SPEC §7 ask beyond them.
 graphql-transport-ws closes a socket with (Strawberry's handler, unless marked ours):
 
     4400  a malformed message: not a JSON object with a string `type`, a `subscribe` or
-          `complete` without a string `id`, a `subscribe` payload without a string `query` or
-          with a field of the wrong type (ours: checked before Strawberry reads the message,
-          which failed on them with a TypeError), a `connection_init` payload not an object
+          `complete` without a string `id`, a `subscribe` payload without a string `query`
+          (or a document id: `documentId`, `doc_id`, `extensions.persistedQuery`) or with a
+          field of the wrong type or a malformed document id (ours: checked before Strawberry
+          reads the message, which failed on them with a TypeError), a `connection_init`
+          payload not an object
     4401  `subscribe` before `connection_ack`
     4403  `connection_init` without a token the HTTP endpoint would accept; and (ours) the
           token expiring: at its `exp` the socket closes, its operations ended first
@@ -15,14 +17,18 @@ graphql-transport-ws closes a socket with (Strawberry's handler, unless marked o
     4409  a `subscribe` with the id of an operation still running
     4429  a second `connection_init`
 
-The legacy `graphql-ws` protocol closes at the token's `exp` the same way.
+A `subscribe` that names a document the policy refuses (`schema.document_policy`) is answered
+with an `error` message carrying its code; the socket stays open.
+
+The legacy `graphql-ws` protocol closes at the token's `exp` the same way, and names documents
+the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -31,23 +37,59 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ConnectionInitMessage,
     Message,
+    SubscribeMessage,
 )
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import (
     ConnectionInitMessage as LegacyConnectionInitMessage,
 )
+from strawberry.subscriptions.protocols.graphql_ws.types import StartMessage
 
 from resolvers.context import Context
+from schema.document_policy import DocumentRefused, MalformedDocumentRequest
 from server.graphql_over_http import Refused, envelope
 
 TOKEN_EXPIRED_CODE = 4403
 TOKEN_EXPIRED_REASON = "token expired: reconnect with a fresh token"
 
 
-class TokenLifetimes(Protocol):
-    """What the view tells a handler: the seconds an acknowledged connection's token has left."""
+class SocketView(Protocol):
+    """What the view tells a handler: the seconds an acknowledged connection's token has left,
+    and the text a `subscribe` payload runs (`schema.document_policy`: its own, or a trusted
+    document it names), or why it may not run."""
 
     def token_lifetime(self, context: Context) -> float: ...
+
+    def document_text(self, payload: Mapping[str, object], context: Context) -> str | None: ...
+
+
+async def _with_document(
+    handler: BaseGraphQLTransportWSHandler[Context, None] | BaseGraphQLWSHandler[Context, None],
+    operation_id: str,
+    payload: dict[str, Any],
+) -> dict[str, Any] | None:
+    """The payload with the text it runs as its `query`; None once refused (an `error`
+    message sent for the operation, or the socket closed 4400 for a malformed id)."""
+    view: SocketView = handler.view  # type: ignore[assignment]
+    try:
+        text = view.document_text(payload, handler.context)
+    except DocumentRefused as refused:
+        error = {"message": refused.message, "extensions": {"code": refused.code}}
+        legacy = isinstance(handler, BaseGraphQLWSHandler)
+        message: Any = {
+            "type": "error",
+            "id": operation_id,
+            "payload": error if legacy else [error],
+        }
+        await handler.send_message(message)
+        return None
+    except (MalformedDocumentRequest, Refused) as malformed:
+        if isinstance(handler, BaseGraphQLTransportWSHandler):
+            await handler.handle_invalid_message(str(malformed))
+        else:
+            await handler.websocket.close(4400, str(malformed))
+        return None
+    return {**payload, "query": text}
 
 
 class _TokenWatch:
@@ -97,8 +139,17 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         acknowledged = self.connection_acknowledged
         await super().handle_connection_init(message)
         if self.connection_acknowledged and not acknowledged:
-            view: TokenLifetimes = self.view  # type: ignore[assignment]
+            view: SocketView = self.view  # type: ignore[assignment]
             self._token_watch.start(view.token_lifetime(self.context), self._expire)
+
+    async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        # Refusals of the protocol's own (4401, 4409) come first, from Strawberry's handler.
+        if self.connection_acknowledged and message["id"] not in self.operations:
+            payload = await _with_document(self, message["id"], dict(message["payload"]))
+            if payload is None:
+                return
+            message = {**message, "payload": payload}  # type: ignore[typeddict-item]
+        await super().handle_subscribe(message)
 
     async def _expire(self) -> None:
         for operation_id in list(self.operations):
@@ -121,8 +172,20 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         acknowledged = self.connection_acknowledged
         await super().handle_connection_init(message)
         if self.connection_acknowledged and not acknowledged:
-            view: TokenLifetimes = self.view  # type: ignore[assignment]
+            view: SocketView = self.view  # type: ignore[assignment]
             self._token_watch.start(view.token_lifetime(self.context), self._expire)
+
+    async def handle_start(self, message: StartMessage) -> None:
+        if self.connection_acknowledged:
+            sent: Any = message.get("payload")
+            if not isinstance(sent, dict):
+                await self.websocket.close(4400, "A start message needs a payload object")
+                return
+            payload = await _with_document(self, message["id"], sent)
+            if payload is None:
+                return
+            message = {**message, "payload": payload}  # type: ignore[typeddict-item]
+        await super().handle_start(message)
 
     async def _expire(self) -> None:
         await self.cleanup()
@@ -131,6 +194,16 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
     async def cleanup(self) -> None:
         await self._token_watch.stop()
         await super().cleanup()
+
+
+def names_document(payload: dict[str, Any]) -> bool:
+    """Whether a payload names a trusted or persisted document instead of sending text."""
+    extensions = payload.get("extensions")
+    return (
+        payload.get("documentId") is not None
+        or payload.get("doc_id") is not None
+        or (isinstance(extensions, dict) and extensions.get("persistedQuery") is not None)
+    )
 
 
 def malformed(message: object) -> str | None:
@@ -142,8 +215,10 @@ def malformed(message: object) -> str | None:
         return f"A {kind} message needs a string id"
     if kind == "subscribe":
         payload = message.get("payload")
-        if not isinstance(payload, dict) or not isinstance(payload.get("query"), str):
-            return "A subscribe message needs a payload with a string query"
+        if not isinstance(payload, dict) or not (
+            isinstance(payload.get("query"), str) or names_document(payload)
+        ):
+            return "A subscribe message needs a payload with a string query or a document id"
         try:
             envelope(payload)
         except Refused as refused:

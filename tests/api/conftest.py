@@ -46,6 +46,23 @@ def token(user_id: str, *, service: bool = False, ttl: int = 3600, **claims: Any
 
 
 SERVICE = token("collections-job", service=True)
+
+# `LOC_ENV=prod` on the tests' table, with secrets of its own (prod refuses the development ones).
+PROD_SETTINGS: dict[str, Any] = {
+    "env": "prod",
+    "region": "us-west-2",  # where the test table lives; prod's default is us-east-2
+    "auth_jwt_secret": "a-production-secret-that-is-long-enough-0123",
+    "cursor_secret": "a-production-cursor-secret-long-enough-0123",
+}
+
+
+def prod_token(user: str, *, service: bool = False) -> str:
+    claims: dict[str, Any] = {"sub": user, "exp": int(time.time()) + 60}
+    if service:
+        claims["scope"] = "payments:service"
+    return jwt.encode(claims, PROD_SETTINGS["auth_jwt_secret"], algorithm="HS256")
+
+
 ALICE = token("alice")
 BOB = token("bob")
 

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import jwt
 import pytest
 
 from datasource import DynamoConfig
-from tests.api.conftest import Api, api_client, error_codes
+from tests.api.conftest import PROD_SETTINGS, Api, api_client, error_codes, prod_token
 
-PROD_SETTINGS: dict[str, Any] = {
-    "env": "prod",
-    "region": "us-west-2",  # where the test table lives; prod's default is us-east-2
-    "auth_jwt_secret": "a-production-secret-that-is-long-enough-0123",
-    "cursor_secret": "a-production-cursor-secret-long-enough-0123",
-}
 PAYMENT_ID = "0190f5a4-0000-7000-8000-000000000000"
 
 
@@ -25,13 +17,6 @@ PAYMENT_ID = "0190f5a4-0000-7000-8000-000000000000"
 async def prod(moto_config: DynamoConfig) -> AsyncIterator[Api]:
     async with api_client(moto_config, **PROD_SETTINGS) as api:
         yield api
-
-
-def prod_token(user: str, *, service: bool = False) -> str:
-    claims: dict[str, Any] = {"sub": user, "exp": int(time.time()) + 60}
-    if service:
-        claims["scope"] = "payments:service"
-    return jwt.encode(claims, PROD_SETTINGS["auth_jwt_secret"], algorithm="HS256")
 
 
 async def test_introspection_is_off(prod: Api) -> None:
@@ -103,12 +88,12 @@ async def test_expected_failures_still_come_through(prod: Api) -> None:
 
     missing = await prod.mutate("skipPayment", ghost, as_=service)
     assert missing["code"] == "NOT_FOUND"
-    forbidden = await prod.post(
+    # A customer names trusted documents in prod (tests/api/test_trusted_documents.py has
+    # FORBIDDEN and UNAUTHENTICATED through them); its text is refused as untrusted.
+    untrusted = await prod.post(
         "query { paymentsByStatus(status: RETRY) { edges { cursor } } }", as_=customer
     )
-    assert error_codes(forbidden) == ["FORBIDDEN"]
-    anonymous = await prod.post('query { loan(loanId: "l") { id } }', as_=None)
-    assert error_codes(anonymous) == ["UNAUTHENTICATED"]
+    assert error_codes(untrusted) == ["DOCUMENT_NOT_TRUSTED"]
     bad = await prod.mutate(
         "createPayment",
         {"userId": "u", "loanId": "l#1", "amountCents": 5, "method": "ACH"},
