@@ -19,6 +19,9 @@ HTTP_AUDIT_PKG := http-audit
 # The federation gateway of the tests (npm packages @graphql-hive/gateway and
 # @theguild/federation-composition; see the README's Federation).
 FEDERATION_PKG := federation
+# The front-end clients of the trusted-documents tests: Apollo Client for its persisted-query
+# link (the manifest generators are dev dependencies, for `npm run generate` there only).
+TRUSTED_DOCUMENTS_PKG := trusted-documents
 # Stamps record a finished install; they are older than a lock file changed since, so make
 # installs again after a pull that changed dependencies.
 PYTHON_STAMP := $(VENV)/.installed
@@ -28,6 +31,7 @@ BROWSER_STAMP := $(BROWSER_PKG)/node_modules/.installed
 NODE_PEER_STAMP := $(NODE_PEER_PKG)/node_modules/.installed
 HTTP_AUDIT_STAMP := $(HTTP_AUDIT_PKG)/node_modules/.installed
 FEDERATION_STAMP := $(FEDERATION_PKG)/node_modules/.installed
+TRUSTED_DOCUMENTS_STAMP := $(TRUSTED_DOCUMENTS_PKG)/node_modules/.installed
 
 # Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
 API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
@@ -45,12 +49,13 @@ help:
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql)"
 	@echo "make bench    the benchmark (~8 min): table on stdout, bench/results/latest.json"
-	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit and Hive Gateway"
+	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit, Hive Gateway and Apollo Client"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
 # What `make run` needs; the tests need Chromium, the HTTP audit and the federation gateway too.
 RUN_STAMPS := $(PYTHON_STAMP) $(DDB_LOCAL_STAMP) $(GRAPHIQL_STAMP)
-install: $(RUN_STAMPS) $(BROWSER_STAMP) $(HTTP_AUDIT_STAMP) $(FEDERATION_STAMP)
+install: $(RUN_STAMPS) $(BROWSER_STAMP) $(HTTP_AUDIT_STAMP) $(FEDERATION_STAMP) \
+	$(TRUSTED_DOCUMENTS_STAMP)
 
 # Quiet installs, so that what `make run` shows last is the GraphiQL address and the token; errors
 # still print (npm's are on stderr, its summary of what it added on stdout).
@@ -99,6 +104,11 @@ $(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lo
 	@touch $@
 	@echo "Installed the federation gateway from $(FEDERATION_PKG)/package-lock.json"
 
+$(TRUSTED_DOCUMENTS_STAMP): $(TRUSTED_DOCUMENTS_PKG)/package.json $(TRUSTED_DOCUMENTS_PKG)/package-lock.json
+	@npm ci --prefix $(TRUSTED_DOCUMENTS_PKG) --omit=dev --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed Apollo Client from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
+
 run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
 
@@ -128,6 +138,7 @@ bench: install bench-tools
 clean:
 	rm -rf $(VENV) $(DDB_LOCAL)/node_modules $(GRAPHIQL_PKG)/node_modules $(BROWSER_PKG)/node_modules \
 		$(NODE_PEER_PKG)/node_modules $(HTTP_AUDIT_PKG)/node_modules $(FEDERATION_PKG)/node_modules \
+		$(TRUSTED_DOCUMENTS_PKG)/node_modules \
 		.pytest_cache .mypy_cache .ruff_cache
 	find . \( -path ./.git -o -path ./.data \) -prune -o -type d -name __pycache__ -prune \
 		-exec rm -rf {} +

@@ -41,10 +41,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 
-from schema.trusted_documents import TrustedDocuments
+from schema.trusted_documents import SHA256_PREFIX, TrustedDocuments
 
 APQ_DOCUMENTS = 1000
-SHA256_PREFIX = "sha256:"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MAX_ID_LENGTH = 256
 

@@ -7,11 +7,11 @@ builds emit, each checked against the schema once, at start.
       manifest)                              1, "operations": [{"id",
                                              "name", "type", "body"}]}
     Relay's persisted queries (persistConfig) {"<id>": "<text>"}            md5, sha1 or sha256
-    GraphQL Code Generator's client preset   {"<id>": "<text>"}            sha256 (or sha1)
-      (persisted-documents.json)
+    GraphQL Code Generator's client preset   {"<id>": "<text>"}            sha256:<sha256>
+      (persisted-documents.json)                                           (or a bare hash)
 
-An id of 32, 40 or 64 hex digits is a hash (md5, sha1, sha256) and must be the hash of its
-text; any other id is a custom one, taken as it is. A request names a document by its id as
+An id of 32, 40 or 64 hex digits is a hash (md5, sha1, sha256), as is `sha256:<hex>`, and must
+be the hash of its text; any other id is a custom one, taken as it is. A request names a document by its id as
 the manifest gives it, or by `sha256:<hex>` of its text (`schema.document_policy`).
 
 A manifest that cannot be read, an id that is not its text's hash, an id given to two texts,
@@ -33,6 +33,8 @@ from graphql import GraphQLError
 APOLLO_FORMAT = "apollo-persisted-query-manifest"
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _HASHES = {32: "md5", 40: "sha1", 64: "sha256"}
+# GraphQL Code Generator's client preset (6.x) writes its ids so, as the working group's form.
+SHA256_PREFIX = "sha256:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +144,12 @@ def _map_entries(
 
 
 def _hash_mismatch(document: TrustedDocument) -> str | None:
-    algorithm = _HASHES.get(len(document.id))
-    if algorithm is None or not _HEX.fullmatch(document.id):
+    hexdigits = document.id.removeprefix(SHA256_PREFIX)
+    algorithm = "sha256" if hexdigits != document.id else _HASHES.get(len(hexdigits))
+    if algorithm is None or not _HEX.fullmatch(hexdigits):
         return None  # a custom id
     digest = hashlib.new(algorithm, document.text.encode()).hexdigest()
-    if digest == document.id.lower():
+    if digest == hexdigits.lower():
         return None
     return f"the id is not the {algorithm} of its document ({digest})"
 

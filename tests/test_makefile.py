@@ -66,7 +66,14 @@ def test_help_gives_the_address_that_make_run_serves_on() -> None:
 
 def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    folders = ("dynamodb-local", "graphiql", "browser", "http-audit", "federation")
+    folders = (
+        "dynamodb-local",
+        "graphiql",
+        "browser",
+        "http-audit",
+        "federation",
+        "trusted-documents",
+    )
     packages = {folder: tmp_path / folder for folder in folders}
     for folder, copy in packages.items():
         copy.mkdir()
@@ -86,6 +93,7 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"BROWSER_PKG={packages['browser']}",
         f"HTTP_AUDIT_PKG={packages['http-audit']}",
         f"FEDERATION_PKG={packages['federation']}",
+        f"TRUSTED_DOCUMENTS_PKG={packages['trusted-documents']}",
         environment={"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "CALLS": str(calls)},
     )
 
@@ -101,4 +109,5 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"Installed Chromium from {packages['browser']}/package-lock.json",
         f"Installed the GraphQL-over-HTTP audit from {packages['http-audit']}/package-lock.json",
         f"Installed the federation gateway from {packages['federation']}/package-lock.json",
+        f"Installed Apollo Client from {packages['trusted-documents']}/package-lock.json",
     ]

@@ -1,0 +1,80 @@
+"""The manifests the front-end tools themselves made (`trusted-documents/manifests/`, each with the
+command that made it in `trusted-documents/README.md`): each loads, and each of its documents
+runs by the id its client sends, as a customer in prod, over POST and (queries) GET."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from datasource import DynamoConfig
+from tests.api.conftest import PROD_SETTINGS, api_client, prod_token
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "trusted-documents" / "manifests"
+
+
+def by_id(name: str, identifier: str) -> dict[str, Any]:
+    """The request fields each client names a document with."""
+    if name.startswith("apollo"):  # Apollo Client's persisted-query link
+        return {"extensions": {"persistedQuery": {"version": 1, "sha256Hash": identifier}}}
+    if name.startswith("relay"):  # Relay's network layer, as its persisted-queries guide has it
+        return {"doc_id": identifier}
+    return {"documentId": identifier}  # GraphQL Code Generator's client preset
+
+
+def documents(path: Path) -> dict[str, str]:
+    """Each operation's kind and name (`query LoanPayments`) to its id."""
+    data = json.loads(path.read_text())
+    if "operations" in data:
+        data = {operation["id"]: operation["body"] for operation in data["operations"]}
+    found = {}
+    for identifier, text in data.items():
+        kind, name = re.search(r"\b(query|mutation) (\w+)", text).groups()  # type: ignore[union-attr]
+        found[f"{kind} {name}"] = identifier
+    return found
+
+
+@pytest.mark.parametrize("manifest", sorted(MANIFESTS.glob("*.json")), ids=lambda path: path.name)
+async def test_each_clients_documents_run_by_id_for_a_customer_in_prod(
+    moto_config: DynamoConfig, manifest: Path
+) -> None:
+    ids = documents(manifest)
+    [create] = [ids[name] for name in ids if name.startswith("mutation")]
+    [listing] = [ids[name] for name in ids if "LoanPayments" in name]
+    [one] = [ids[name] for name in ids if "OnePayment" in name]
+    headers = {"Authorization": f"Bearer {prod_token('alice')}"}
+    loan = {"userId": "alice", "loanId": "loan-1"}
+    settings = {**PROD_SETTINGS, "trusted_documents": str(manifest)}
+
+    async with api_client(moto_config, **settings) as api:
+
+        async def run(identifier: str, variables: dict[str, Any], method: str) -> Any:
+            fields = {**by_id(manifest.name, identifier), "variables": variables}
+            if method == "GET":
+                params = {
+                    key: value if isinstance(value, str) else json.dumps(value)
+                    for key, value in fields.items()
+                }
+                response = await api.http.get("/graphql", params=params, headers=headers)
+            else:
+                response = await api.http.post("/graphql", json=fields, headers=headers)
+            assert response.status_code == 200, response.text
+            body = response.json()
+            assert "errors" not in body, body
+            return body["data"]
+
+        created = await run(
+            create, {**loan, "amountCents": 2500, "idempotencyKey": manifest.name}, "POST"
+        )
+        payment = created["createPayment"]["payment"]
+        listed = [await run(listing, loan, method) for method in ("POST", "GET")]
+        fetched = await run(one, {**loan, "paymentId": payment["paymentId"]}, "GET")
+
+    for page in listed:
+        [edge] = page["loan"]["payments"]["edges"]
+        assert edge["node"]["paymentId"] == payment["paymentId"]
+    assert fetched["payment"]["amountCents"] == 2500
