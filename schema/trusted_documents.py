@@ -11,8 +11,9 @@ builds emit, each checked against the schema once, at start.
       (persisted-documents.json)                                           (or a bare hash)
 
 An id of 32, 40 or 64 hex digits is a hash (md5, sha1, sha256), as is `sha256:<hex>`, and must
-be the hash of its text; any other id is a custom one, taken as it is. A request names a document by its id as
-the manifest gives it, or by `sha256:<hex>` of its text (`schema.document_policy`).
+be the hash of its text; any other id is a custom one, taken as it is. A request names a
+document by its id as the manifest gives it, or by `sha256:<hex>` of its text
+(`schema.document_policy`).
 
 A manifest that cannot be read, an id that is not its text's hash, an id given to two texts,
 a document that does not validate or costs more than the limits allow: each is a `Problem`
