@@ -1,6 +1,7 @@
 """`python -m bench` (`make bench`): both passes, the table on stdout, the JSON file.
 
-python -m bench                  the full run (about 8 minutes on 2 cores, and the tracing pass)
+python -m bench                  the full run (11 to 17 minutes on 2 cores, with the tracing and
+                                 trusted-documents passes)
 python -m bench --quick          seconds, not minutes: proves the harness works
 python -m bench --no-local       the fake pass only (no Java needed, no live-updates, no tracing)
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 import uvloop
 
-from bench import live, report, tracing_cost
+from bench import documents_cost, live, report, tracing_cost
 from bench.engine_pass import EngineOptions, EnginePass
 from bench.fake_dynamodb import INJECTED_LATENCY_SECONDS
 from bench.local_pass import LocalOptions, LocalPass
@@ -141,6 +142,9 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         # Then what traces cost (`python -m bench.tracing_cost`), on a DynamoDB Local of its own.
         tracing = tracing_cost.QUICK if quick else tracing_cost.TracingOptions()
         results["tracing"] = await tracing_cost.measure(tracing, log=log)
+        # And trusted documents by id against text (`python -m bench.documents_cost`).
+        documents = documents_cost.QUICK if quick else documents_cost.DocumentsOptions()
+        results["documents"] = await documents_cost.measure(documents, log=log)
     results["targets"] = report.target_records(
         report.targets(results["engine"], results.get("dynamodb_local"))
     )
@@ -165,6 +169,8 @@ def main() -> None:
     print(report.render(results))
     if "tracing" in results:
         print("\n" + tracing_cost.render(results["tracing"]))
+    if "documents" in results:
+        print("\n" + documents_cost.render(results["documents"]))
     print(f"\n{results['seconds']:.0f} s; JSON: {arguments.output}")
 
 

@@ -21,16 +21,13 @@ README's `py-spy record` command).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import uvloop
 
 from bench import dataset, generator, workloads
-from bench.profile import JSON, Request, _warm, asgi_caller
+from bench.profile import JSON, Request, _warm, asgi_caller, cpu_ms
 from bench.raw_dynamodb import call_parameters, raw_client
 from bench.runs import service_headers
 from bench.serve import service_settings
@@ -62,19 +59,6 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-async def _cpu_ms(call: Callable[[], Awaitable[Any]], requests: int, in_flight: int) -> float:
-    """CPU milliseconds per call, `in_flight` callers at once."""
-
-    async def caller(count: int) -> None:
-        for _ in range(count):
-            await call()
-
-    per_caller = max(1, requests // in_flight)
-    started = time.process_time()
-    await asyncio.gather(*(caller(per_caller) for _ in range(in_flight)))
-    return (time.process_time() - started) / (per_caller * in_flight) * 1000
-
-
 async def _measure(arguments: argparse.Namespace, endpoint: str) -> None:
     settings = service_settings(0, endpoint, live_updates=False).model_copy(
         update={"dynamodb_coalesce_lookups": arguments.coalesce}
@@ -97,7 +81,7 @@ async def _measure(arguments: argparse.Namespace, endpoint: str) -> None:
         tune_garbage_collector()
         await _warm("the service", service)
         if arguments.service_only:
-            alone = await _cpu_ms(service, arguments.requests, max(IN_FLIGHT))
+            alone = await cpu_ms(service, arguments.requests, max(IN_FLIGHT))
             print(f"{work.name}: the service alone, {alone:.3f} ms of CPU per request")
             return
         async with raw_client(endpoint) as client:
@@ -114,11 +98,11 @@ async def _measure(arguments: argparse.Namespace, endpoint: str) -> None:
             for _ in range(ROUNDS):
                 for in_flight in IN_FLIGHT:
                     before = calls[0]
-                    spent["service", in_flight] += await _cpu_ms(
+                    spent["service", in_flight] += await cpu_ms(
                         service, arguments.requests, in_flight
                     )
                     service_calls[in_flight] += calls[0] - before
-                    spent["raw", in_flight] += await _cpu_ms(raw, arguments.requests, in_flight)
+                    spent["raw", in_flight] += await cpu_ms(raw, arguments.requests, in_flight)
     coalescing = "on" if arguments.coalesce else "off"
     print(f"{work.name}: CPU ms per request in this process (coalescing {coalescing})")
     print("in flight  service  raw aioboto3  raw / service  service DynamoDB calls/request")

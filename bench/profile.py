@@ -129,6 +129,27 @@ async def _without_dataloader(self: Loaders, ref: PaymentRef) -> Payment | None:
     return found[0]
 
 
+async def cpu_ms(
+    call: Callable[[], Awaitable[Any]],
+    requests: int,
+    in_flight: int,
+    flush: Callable[[], object] | None = None,
+) -> float:
+    """CPU milliseconds of this process (every thread) per call, `in_flight` callers at once;
+    `flush` (a tracer's export) inside the timing."""
+
+    async def caller(count: int) -> None:
+        for _ in range(count):
+            await call()
+
+    per_caller = max(1, requests // in_flight)
+    started = time.process_time()
+    await asyncio.gather(*(caller(per_caller) for _ in range(in_flight)))
+    if flush is not None:
+        flush()
+    return (time.process_time() - started) / (per_caller * in_flight) * 1000
+
+
 def asgi_caller(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> Request:
     """One POST /graphql through `app`'s ASGI interface, answering the response body."""
     scope: dict[str, Any] = {

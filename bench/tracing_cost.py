@@ -15,15 +15,13 @@ processor's export thread included (each otlp run ends with a flush inside its t
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import os
 import statistics
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,7 +31,7 @@ import uvloop
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from bench import dataset, generator, workloads
-from bench.profile import JSON, asgi_caller
+from bench.profile import JSON, asgi_caller, cpu_ms
 from bench.runs import service_headers
 from bench.serve import service_settings
 from datasource.table import create_table_if_missing
@@ -136,26 +134,6 @@ def _received(endpoint: str) -> int:
 # --- the measurement -----------------------------------------------------------------------
 
 
-async def _cpu_ms(
-    call: Callable[[], Awaitable[Any]],
-    requests: int,
-    in_flight: int,
-    flush: Callable[[], object] | None,
-) -> float:
-    """CPU milliseconds per call, `in_flight` callers at once; `flush` inside the timing."""
-
-    async def caller(count: int) -> None:
-        for _ in range(count):
-            await call()
-
-    per_caller = max(1, requests // in_flight)
-    started = time.process_time()
-    await asyncio.gather(*(caller(per_caller) for _ in range(in_flight)))
-    if flush is not None:
-        flush()
-    return (time.process_time() - started) / (per_caller * in_flight) * 1000
-
-
 async def measure(
     options: TracingOptions, *, log: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
@@ -211,7 +189,7 @@ async def _measure(
                         for in_flight in IN_FLIGHT:
                             for side in SIDES if round_ % 2 == 0 else SIDES[::-1]:
                                 spent[side, name, in_flight].append(
-                                    await _cpu_ms(
+                                    await cpu_ms(
                                         callers[side], options.requests, in_flight, flushes[side]
                                     )
                                 )
