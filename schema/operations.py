@@ -40,6 +40,7 @@ from graphql import (
     FieldNode,
     GraphQLError,
     GraphQLSchema,
+    GraphQLSyntaxError,
     OperationDefinitionNode,
     parse,
     specified_rules,
@@ -280,12 +281,19 @@ class OperationRunner:
             operation_trace(
                 context, document, operation_name, query, self._trace_documents, started
             ).end(errors)
-            yield PreExecutionError(data=None, errors=self._public(errors))
+            # A syntax error is answered like a validation error, as graphql-transport-ws's
+            # `error` message says ("before execution starts"); Strawberry's handler would close
+            # the socket on a GraphQLSyntaxError (4400), as if the message were malformed.
+            refused = [
+                GraphQLError(error.message, source=error.source, positions=error.positions)
+                if isinstance(error, GraphQLSyntaxError)
+                else error
+                for error in self._public(errors)
+            ]
+            yield PreExecutionError(data=None, errors=refused)
             return
-        if (
-            self._operation(self._prepare(query), operation_name).type
-            is not OperationType.SUBSCRIPTION
-        ):
+        operation = self._operation(self._prepare(query), operation_name)
+        if operation.type is not OperationType.SUBSCRIPTION:
             yield await self.run(
                 query,
                 variables=variables,
