@@ -1,4 +1,4 @@
-"""The README's walkthrough, run in order: the documentation cannot drift from the schema."""
+"""The walkthrough (docs/api.md), run in order: the documentation cannot drift from the schema."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 from server.graphiql import FIRST_QUERY
 from tests.api.conftest import Api
 
-README = Path(__file__).parents[2] / "README.md"
+REPO = Path(__file__).parents[2]
+WALKTHROUGH = REPO / "docs" / "api.md"
 BLOCK = re.compile(r"```graphql\n(.*?)```", re.DOTALL)
 VARIABLE = re.compile(r"\$(\w+):")
 # The one walkthrough step that shows a refusal.
@@ -17,7 +18,7 @@ REFUSALS = {"Refused": "InvalidTransitionError"}
 
 
 def walkthrough() -> list[str]:
-    return BLOCK.findall(README.read_text())
+    return BLOCK.findall(WALKTHROUGH.read_text())
 
 
 async def test_readme_walkthrough_runs_in_order(api: Api) -> None:

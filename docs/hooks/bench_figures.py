@@ -1,0 +1,200 @@
+"""The benchmark's figures in the pages, rendered from `bench/results/latest.json` at build time.
+
+A page holds a marker, `<!-- bench:NAME -->`; the build (this mkdocs hook) replaces it with the
+latest run's figures, so no figure in prose outlives the run it came from:
+
+| marker      | becomes                                                  | from the JSON    |
+|-------------|----------------------------------------------------------|------------------|
+| `run`       | a sentence: command, commit, duration, machine, its load | `machine`, …     |
+| `table`     | the table `make bench` prints (`bench.report.render`)    | the whole run    |
+| `shards`    | paymentsByStatus at each GSI2 layout                     | `dynamodb_local` |
+| `reshard`   | the reshard's rate, in a sentence                        | `dynamodb_local` |
+| `live`      | the live-updates pass, in a sentence                     | `live`           |
+| `tracing`   | CPU per request with traces off and exported             | `tracing`        |
+| `documents` | CPU per request by trusted-document id and by text       | `documents`      |
+
+A pass the run did not make (`--no-local`, or a run older than the pass) is said so in the page;
+an unknown marker fails the build.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+
+from bench import report
+
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "latest.json"
+MARKER = re.compile(r"<!-- bench:([a-z_]+) -->")
+TRACING_HEADER = [
+    "workload",
+    "in flight",
+    "none, CPU ms / request",
+    "otlp",
+    "otlp / none",
+    "spans / request",
+]
+DOCUMENTS_HEADER = ["workload", "in flight", "by text, CPU ms / request", "by id", "id / text"]
+# `report.without_nan` writes an unmeasurable figure as null; these are null by design.
+NULL_BY_DESIGN = {"bound", "met"}
+
+Results = dict[str, Any]
+
+
+def on_page_markdown(markdown: str, **_: object) -> str:
+    if MARKER.search(markdown) is None:
+        return markdown
+    return render_markers(markdown, json.loads(RESULTS.read_text()))
+
+
+def render_markers(markdown: str, results: Results) -> str:
+    def replace(found: re.Match[str]) -> str:
+        render = RENDERERS.get(found[1])
+        if render is None:
+            raise PluginError(f"unknown marker {found[0]}; known: {', '.join(RENDERERS)}")
+        return render(results)
+
+    return MARKER.sub(replace, markdown)
+
+
+def _absent(results: Results, what: str) -> str:
+    return (
+        f"*`bench/results/latest.json` holds no {what}: the run it records (commit "
+        f"`{results['commit']}`, `{results['command']}`) did not make them; `make bench` does.*"
+    )
+
+
+def _run(results: Results) -> str:
+    machine = results["machine"]
+    return (
+        f"`{results['command']}` at commit `{results['commit']}`, "
+        f"{results['seconds'] / 60:.0f} minutes on {machine['cores']} cores "
+        f"({machine['placement']}), Python {machine['python']}; the load average was "
+        f"{machine['load_average_before'][0]:.1f} before and "
+        f"{machine['load_average_after'][0]:.1f} after."
+    )
+
+
+def _table(results: Results) -> str:
+    return f"```text\n{report.render(_with_nan(results))}\n```"
+
+
+def _with_nan(value: Any, key: str | None = None) -> Any:
+    """The run as `make bench` rendered it: nulls back to NaN, which the table prints."""
+    if value is None and key not in NULL_BY_DESIGN:
+        return math.nan
+    if isinstance(value, dict):
+        return {name: _with_nan(item, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_with_nan(item, key) for item in value]
+    return value
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [header, ["---"] * len(header), *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def _shards(results: Results) -> str:
+    local = results.get("dynamodb_local")
+    if local is None:
+        return _absent(results, "DynamoDB Local figures")
+    rows = [
+        [
+            count,
+            ", ".join(f"{calls} `{api}`" for api, calls in layout["calls"].items()),
+            f"{layout['service']['p50_ms']:.1f} ms",
+            f"{layout['service']['p99_ms']:.1f} ms",
+        ]
+        for count, layout in local["shards"]["layouts"].items()
+    ]
+    return _markdown_table(["GSI2 shards", "DynamoDB calls a page", "p50", "p99"], rows)
+
+
+def _reshard(results: Results) -> str:
+    local = results.get("dynamodb_local")
+    if local is None:
+        return _absent(results, "DynamoDB Local figures")
+    moved = local["shards"]["reshard"]
+    return (
+        f"moved {moved['payments_per_second']:,.0f} payments a second on DynamoDB Local (16 "
+        f"moves in flight; {moved['scanned']:,} of the {local['scale_payments']:,} in the "
+        f"{moved['seconds']:.0f} s the bench gives it; commit `{results['commit']}`)"
+    )
+
+
+def _live(results: Results) -> str:
+    live = results.get("live")
+    if live is None:
+        return _absent(results, "live-updates figures")
+    settings, latency = live["settings"], live["latency_ms"]
+    return (
+        f"{settings['subscribers']} subscribers on {settings['instances']} instances "
+        f"({settings['users']} users, so every event reaches "
+        f"{settings['subscribers_per_user']:g} subscribers, half of them on the instance that "
+        f"did not write), {live['writes']:,} writes through both instances: delivery from the "
+        f"mutation's answer to the subscriber's message p50 {latency['p50']:,.0f} ms, p99 "
+        f"{latency['p99']:,.0f} ms, max {latency['max']:,.0f} ms (the "
+        f"{settings['stream_poll_interval_s']:g} s poll interval is most of it), "
+        f"{live['delivered']:,} of {live['expected']:,} messages delivered, "
+        f"{live['missing']:,} missing, {live['duplicates']:,} repeated (commit "
+        f"`{results['commit']}`)."
+    )
+
+
+def _tracing(results: Results) -> str:
+    tracing = results.get("tracing")
+    if tracing is None:
+        return _absent(results, "tracing figures")
+    rows = [
+        [
+            cell["workload"],
+            str(cell["in_flight"]),
+            f"{cell['none_cpu_ms']:.3f}",
+            f"{cell['otlp_cpu_ms']:.3f}",
+            f"{cell['ratio']:.2f}",
+            f"{tracing['spans_per_request'][cell['workload']]:.0f}",
+        ]
+        for cell in tracing["cells"]
+    ]
+    met = "met" if tracing["page_target_met"] else "missed"
+    return (
+        f"{_markdown_table(TRACING_HEADER, rows)}\n\n"
+        f"Spans ended {tracing['spans_ended']:,}, received {tracing['spans_received']:,}; "
+        f"the page's target (otlp / none ≤ {tracing['page_target']:.2f}) {met} "
+        f"(commit `{results['commit']}`)."
+    )
+
+
+def _documents(results: Results) -> str:
+    documents = results.get("documents")
+    if documents is None:
+        return _absent(results, "trusted-documents figures")
+    rows = [
+        [
+            cell["workload"],
+            str(cell["in_flight"]),
+            f"{cell['text_cpu_ms']:.3f}",
+            f"{cell['id_cpu_ms']:.3f}",
+            f"{cell['ratio']:.2f}",
+        ]
+        for cell in documents["cells"]
+    ]
+    return _markdown_table(DOCUMENTS_HEADER, rows)
+
+
+RENDERERS: dict[str, Callable[[Results], str]] = {
+    "run": _run,
+    "table": _table,
+    "shards": _shards,
+    "reshard": _reshard,
+    "live": _live,
+    "tracing": _tracing,
+    "documents": _documents,
+}
