@@ -1,5 +1,5 @@
 """The documentation site: it builds with --strict (no broken link or anchor), the settings table
-is `Settings`, and the benchmark's figures come from its JSON file."""
+is `Settings`, the README's links land, and the benchmark's figures come from its JSON file."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ DOCS = REPO / "docs"
 LATEST = REPO / "bench" / "results" / "latest.json"
 HOOK = DOCS / "hooks" / "bench_figures.py"
 SETTINGS_ROW = re.compile(r"^\| (`LOC_[^|]*) \|", re.MULTILINE)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,12 @@ def _bench_figures() -> ModuleType:
     return module
 
 
+def _slug(heading: str) -> str:
+    """Python-Markdown's toc slug, for the headings a README link names."""
+    text = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
 def test_the_site_builds_strict_with_every_page_in_its_nav(site: Path) -> None:
     pages = {path.stem for path in DOCS.glob("*.md")}
     built = {path.parent.name for path in site.glob("*/index.html")}
@@ -66,6 +73,21 @@ def test_every_setting_is_in_the_configuration_table_and_nothing_else() -> None:
     assert len(documented) == len(set(documented)), "a variable in two rows"
     assert fields - set(documented) == set(), "settings missing from docs/configuration.md"
     assert set(documented) - fields == set(), "rows naming no field of server.settings.Settings"
+
+
+def test_the_readme_links_to_pages_and_headings_that_exist() -> None:
+    links = LINK.findall((REPO / "README.md").read_text())
+    docs = [link for link in links if link.startswith("docs/")]
+    assert {"docs/index.md", "docs/configuration.md", "docs/performance.md"} <= {
+        link.partition("#")[0] for link in docs
+    }
+    for link in docs:
+        path, _, anchor = link.partition("#")
+        target = REPO / path
+        assert target.is_file(), link
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(), re.MULTILINE)
+            assert anchor in {_slug(heading) for heading in headings}, link
 
 
 def test_the_performance_figures_are_the_latest_runs(site: Path) -> None:

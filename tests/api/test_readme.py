@@ -1,4 +1,5 @@
-"""The walkthrough (docs/api.md), run in order: the documentation cannot drift from the schema."""
+"""The walkthrough (docs/api.md), run in order: the documentation cannot drift from the schema.
+The README shows its first query and first mutation, as they are there."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tests.api.conftest import Api
 
 REPO = Path(__file__).parents[2]
 WALKTHROUGH = REPO / "docs" / "api.md"
+README = REPO / "README.md"
 BLOCK = re.compile(r"```graphql\n(.*?)```", re.DOTALL)
 VARIABLE = re.compile(r"\$(\w+):")
 # The one walkthrough step that shows a refusal.
@@ -58,6 +60,12 @@ async def test_readme_walkthrough_runs_in_order(api: Api) -> None:
 
 def test_graphiql_opens_with_the_walkthroughs_first_query() -> None:
     assert walkthrough()[0] == FIRST_QUERY
+
+
+def test_the_readme_shows_the_walkthroughs_first_query_and_mutation() -> None:
+    shown = BLOCK.findall(README.read_text())
+    assert shown == walkthrough()[:2]
+    assert [block.split()[0] for block in shown] == ["query", "mutation"]
 
 
 async def test_the_walkthrough_sent_twice_writes_once(api: Api) -> None:
