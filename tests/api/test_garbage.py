@@ -20,8 +20,8 @@ import jmespath  # type: ignore[import-untyped]  # botocore's, untyped
 import orjson
 import pytest
 
-from bench.profile import asgi_caller
 from datasource import DynamoConfig
+from harness.asgi import asgi_caller
 from tests.api.conftest import ALICE, SERVICE, Api, Clock, api_client
 
 pytestmark = pytest.mark.ddblocal

@@ -9,22 +9,18 @@ DynamoDB Local), the tests' own loans subgraph, the supergraph composed from the
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import subprocess
 import sys
-import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import httpx
 import pytest
 
-from bench.processes import free_port
+from harness.processes import Process
 from tests.backends import Backend
 from tests.servers import served
 
@@ -32,7 +28,6 @@ REPO = Path(__file__).resolve().parents[2]
 FEDERATION = REPO / "federation"
 SUBGRAPH_SDL = REPO / "schema.subgraph.graphql"
 LOANS_MODULE = "tests.federation.loans_subgraph"
-READY_SECONDS = 60.0
 
 
 class CompositionFailed(Exception):
@@ -65,50 +60,6 @@ def compose(subgraphs: Sequence[Subgraph], directory: Path) -> str:
     return run.stdout
 
 
-class Process:
-    """A server process on a free port, its output kept for the failure message."""
-
-    def __init__(self, name: str, command: Sequence[str | Path], *, cwd: Path = REPO) -> None:
-        self.name = name
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
-        self._process = subprocess.Popen(
-            [str(part).replace("{port}", str(self.port)) for part in command],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    async def wait_ready(self, http: httpx.AsyncClient, path: str) -> None:
-        deadline = time.monotonic() + READY_SECONDS
-        while True:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"{self.name} exited:\n{self.output()}")
-            with contextlib.suppress(httpx.HTTPError):
-                response = await http.get(f"{self.url}{path}", timeout=2)
-                if response.status_code == 200:
-                    return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} never became ready:\n{self.output()}")
-            await asyncio.sleep(0.1)
-
-    def output(self, limit: int = 3000) -> str:
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")[-limit:]
-
-    def stop(self) -> None:
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._log.close()
-
-
 async def subgraph_sdl(http: httpx.AsyncClient, url: str) -> str:
     response = await http.post(f"{url}/graphql", json={"query": "{ _service { sdl } }"})
     response.raise_for_status()
@@ -118,6 +69,8 @@ async def subgraph_sdl(http: httpx.AsyncClient, url: str) -> str:
 
 @contextlib.asynccontextmanager
 async def processes(*started: Process) -> AsyncIterator[None]:
+    for process in started:
+        process.start()
     try:
         yield
     finally:
