@@ -1,4 +1,2 @@
-"""The benchmark harness (`make bench`): the service against its floors, DynamoDB Local, scale.
-
-Not part of the service package: it imports the service, never the other way round.
-"""
+"""The benchmark (`make bench`, `python -m bench`): the service against its floors, the Node.js
+peer, raw aioboto3 and DynamoDB Local. It imports the service, never the other way round."""

@@ -1,15 +1,21 @@
-"""`python -m bench` (`make bench`): both passes, the table on stdout, the JSON file.
+"""`python -m bench` (`make bench`): every pass, the tables on stdout, the JSON file.
 
-python -m bench                  the full run (11 to 17 minutes on 2 cores, with the tracing and
-                                 trusted-documents passes)
+python -m bench                  the full run
 python -m bench --quick          seconds, not minutes: proves the harness works
-python -m bench --no-local       the fake pass only (no Java needed, no live-updates, no tracing)
+python -m bench --no-local       the fake pass only (no Java needed)
+
+The first pass runs the service (P3) against the engine floor (P1, `bench.peers.graphql_core`),
+both on the fake DynamoDB, each a server process on the server core; this process is the load
+generator. P1 must answer every workload with the service's `data` before anything is timed;
+each repetition, for each workload and connection count, the peers take turns at going first.
+Then `bench.local_pass` on DynamoDB Local, and last the live-updates, tracing and
+trusted-documents passes, each on a DynamoDB Local of its own.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import contextlib
 import json
 import os
 import platform
@@ -17,25 +23,25 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import uvloop
 
-from bench import documents_cost, live, report, tracing_cost
-from bench.engine_pass import EngineOptions, EnginePass
+from bench import data, documents_cost, live, load, report, tracing_cost
 from bench.fake_dynamodb import INJECTED_LATENCY_SECONDS
 from bench.local_pass import LocalOptions, LocalPass
-from bench.processes import (
-    LOAD_CORE,
-    ROOT,
-    SERVER_CORE,
-    cores_available,
-    pinning,
-    raise_priority,
-)
+from harness.processes import ROOT, Process
 
-DEFAULT_OUTPUT = ROOT / "bench" / "results" / "latest.json"
+PEERS = {
+    "P1": "engine floor: graphql-core, parse and validation cached",
+    "P3": "this service, as `loc-payments serve` runs it",
+}
+CONNECTIONS = (1, 16)
+# The niceness of this process and so of everything it starts: ahead of other work on the
+# machine, whose load would otherwise set the pace (allowed to root or with CAP_SYS_NICE).
+PRIORITY = -10
 
 
 def _arguments() -> argparse.Namespace:
@@ -44,60 +50,93 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, help="length of each timed run (default 2)")
     parser.add_argument("--repetitions", type=int, help="of every cell (default 3)")
     parser.add_argument("--no-local", action="store_true", help="skip DynamoDB Local and scale")
+    parser.add_argument("--scale-users", type=int, help="users of 100 payments at scale (1000)")
     parser.add_argument(
-        "--scale-users", type=int, help="users of 100 payments at scale (default 1000)"
+        "--no-priority", dest="priority", action="store_false", help="do not raise it (nice -10)"
     )
-    parser.add_argument(
-        "--no-priority",
-        dest="priority",
-        action="store_false",
-        help="do not raise the priority (nice -10) of the benchmark's processes",
-    )
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the JSON file")
+    output = ROOT / "bench" / "results" / "latest.json"
+    parser.add_argument("--output", type=Path, default=output, help="the JSON file")
     return parser.parse_args()
 
 
 def _commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    except OSError:
-        return "unknown"
+    def git(*arguments: str) -> str:
+        found = subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True)
+        return found.stdout.strip()
+
+    head, dirty = git("rev-parse", "--short", "HEAD"), git("status", "-s", "-uno")
     return f"{head}{' with local changes' if dirty else ''}" if head else "unknown"
 
 
-def _placement(niceness: int) -> str:
-    if pinning():
-        where = f"load generator on core {LOAD_CORE}, servers on core {SERVER_CORE}"
-    else:
-        where = f"not pinned ({len(cores_available())} core(s) available)"
-    return f"{where}, nice {niceness}"
+async def _engine_pass(
+    stored: list[Any], servers: list[Process], settings: dict[str, Any], log: Any
+) -> dict[str, Any]:
+    """The first pass, on servers started already (P1, P3) over the items `stored`."""
+    for server in servers:
+        load.listening(server)
+    engine, service = servers
+    work, headers = list(data.workloads(stored).values()), load.service_headers()
+    log(f"fake DynamoDB: {len(stored)} payments; P1 and P3 load.listening; checking answers")
+    calls = load.check_same_data(work, service, engine, headers)
+    log("P1 and P3 return the same data for every workload; warming up")
+    runs, resident, turn = [], [], 0
+    with load.load_generator_core():
+        for repetition in range(-1 if settings["warmup"] else 0, settings["repetitions"]):
+            timed = repetition >= 0
+            seconds = settings["seconds"] if timed else settings["warmup"]
+            for workload in work:
+                for connections in CONNECTIONS if timed else CONNECTIONS[-1:]:
+                    first, turn = turn % len(servers), turn + timed
+                    for server in servers[first:] + servers[:first]:
+                        run = await load.timed_run(
+                            server, workload, headers, connections, seconds, repetition
+                        )
+                        runs += [run] if timed else []
+            if timed:
+                resident.append(service.resident_mib())
+                log(f"repetition {repetition + 1} of {settings['repetitions']} done")
+    described = ("name", "title", "minimum_calls", "hundred_item_list")
+    return {
+        "payments": len(stored),
+        "peers": PEERS,
+        "workloads": [
+            {key: getattr(w, key) for key in described} | {"service_calls": calls[w.name]}
+            for w in work
+        ],
+        "cells": [
+            {"peer": peer, "workload": w.name, "connections": n}
+            | load.summary(
+                r for r in runs if (r.peer, r.workload, r.connections) == (peer, w.name, n)
+            )
+            for w in work
+            for n in CONNECTIONS
+            for peer in PEERS
+        ],
+        "runs": [asdict(run) for run in runs],
+        "service_memory": load.memory_record(service, resident),
+    }
 
 
 async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    started = time.monotonic()
+    started, quick = time.monotonic(), arguments.quick
 
     def log(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    quick = arguments.quick
     seconds = arguments.seconds or (0.5 if quick else 2.0)
     repetitions = arguments.repetitions or (1 if quick else 3)
     # The smoke test (--quick) proves the harness, not the numbers: no warm-up.
     warmup = 0.0 if quick else min(seconds / 2, 0.5)
+    cores = len(os.sched_getaffinity(0))
+    placement = f"load generator on core {load.LOAD_CORE}, servers on core {load.SERVER_CORE}"
+    if not load.pinning():
+        placement = f"not pinned ({cores} core(s) available)"
     results: dict[str, Any] = {
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
         "commit": _commit(),
         "machine": {
-            "cores": len(cores_available()),
-            "placement": _placement(arguments.niceness),
+            "cores": cores,
+            "placement": f"{placement}, nice {arguments.niceness}",
             "python": platform.python_version(),
             "niceness": arguments.niceness,
             "load_average_before": os.getloadavg(),
@@ -108,46 +147,44 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "fake_latency_ms": INJECTED_LATENCY_SECONDS * 1000,
         },
     }
-    engine_options = EngineOptions(workdir, seconds, warmup, repetitions)
+    users, loans, payments = (2, 5, 110) if quick else (10, 4, 120)
+    stored = list(data.items(users=range(users), loans_per_user=loans, payments_per_loan=payments))
+    items = workdir / "fake-items.json"
+    items.write_text(json.dumps(stored, separators=(",", ":")))
+    modules = {"P1": "bench.peers.graphql_core", "P3": "bench.fake_dynamodb"}
+    servers = [
+        Process(name, [sys.executable, "-m", module, "{port}", items], keep_stdout=False)
+        for name, module in modules.items()
+    ]
     local_options = LocalOptions(seconds, warmup, repetitions)
     if quick:
-        engine_options = EngineOptions(
-            workdir, seconds, warmup, repetitions, users=2, loans_per_user=5, payments_per_loan=110
-        )
-        local_options = LocalOptions(seconds, warmup, repetitions, base_users=2, scale_users=3)
+        local_options = replace(local_options, base_users=2, scale_users=3)
     if arguments.scale_users:
-        local_options = dataclasses.replace(local_options, scale_users=arguments.scale_users)
-    engine = EnginePass(engine_options)
+        local_options = replace(local_options, scale_users=arguments.scale_users)
     local = None if arguments.no_local else LocalPass(local_options)
-    try:
+    settings = {"seconds": seconds, "warmup": warmup, "repetitions": repetitions}
+    with contextlib.ExitStack() as stack:
         # Every process of both passes starts at once; the local pass's then idle meanwhile.
-        engine.start()
+        for server in servers:
+            server.start()
+            stack.callback(server.stop)
         if local is not None:
+            stack.callback(local.stop)
             await local.start()
-        results["engine"] = await engine.run(log)
-        engine.stop()
+        results["engine"] = await _engine_pass(stored, servers, settings, log)
+        for server in servers:
+            server.stop()
         if local is not None:
             results["dynamodb_local"] = await local.run(log)
-    finally:
-        engine.stop()
-        if local is not None:
-            local.stop()
-    if not arguments.no_local:
-        # Last, on its own DynamoDB Local and servers: live updates (`python -m bench.live`).
-        live_options = (
-            live.LiveOptions(subscribers=4, writes=20, users=2) if quick else live.LiveOptions()
-        )
+    if local is not None:
         log("live updates: subscribers on two instances, writes through both")
-        results["live"] = await live.measure(live_options, log=log)
-        # Then what traces cost (`python -m bench.tracing_cost`), on a DynamoDB Local of its own.
-        tracing = tracing_cost.QUICK if quick else tracing_cost.TracingOptions()
+        results["live"] = await live.measure(live.QUICK if quick else live.LiveOptions(), log=log)
+        tracing = tracing_cost.QUICK if quick else tracing_cost.DEFAULT
         results["tracing"] = await tracing_cost.measure(tracing, log=log)
-        # And trusted documents by id against text (`python -m bench.documents_cost`).
-        documents = documents_cost.QUICK if quick else documents_cost.DocumentsOptions()
+        documents = documents_cost.QUICK if quick else documents_cost.DEFAULT
         results["documents"] = await documents_cost.measure(documents, log=log)
-    results["targets"] = report.target_records(
-        report.targets(results["engine"], results.get("dynamodb_local"))
-    )
+    found = report.targets(results["engine"], results.get("dynamodb_local"))
+    results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started
     log("done")
@@ -159,18 +196,18 @@ def main() -> None:
     # The servers get only the settings the harness gives them.
     for name in [name for name in os.environ if name.startswith("LOC_")]:
         del os.environ[name]
-    arguments.niceness = (
-        raise_priority() if arguments.priority else os.getpriority(os.PRIO_PROCESS, 0)
-    )
+    if arguments.priority:
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, PRIORITY)
+    arguments.niceness = os.getpriority(os.PRIO_PROCESS, 0)
     with tempfile.TemporaryDirectory(prefix="loc-bench-") as workdir:
         results = uvloop.run(_run(arguments, Path(workdir)))
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(report.without_nan(results), indent=1) + "\n")
     print(report.render(results))
-    if "tracing" in results:
-        print("\n" + tracing_cost.render(results["tracing"]))
-    if "documents" in results:
-        print("\n" + documents_cost.render(results["documents"]))
+    for name, render in (("tracing", tracing_cost.render), ("documents", documents_cost.render)):
+        if name in results:
+            print("\n" + render(results[name]))
     print(f"\n{results['seconds']:.0f} s; JSON: {arguments.output}")
 
 

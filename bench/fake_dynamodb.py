@@ -1,40 +1,50 @@
-"""A fake of the aiobotocore DynamoDB client: the reads the store makes, from memory, each after
-a fixed injected latency, so that the engine comparisons measure our code and not a database.
+"""A fake of the aiobotocore DynamoDB client: the reads the store makes, from memory, each after a
+fixed injected latency, so that the engine comparisons measure our code and not a database.
 
-It answers `batch_get_item`, `query`, `get_item` and `describe_table` as DynamoDB does for the
+It answers `get_item`, `batch_get_item`, `query` and `describe_table` as DynamoDB does for the
 requests `datasource` sends (key conditions `<partition> = :pk AND <sort> BETWEEN :low AND
-:high` and `<partition> = :pk AND <sort> = :sk`, with attribute names or `#` placeholders,
-`IndexName`, `ScanIndexForward`, `Limit`, `ExclusiveStartKey` and `LastEvaluatedKey`), and fires
-botocore's `before-call.dynamodb.<Operation>` event per call, so the service's request accounting
-counts its calls. Anything else it does not understand is refused loudly; writes are not served
-(the workloads only read).
+:high` or `... AND <sort> = :sk`, attribute names or `#` placeholders, `IndexName`,
+`ScanIndexForward`, `Limit`, `ExclusiveStartKey`, `LastEvaluatedKey`), and fires botocore's
+`before-call.dynamodb.<Operation>` event per call, so the service's accounting counts its calls.
+Anything else is refused loudly; writes are not served.
+
+    python -m bench.fake_dynamodb PORT ITEMS
+
+serves the service on the fake holding the items of file ITEMS (a JSON list), as `loc-payments
+serve` serves it (`server.cli.serve`, with the fake client handed to `create_app`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
+import json
 import re
+import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
+from botocore.hooks import HierarchicalEmitter
 
+from datasource import PaymentStore
 from datasource.items import Item
 from datasource.table import GSI1, GSI2, GSI3, PK, SK, page_key_attributes
+from server.settings import DEV_CURSOR_SECRET, Settings
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
 INJECTED_LATENCY_SECONDS = 0.002
-# DynamoDB's limit of keys per BatchGetItem.
-MAX_BATCH_KEYS = 100
+# Never reached: the fake client stands in for it. Set so that no embedded DynamoDB starts.
+FAKE_ENDPOINT = "http://fake-dynamodb.invalid"
+MAX_BATCH_KEYS = 100  # DynamoDB's limit of keys per BatchGetItem
 _INDEXES: tuple[str | None, ...] = (None, GSI1, GSI2, GSI3)
-_EQUALS_AND_EQUALS = re.compile(r"^(\S+) = (:\w+) AND (\S+) = (:\w+)$")
-_EQUALS_AND_BETWEEN = re.compile(r"^(\S+) = (:\w+) AND (\S+) BETWEEN (:\w+) AND (:\w+)$")
+_KEY_CONDITION = re.compile(r"^(\S+) = (:\w+) AND (\S+) (?:= (:\w+)|BETWEEN (:\w+) AND (:\w+))$")
 
 
 class ResourceNotFoundException(ClientError):  # type: ignore[misc]
@@ -42,86 +52,50 @@ class ResourceNotFoundException(ClientError):  # type: ignore[misc]
 
 
 def _refusal(operation: str, message: str, code: str = "ValidationException") -> ClientError:
-    error = {"Error": {"Code": code, "Message": message}}
-    if code == "ResourceNotFoundException":
-        return ResourceNotFoundException(error, operation)
-    return ClientError(error, operation)
-
-
-class FakeEvents:
-    """botocore's hierarchical event hooks, as far as `client.meta.events` is used."""
-
-    def __init__(self) -> None:
-        self._handlers: dict[str, tuple[str, Callable[..., Any]]] = {}
-
-    def register(
-        self, event_name: str, handler: Callable[..., Any], unique_id: str | None = None
-    ) -> None:
-        self._handlers[unique_id or repr(handler)] = (event_name, handler)
-
-    def emit(self, event_name: str, **kwargs: Any) -> None:
-        for name, handler in list(self._handlers.values()):
-            if event_name == name or event_name.startswith(name + "."):
-                handler(event_name=event_name, **kwargs)
-
-
-@dataclass
-class _Partition:
-    """One partition of the table or an index, in key order."""
-
-    order: list[tuple[str, ...]] = field(default_factory=list)
-    items: list[Item] = field(default_factory=list)
-
-
-def _sort_tuple(index: str | None, item: Item) -> tuple[str, ...]:
-    # Ties on a GSI's sort key fall back to the table key, which is unique.
-    return tuple(item[name]["S"] for name in page_key_attributes(index)[1:])
+    kind = ResourceNotFoundException if code == "ResourceNotFoundException" else ClientError
+    error: ClientError = kind({"Error": {"Code": code, "Message": message}}, operation)
+    return error
 
 
 class FakeDynamoDB:
     def __init__(
-        self,
-        table_name: str,
-        stored: Iterable[Item],
-        *,
-        latency: float = INJECTED_LATENCY_SECONDS,
+        self, table_name: str, stored: Iterable[Item], *, latency: float = INJECTED_LATENCY_SECONDS
     ) -> None:
-        self.table_name = table_name
-        self.latency = latency
+        self.table_name, self.latency = table_name, latency
         self.calls: Counter[str] = Counter()
-        self.meta = SimpleNamespace(events=FakeEvents())
+        self.meta = SimpleNamespace(events=HierarchicalEmitter())
         self.exceptions = SimpleNamespace(ResourceNotFoundException=ResourceNotFoundException)
-        self._items: dict[tuple[str, str], Item] = {}
-        self._partitions: dict[tuple[str | None, str], _Partition] = {}
-        for item in stored:
-            self._items[item[PK]["S"], item[SK]["S"]] = item
+        self._items = {(item[PK]["S"], item[SK]["S"]): item for item in stored}
+        # Per index and partition: the items in key order (ties on a GSI's sort key fall back to
+        # the table key, which is unique), and their sort keys.
+        self._partitions: dict[
+            tuple[str | None, str], tuple[list[tuple[str, ...]], list[Item]]
+        ] = {}
         for index in _INDEXES:
-            partition_attribute = page_key_attributes(index)[0]
+            attributes = page_key_attributes(index)
             rows = sorted(
                 (
-                    (item[partition_attribute]["S"], _sort_tuple(index, item), item)
+                    (item[attributes[0]]["S"], tuple(item[a]["S"] for a in attributes[1:]), item)
                     for item in self._items.values()
-                    if partition_attribute in item
+                    if attributes[0] in item
                 ),
-                key=lambda row: (row[0], row[1]),
+                key=lambda row: row[:2],
             )
-            for partition_value, order, item in rows:
-                partition = self._partitions.setdefault((index, partition_value), _Partition())
-                partition.order.append(order)
-                partition.items.append(item)
+            for partition, order, item in rows:
+                keys, items = self._partitions.setdefault((index, partition), ([], []))
+                keys.append(order)
+                items.append(item)
 
     async def _call(self, operation: str, table_name: str) -> None:
         self.calls[operation] += 1
-        self.meta.events.emit(
-            f"before-call.dynamodb.{operation}", model=SimpleNamespace(name=operation)
-        )
+        model = SimpleNamespace(name=operation)
+        self.meta.events.emit(f"before-call.dynamodb.{operation}", model=model)
         if table_name != self.table_name:
             raise _refusal(operation, "Requested resource not found", "ResourceNotFoundException")
         await asyncio.sleep(self.latency)
 
     async def describe_table(self, *, TableName: str) -> dict[str, Any]:
         await self._call("DescribeTable", TableName)
-        # A stream, as the table definition asks: nothing here reads it (no live updates).
         stream = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
         return {
             "Table": {
@@ -161,67 +135,55 @@ class FakeDynamoDB:
         Limit: int | None = None,
         ExclusiveStartKey: Item | None = None,
     ) -> dict[str, Any]:
-        names = ExpressionAttributeNames or {}
-        partition_name, partition_value, sort_name, (first, last) = _key_condition(
-            KeyConditionExpression, names, ExpressionAttributeValues
-        )
-        if IndexName not in _INDEXES:
-            raise _refusal("Query", f"no index {IndexName}")
-        key_attributes = page_key_attributes(IndexName)
-        if (partition_name, sort_name) != key_attributes[:2]:
+        match = _KEY_CONDITION.match(KeyConditionExpression)
+        if match is None:
+            raise _refusal("Query", f"the fake does not understand {KeyConditionExpression!r}")
+        names, values = ExpressionAttributeNames or {}, ExpressionAttributeValues
+        partition_name, partition, sort_name, *placeholders = match.groups()
+        # `=`'s one value or BETWEEN's two: both ends are in.
+        sort_values = [values[placeholder]["S"] for placeholder in placeholders if placeholder]
+        attributes = page_key_attributes(IndexName) if IndexName in _INDEXES else None
+        names_used = (names.get(partition_name, partition_name), names.get(sort_name, sort_name))
+        if attributes is None or names_used != attributes[:2]:
             raise _refusal("Query", f"the key condition does not match index {IndexName}")
         await self._call("Query", TableName)
-        partition = self._partitions.get((IndexName, partition_value), _Partition())
-        sort_keys = [order[0] for order in partition.order]
-        low = bisect.bisect_left(sort_keys, first)
-        high = bisect.bisect_right(sort_keys, last)
+        order, items = self._partitions.get((IndexName, values[partition]["S"]), ([], []))
+        sort_keys = [key[0] for key in order]
+        low = bisect.bisect_left(sort_keys, sort_values[0])
+        high = bisect.bisect_right(sort_keys, sort_values[-1])
         if ExclusiveStartKey is not None:
-            start = tuple(ExclusiveStartKey[name]["S"] for name in key_attributes[1:])
+            start = tuple(ExclusiveStartKey[name]["S"] for name in attributes[1:])
             if ScanIndexForward:
-                low = max(low, bisect.bisect_right(partition.order, start))
+                low = max(low, bisect.bisect_right(order, start))
             else:
-                high = min(high, bisect.bisect_left(partition.order, start))
+                high = min(high, bisect.bisect_left(order, start))
         positions = range(low, high) if ScanIndexForward else range(high - 1, low - 1, -1)
-        if Limit is not None:
-            positions = positions[:Limit]
-        found = [partition.items[position] for position in positions]
+        found = [items[position] for position in positions[:Limit]]
         response: dict[str, Any] = {"Items": found, "Count": len(found), "ScannedCount": len(found)}
         # Like DynamoDB, a page that stopped at its Limit says where to go on, even at the end.
         if Limit is not None and len(found) == Limit:
-            response["LastEvaluatedKey"] = {name: found[-1][name] for name in key_attributes}
+            response["LastEvaluatedKey"] = {name: found[-1][name] for name in attributes}
         return response
-
-    async def put_item(self, **_: Any) -> dict[str, Any]:
-        raise NotImplementedError("the benchmark's fake DynamoDB serves reads only")
-
-    update_item = put_item
-    transact_write_items = put_item
 
 
 def as_client(fake: FakeDynamoDB) -> DynamoDBClient:
-    """The fake where the store takes a client. A cast: it answers the calls `datasource` makes
-    as the client does (tests/bench compares the two), but has only those methods of it."""
+    """The fake where the store takes a client: it answers the calls `datasource` makes as the
+    client does (tests/bench compares the two), but has only those methods of it."""
     return cast("DynamoDBClient", fake)
 
 
-def _key_condition(
-    expression: str, names: dict[str, str], values: dict[str, Any]
-) -> tuple[str, str, str, tuple[str, str]]:
-    """(partition attribute, its value, sort attribute, (the sort keys' first and last value,
-    both included))."""
-    for pattern in (_EQUALS_AND_BETWEEN, _EQUALS_AND_EQUALS):
-        match = pattern.match(expression)
-        if match is not None:
-            break
-    else:
-        raise _refusal("Query", f"the fake does not understand {expression!r}")
-    partition_name, partition_value, sort_name, *placeholders = match.groups()
-    sort_values = [values[placeholder]["S"] for placeholder in placeholders]
-    # BETWEEN's two values, or the one value of `=`: both ends are in.
-    sort_range = (sort_values[0], sort_values[-1])
-    return (
-        names.get(partition_name, partition_name),
-        values[partition_value]["S"],
-        names.get(sort_name, sort_name),
-        sort_range,
-    )
+def fake_store(items: Path) -> PaymentStore:
+    """A store on the fake holding the items of file `items` (a JSON list), on local's table."""
+    table = Settings(env="local").table_name
+    client = as_client(FakeDynamoDB(table, json.loads(items.read_text())))
+    return PaymentStore(client, table_name=table, cursor_secret=DEV_CURSOR_SECRET.encode())
+
+
+if __name__ == "__main__":
+    import server.app
+    from server.cli import serve
+
+    # `serve` looks `create_app` up when it runs, so it builds the app on the fake.
+    client = fake_store(Path(sys.argv[2])).client
+    server.app.create_app = functools.partial(server.app.create_app, dynamodb_client=client)
+    serve(Settings(env="local", port=int(sys.argv[1]), dynamodb_endpoint=FAKE_ENDPOINT))

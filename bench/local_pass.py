@@ -1,65 +1,53 @@
-"""The second pass and the scale measurement, on DynamoDB Local (in memory).
+"""The second pass, on DynamoDB Local (in memory): the service against the Node peer, raw
+aioboto3 and DynamoDB Local's own rate; its latency at scale; GSI2 shards and the reshard's rate.
 
-Two tables: `base` with 1,000 payments (10 users x 1 loan x 100 payments) and `scale` with the
-same 1,000 and 99,000 more (990 more users), written by the generator while DynamoDB Local has
-both cores. Then DynamoDB Local is moved to the load generator's core, as if it ran on another
-machine, and a service (`loc-payments serve`) per table runs on the server core.
+Two tables: `base` with 1,000 payments (10 users x 1 loan x 100) and `scale` with the same and
+99,000 more, written while DynamoDB Local has both cores; then DynamoDB Local moves to the load
+generator's core, as if on another machine, and a service per table runs on the server core.
 
-1. The service on `base` against the Node.js peer (`bench/peers/node`, what a team would write
-   instead), against raw aioboto3 making the one call each workload needs (same client
-   settings, same concurrency, same core), and against the same call sent over raw HTTP by wrk
-   with no SDK (DynamoDB Local's own rate: the limit of anything in front of it; wrk runs on
-   the server core, where the service would be, and its CPU is reported), in rotating order.
-   The Node peer must answer the service's `data` for every workload before anything is timed.
-   The service's resident memory is read after each repetition.
-2. Scale: p50 at one connection of a loan's first page and of `paymentsByStatus`, on `base` and
-   on `scale` in rotating order; the loan and the page are the same in both tables, so only the
-   table's size differs. Raw aioboto3 makes the same two calls on both tables, which shows how
-   much of any growth is DynamoDB Local's own.
+1. The service on `base` against the Node.js peer (`bench/peers/node`, which must answer the
+   service's `data` first), raw aioboto3 making the one call each workload needs, and that call
+   sent over raw HTTP by wrk on the server core (DynamoDB Local's own rate), in rotating order;
+   the service's resident memory after each repetition.
+2. Scale: p50 at one connection of a loan's page and of `paymentsByStatus` on both tables (the
+   same loan and page), and raw aioboto3's, which shows DynamoDB Local's own growth.
+3. `paymentsByStatus` at 1, 4 and 16 GSI2 shards: the scale table's payments written afresh in
+   each layout to a table of its own, served with `LOC_GSI2_SHARDS=N`, its first page the
+   one-shard page but for ids; last, `server.reshard.reshard` moves the scale table to 4 shards
+   for at most RESHARD_SECONDS, for its rate.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+import asyncio
+import contextlib
+import statistics
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import aioboto3
-from aiobotocore.config import AioConfig
-
-from bench import dataset, generator, workloads
-from bench.engine_pass import check_same_data
-from bench.processes import (
-    LOAD_CORE,
-    ROOT,
-    SERVER_CORE,
-    Server,
-    children,
-    load_generator_core,
-    memory_record,
-    pin_process,
-    pinning,
-)
-from bench.runs import Run, answer, service_headers, summary, timed_run
-from bench.shards_pass import measure_shards
-from bench.workloads import Workload
-from bench.wrk import run_load
+from bench import data, load
+from bench.raw_dynamodb import RawClient, raw_client
+from datasource import open_store
 from datasource.items import Item
 from datasource.table import create_table_if_missing
 from domain.keys import SEED_LAYOUT, StatusLayout
+from harness.processes import REGION, Process, Service, children
 from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.settings import LOCAL_AWS_CREDENTIALS, Settings
+from server.reshard import ReshardCheckpoint, ReshardCounts, reshard
+from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Settings
 
 COMPARED = ("loan_page", "by_status", "payment")
-# Who makes the calls compared: raw aioboto3, the service, the Node peer, the same call over raw
-# HTTP (wrk).
 SIDES = ("raw", "service", "node", "http")
 SCALED = ("loan_page", "by_status")
 SCALE_TABLE = "bench-scale-loc-service"
-DEBUG_DYNAMODB = {"X-Debug-DynamoDB": "1"}
+LAYOUTS = (1, 4, 16)
+RESHARD_SECONDS = 20.0
+# What differs between two writings of the same payments: their ids, and cursors made of them.
+IDS = {"id", "paymentId", "cursor", "endCursor"}
+NODE_PEER = Path(__file__).resolve().parent / "peers" / "node"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,222 +61,80 @@ class LocalOptions:
     payments_per_user: int = 100
 
 
-class RawClient:
-    """The `bench.raw_dynamodb` worker process: one command, one timed loop of raw calls, made
-    by aioboto3 or over raw HTTP."""
-
-    def __init__(self, endpoint: str) -> None:
-        command = [sys.executable, "-m", "bench.raw_dynamodb", "--endpoint", endpoint]
-        if pinning():
-            command += ["--core", str(SERVER_CORE)]
-        self._process = subprocess.Popen(
-            command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-
-    def run(
-        self,
-        workload: Workload,
-        *,
-        table: str,
-        connections: int,
-        seconds: float,
-        client: str = "aioboto3",
-    ) -> dict[str, Any]:
-        assert self._process.stdin is not None and self._process.stdout is not None
-        command = {
-            "client": client,
-            "call": workload.name,
-            "variables": workload.variables,
-            "table": table,
-            "connections": connections,
-            "seconds": seconds,
-        }
-        self._process.stdin.write(json.dumps(command) + "\n")
-        self._process.stdin.flush()
-        line = self._process.stdout.readline()
-        if not line:
-            raise RuntimeError("the raw DynamoDB worker exited")
-        result: dict[str, Any] = json.loads(line)
-        if result.get("errors"):
-            raise RuntimeError(f"{client} {workload.name}: {result['errors']:.0f} failed calls")
-        return result
-
-    def stop(self) -> None:
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        try:
-            self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-
-
-@dataclass
-class _Setup:
-    """What the measurements run on."""
-
-    base: Server
-    node: Server
-    scale: Server
-    raw: RawClient
-    base_table: str
-    work: dict[str, Workload]
-    headers: dict[str, str]
-    # Each workload's call as a raw HTTP request (`bench.raw_dynamodb`), for wrk.
-    http: dict[str, dict[str, Any]]
-
-
-def _items(
-    options: LocalOptions, users: range, layout: StatusLayout = SEED_LAYOUT
-) -> Iterator[Item]:
-    return dataset.items(
-        users=users,
-        loans_per_user=1,
-        payments_per_loan=options.payments_per_user,
-        first_number=users.start * options.payments_per_user,
-        layout=layout,
-    )
-
-
-async def _compare(
-    setup: _Setup, options: LocalOptions
-) -> tuple[list[dict[str, Any]], list[float]]:
-    """The service, raw aioboto3 and raw HTTP taking turns at going first, each workload, each
-    repetition; the rows, and the service's resident memory (MiB) after each repetition."""
-    rows: list[dict[str, Any]] = []
-    resident: list[float] = []
-    for repetition in range(-1 if options.warmup_seconds else 0, options.repetitions):
-        warmup = repetition < 0
-        seconds = options.warmup_seconds if warmup else options.seconds
-        for turn, name in enumerate(COMPARED):
-            workload = setup.work[name]
-            first = (repetition + turn) % len(SIDES)
-            for side in SIDES[first:] + SIDES[:first]:
-                if side in ("service", "node"):
-                    run = await timed_run(
-                        setup.base if side == "service" else setup.node, workload.body,
-                        setup.headers, workload=name, connections=options.connections,
-                        seconds=seconds, repetition=repetition,
-                    )  # fmt: skip
-                    row = {"rate": run.rate} | summary([run])
-                elif side == "http":
-                    request = setup.http[name]
-                    load = await run_load(
-                        request["url"],
-                        request["body"].encode(),
-                        request["headers"],
-                        connections=options.connections,
-                        seconds=seconds,
-                        core=SERVER_CORE if pinning() else None,
-                    )
-                    if load.errors:
-                        raise RuntimeError(f"raw HTTP {name}: {load.errors} failed calls")
-                    row = {
-                        "rate": load.rate,
-                        "p50_ms": load.p50_ms,
-                        "p99_ms": load.p99_ms,
-                        "load_generator_core_share": load.core_share,
-                    }
-                else:
-                    result = setup.raw.run(
-                        workload,
-                        table=setup.base_table,
-                        connections=options.connections,
-                        seconds=seconds,
-                    )
-                    row = {
-                        "rate": result["calls"] / result["seconds"],
-                        "cpu_ms_per_call": 1000 * result["cpu_seconds"] / max(1, result["calls"]),
-                        "p50_ms": result["p50_ms"],
-                        "p99_ms": result["p99_ms"],
-                    }
-                if not warmup:
-                    rows.append({"side": side, "workload": name} | row)
-        if not warmup:
-            resident.append(setup.base.resident_mib())
-    return rows, resident
-
-
-async def _scale_latencies(setup: _Setup, options: LocalOptions) -> dict[str, Any]:
-    """p50 and p99 at one connection: the service and raw aioboto3, on both tables in turn."""
-    runs: list[Run] = []
-    raw: dict[str, dict[str, list[dict[str, float]]]] = {
-        name: {"base": [], "scale": []} for name in SCALED
-    }
-    sizes = (("base", setup.base, setup.base_table), ("scale", setup.scale, SCALE_TABLE))
-    for repetition in range(options.repetitions):
-        for turn, name in enumerate(SCALED):
-            workload = setup.work[name]
-            for size, server, table in sizes if (repetition + turn) % 2 else sizes[::-1]:
-                run = await timed_run(
-                    server, workload.body, setup.headers, workload=f"{name}@{size}",
-                    connections=1, seconds=options.seconds, repetition=repetition,
-                )  # fmt: skip
-                runs.append(run)
-                raw[name][size].append(
-                    setup.raw.run(workload, table=table, connections=1, seconds=options.seconds)
-                )
-    return {
-        "service": {
-            name: {
-                size: summary(run for run in runs if run.workload == f"{name}@{size}")
-                for size in ("base", "scale")
-            }
-            for name in SCALED
-        },
-        # The median of the repetitions' percentiles.
-        "raw": {
-            name: {
-                size: {
-                    key: sorted(result[key] for result in results)[len(results) // 2]
-                    for key in ("p50_ms", "p99_ms")
-                }
-                for size, results in by_size.items()
-            }
-            for name, by_size in raw.items()
-        },
-    }
+def _without_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k not in IDS}
+    return [_without_ids(item) for item in value] if isinstance(value, list) else value
 
 
 class LocalPass:
-    """`start` runs DynamoDB Local, makes both tables and starts the services and the raw client
+    """`start` runs DynamoDB Local, makes both tables and starts the servers and the raw client
     (with the other pass's servers, so that they all load at once); `run` writes the payments,
     waits for the processes and measures."""
 
     def __init__(self, options: LocalOptions) -> None:
         self.options = options
-        self.base_table = Settings(env="local").table_name
-        self.base_items = list(_items(options, range(options.base_users)))
+        self.table = Settings(env="local").table_name
+        self.base_items = list(self._items(range(options.base_users)))
+        self.work = data.workloads(self.base_items)
+        self.headers = load.service_headers()
         # In memory, several tables of 100,000 payments: far past the development heap.
         self.database = EmbeddedDynamoDB(data_dir=None, heap="2g")
-        self.servers: list[Server] = []
-        self.node: Server | None = None
+        self.servers: list[Process] = []
         self.raw: RawClient | None = None
 
-    def _client(self) -> Any:
-        return aioboto3.Session().client(
-            "dynamodb",
-            region_name=Settings(env="local").region,
-            endpoint_url=self.database.endpoint_url,
-            config=AioConfig(max_pool_connections=generator.WRITERS, parameter_validation=False),
-            **LOCAL_AWS_CREDENTIALS,
+    def _items(self, users: range, layout: StatusLayout = SEED_LAYOUT) -> Iterator[Item]:
+        per_user = self.options.payments_per_user
+        first, loans = users.start * per_user, 1
+        return data.items(
+            users=users,
+            loans_per_user=loans,
+            payments_per_loan=per_user,
+            first_number=first,
+            layout=layout,
         )
+
+    @contextlib.asynccontextmanager
+    async def _writer(self) -> AsyncIterator[Any]:
+        async with raw_client(
+            self.database.endpoint_url,
+            max_pool_connections=data.WRITERS,
+            parameter_validation=False,
+        ) as client:
+            yield client
+
+    def _service(self, name: str, table: str, shards: int = 1) -> Service:
+        """The service as `loc-payments serve` runs it (its request log, its metrics), without
+        live updates: the pass's tables have no stream."""
+        settings = {"live_updates": "false", "gsi2_shards": str(shards), "metrics": "app"}
+        endpoint = self.database.endpoint_url
+        service = Service(endpoint, table, settings | {"log_level": "INFO"}, keep_stdout=False)
+        service.name = name
+        service.start()
+        return service
 
     async def start(self) -> None:
         endpoint = self.database.start()
-        async with self._client() as client:
-            for table in (self.base_table, SCALE_TABLE):
+        async with self._writer() as client:
+            for table in (self.table, SCALE_TABLE):
                 # No stream: nothing here reads one, and DynamoDB Local's writes slow down as a
-                # stream grows (a second 100,000-payment table took ~15 writes a second).
+                # stream grows.
                 await create_table_if_missing(client, table, stream=False)
-        for name, table in (("P3 on 1k", self.base_table), ("P3 on 100k", SCALE_TABLE)):
-            server = Server(name, "service-local", "--endpoint", endpoint, "--table", table)
-            server.start()
-            self.servers.append(server)
-        self.node = Server("Node peer", "node", "--endpoint", endpoint, "--table", self.base_table)
-        self.node.start()
-        self.servers.append(self.node)
-        self.raw = RawClient(endpoint)
+        if not (NODE_PEER / "node_modules").is_dir():
+            raise SystemExit(f"the Node peer is not installed: npm ci --prefix {NODE_PEER}")
+        node = Process(
+            "Node peer",
+            [
+                *("node", NODE_PEER / "server.mjs", "--port", "{port}", "--endpoint", endpoint),
+                *("--table", self.table, "--region", REGION, "--jwt-secret", DEV_JWT_SECRET),
+                *("--cursor-secret", DEV_CURSOR_SECRET),
+            ],
+            keep_stdout=False,
+        )
+        node.start()
+        services = [self._service("P3 on 1k", self.table), self._service("P3 on 100k", SCALE_TABLE)]
+        self.servers = [*services, node]
+        self.raw = RawClient(endpoint, load.SERVER_CORE if load.pinning() else None)
 
     def stop(self) -> None:
         if self.raw is not None:
@@ -299,78 +145,188 @@ class LocalPass:
 
     async def run(self, log: Callable[[str], None]) -> dict[str, Any]:
         options, base_items = self.options, self.base_items
-        async with self._client() as client:
-            for table in (self.base_table, SCALE_TABLE):
-                await generator.load(client, table, iter(base_items))
+        async with self._writer() as client:
+            for table in (self.table, SCALE_TABLE):
+                await data.load(client, table, iter(base_items))
             more = range(options.base_users, options.scale_users)
-            extra = await generator.load(client, SCALE_TABLE, _items(options, more))
+            extra = await data.load(client, SCALE_TABLE, self._items(more))
+        scale_payments = len(base_items) + extra.items
         log(
-            f"DynamoDB Local: {len(base_items):,} payments in one table, "
-            f"{len(base_items) + extra.items:,} in the other ({extra.items:,} written in "
-            f"{extra.seconds:.1f} s, {extra.rate:,.0f}/s)"
+            f"DynamoDB Local: {len(base_items):,} payments in one table, {scale_payments:,} in "
+            f"the other ({extra.items:,} written in {extra.seconds:.1f} s, {extra.rate:,.0f}/s)"
         )
-        if pinning():
+        if load.pinning():
             for jvm in children("java"):
-                pin_process(jvm, {LOAD_CORE})
+                load.pin_process(jvm, {load.LOAD_CORE})
         for server in self.servers:
-            server.wait_ready()
-        assert self.raw is not None and self.node is not None
-        work = {w.name: w for w in workloads.build(base_items)}
-        setup = _Setup(
-            base=self.servers[0],
-            node=self.node,
-            scale=self.servers[1],
-            raw=self.raw,
-            base_table=self.base_table,
-            work=work,
-            headers=service_headers(),
-            http={
-                name: self.raw.run(
-                    work[name], table=self.base_table, connections=1, seconds=0, client="http"
-                )
-                for name in COMPARED
-            },
-        )
-        check_same_data(
-            [work[name] for name in COMPARED], {"P3": setup.base, "Node peer": setup.node},
-            setup.headers,
-        )  # fmt: skip
-        calls = {
-            name: answer(setup.base.port, setup.work[name].body, setup.headers | DEBUG_DYNAMODB)[
-                "extensions"
-            ]["dynamodb"]
-            for name in COMPARED
-        }
-        with load_generator_core():
-            comparison, resident = await _compare(setup, options)
-            log("service against raw aioboto3 and raw HTTP done; p50 at both sizes")
-            scale = await _scale_latencies(setup, options)
+            load.listening(server)
+        service, _, node = self.servers
+        calls = load.check_same_data([self.work[n] for n in COMPARED], service, node, self.headers)
+        with load.load_generator_core():
+            comparison, resident = await self._compare()
+            log("service against the Node peer, raw aioboto3 and raw HTTP done; p50 at both sizes")
+            scale = await self._scale()
         log("p50 at both sizes done; paymentsByStatus at 1, 4 and 16 GSI2 shards")
-        shards = await measure_shards(
-            endpoint=self.database.endpoint_url,
-            table=SCALE_TABLE,
-            first_server=setup.scale,
-            workload=setup.work["by_status"],
-            headers=setup.headers,
-            seconds=options.seconds,
-            repetitions=options.repetitions,
-            items=lambda layout: _items(options, range(options.scale_users), layout),
-            client=self._client,
-        )
         return {
             "connections": options.connections,
             "service_calls": calls,
             "comparison": comparison,
             "base_payments": len(base_items),
-            "scale_payments": len(base_items) + extra.items,
+            "scale_payments": scale_payments,
             "load": {
                 "payments": extra.items,
                 "seconds": extra.seconds,
                 "payments_per_second": extra.rate,
                 "batch_write_requests": extra.requests,
-                "writers": generator.WRITERS,
+                "writers": data.WRITERS,
             },
             "scale": scale,
-            "shards": shards,
-            "service_memory": memory_record(setup.base, resident),
+            "shards": await self._shards(),
+            "service_memory": load.memory_record(service, resident),
+        }
+
+    async def _side(self, side: str, name: str, seconds: float) -> dict[str, Any]:
+        """One run of one side on workload `name`, at the pass's connections."""
+        assert self.raw is not None
+        workload, connections = self.work[name], self.options.connections
+        if side in ("service", "node"):
+            server = self.servers[0 if side == "service" else 2]
+            run = await load.timed_run(server, workload, self.headers, connections, seconds)
+            return {"rate": run.rate} | load.summary([run])
+        if side == "raw":
+            found = self.raw.run(workload, self.table, connections, seconds)
+            return {
+                "rate": found["calls"] / found["seconds"],
+                "cpu_ms_per_call": 1000 * found["cpu_seconds"] / max(1, found["calls"]),
+                "p50_ms": found["p50_ms"],
+                "p99_ms": found["p99_ms"],
+            }
+        request = self.raw.run(workload, self.table, 1, 0, client="http")
+        core = load.SERVER_CORE if load.pinning() else None
+        wrk = await load.run_load(
+            request["url"],
+            request["body"].encode(),
+            request["headers"],
+            connections=connections,
+            seconds=seconds,
+            core=core,
+        )
+        if wrk.errors:
+            raise RuntimeError(f"raw HTTP {name}: {wrk.errors} failed calls")
+        return {
+            "rate": wrk.rate,
+            "p50_ms": wrk.p50_ms,
+            "p99_ms": wrk.p99_ms,
+            "load_generator_core_share": wrk.core_share,
+        }
+
+    async def _compare(self) -> tuple[list[dict[str, Any]], list[float]]:
+        """Each side taking its turn at going first, each workload, each repetition; the rows,
+        and the service's resident memory (MiB) after each repetition."""
+        options = self.options
+        rows: list[dict[str, Any]] = []
+        resident: list[float] = []
+        for repetition in range(-1 if options.warmup_seconds else 0, options.repetitions):
+            seconds = options.seconds if repetition >= 0 else options.warmup_seconds
+            for turn, name in enumerate(COMPARED):
+                first = (repetition + turn) % len(SIDES)
+                for side in SIDES[first:] + SIDES[:first]:
+                    row = await self._side(side, name, seconds)
+                    rows += [{"side": side, "workload": name} | row] if repetition >= 0 else []
+            if repetition >= 0:
+                resident.append(self.servers[0].resident_mib())
+        return rows, resident
+
+    async def _scale(self) -> dict[str, Any]:
+        """p50 and p99 at one connection of the service and raw aioboto3 on both tables in turn;
+        raw aioboto3's, the median of the repetitions' percentiles."""
+        assert self.raw is not None
+        runs, raw = [], []
+        sizes = (("base", self.servers[0], self.table), ("scale", self.servers[1], SCALE_TABLE))
+        for repetition in range(self.options.repetitions):
+            for turn, name in enumerate(SCALED):
+                for size, server, table in sizes if (repetition + turn) % 2 else sizes[::-1]:
+                    workload, seconds = self.work[name], self.options.seconds
+                    label = f"{name}@{size}"
+                    runs.append(
+                        await load.timed_run(
+                            server, workload, self.headers, 1, seconds, repetition, label
+                        )
+                    )
+                    raw.append((label, self.raw.run(workload, table, 1, seconds)))
+
+        def median(label: str, key: str) -> Any:
+            return statistics.median_high(found[key] for name, found in raw if name == label)
+
+        cell = [(name, size, f"{name}@{size}") for name in SCALED for size in ("base", "scale")]
+        service: dict[str, Any] = {name: {} for name in SCALED}
+        raw_latency: dict[str, Any] = {name: {} for name in SCALED}
+        for name, size, label in cell:
+            service[name][size] = load.summary(run for run in runs if run.workload == label)
+            raw_latency[name][size] = {key: median(label, key) for key in ("p50_ms", "p99_ms")}
+        return {"service": service, "raw": raw_latency}
+
+    async def _layout(self, server: Process) -> dict[str, Any]:
+        workload, seconds = self.work["by_status"], self.options.seconds
+        document = load.answer(server.port, workload.body, self.headers | load.DEBUG_DYNAMODB)
+        runs = [
+            await load.timed_run(server, workload, self.headers, 1, seconds, repetition)
+            for repetition in range(self.options.repetitions)
+        ]
+        calls = document["extensions"]["dynamodb"]["operations"]
+        return {"calls": calls, "service": load.summary(runs), "data": document["data"]}
+
+    async def _shards(self) -> dict[str, Any]:
+        """Per layout: the service's latency and calls for a `paymentsByStatus` page; and the
+        reshard's rate (last: DynamoDB Local stays slow for minutes after index-key rewrites)."""
+        one_shard = await self._layout(self.servers[1])
+        layouts: dict[str, Any] = {"1": one_shard}
+        for shards in LAYOUTS[1:]:
+            table = f"{SCALE_TABLE}-{shards}-shards"
+            items = self._items(range(self.options.scale_users), StatusLayout(shards))
+            async with self._writer() as writer:
+                await create_table_if_missing(writer, table, stream=False)
+                await data.load(writer, table, items)
+            server = self._service(f"P3 on {shards} shards", table, shards)
+            try:
+                load.listening(server)
+                layouts[str(shards)] = await self._layout(server)
+            finally:
+                server.stop()
+                async with self._writer() as writer:
+                    await writer.delete_table(TableName=table)
+            if _without_ids(layouts[str(shards)].pop("data")) != _without_ids(one_shard["data"]):
+                raise RuntimeError(f"paymentsByStatus at {shards} shards differs from one shard's")
+        one_shard.pop("data")
+        return {"layouts": layouts, "reshard": await self._reshard_rate()}
+
+    async def _reshard_rate(self) -> dict[str, Any]:
+        layout = StatusLayout(4, also_read=(1,))
+        endpoint = self.database.endpoint_url
+        config = Settings(
+            env="local",
+            table_name=SCALE_TABLE,
+            dynamodb_endpoint=endpoint,
+            dynamodb_read_timeout=60.0,
+        ).dynamo_config()
+        sources = tuple(layout.source_partitions())
+        start = ReshardCheckpoint(table_name=SCALE_TABLE, shards=layout.shards, sources=sources)
+        done = ReshardCounts()
+
+        def on_page(listed: int, counts: ReshardCounts) -> None:
+            nonlocal done
+            done = counts
+
+        secret = DEV_CURSOR_SECRET.encode()
+        async with open_store(config, cursor_secret=secret, layout=layout) as store:
+            began = time.perf_counter()
+            with contextlib.suppress(TimeoutError):
+                job = reshard(store, start, checkpoint_path=None, on_page=on_page)
+                await asyncio.wait_for(job, RESHARD_SECONDS)
+            elapsed = time.perf_counter() - began
+        return {
+            "scanned": done.scanned,
+            "moved": done.moved,
+            "seconds": elapsed,
+            "payments_per_second": done.scanned / elapsed if elapsed else 0.0,
         }

@@ -1,5 +1,4 @@
-"""The targets of issues 6, 11 and 31 as ratios from one run, the table printed on stdout, the
-JSON file."""
+"""The targets of issues 6, 11 and 31 as ratios from one run, and the tables printed on stdout."""
 
 from __future__ import annotations
 
@@ -8,7 +7,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-CONNECTIONS_FOR_RATES = 16
+KINDS = {">=": "min", "<=": "max", "=": "equal"}
+SYMBOLS = {kind: symbol for symbol, kind in KINDS.items()}
+LOCAL_SIDES = ("service", "node", "raw")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,16 +21,15 @@ class Target:
     bound: float | None
     # "min": every ratio at least the bound; "max": at most; "equal": exactly; "none".
     kind: str
-    # Not a target of the issue: the same comparison by server CPU per request, which other
-    # load on the machine disturbs far less than requests per second, or a figure that shows
-    # what a target's measurement is up against.
+    # Not a target of the issues: the same comparison by server CPU per request (which other
+    # load disturbs far less than rates), or a figure that shows what a target is up against.
     reference: bool = False
 
     @property
     def met(self) -> bool | None:
+        values = self.measured.values()
         if self.bound is None:
             return None
-        values = self.measured.values()
         if not values:
             return False
         if self.kind == "min":
@@ -39,275 +39,159 @@ class Target:
         return all(abs(value - self.bound) < 1e-9 for value in values)
 
 
+def _target(name: str, measured: dict[str, float], bound: str = "") -> Target:
+    """`bound`: ">= N", "<= N" or "= N", or none; an indented name is for reference."""
+    kind, _, value = bound.partition(" ")
+    limit = float(value) if value else None
+    return Target(name, measured, limit, KINDS.get(kind, "none"), name.startswith("  "))
+
+
 def _ratio(numerator: float, denominator: float) -> float:
     """NaN when there is nothing to divide by (a run too short to complete a request)."""
     return numerator / denominator if denominator else float("nan")
 
 
-def _cell(engine: dict[str, Any], peer: str, workload: str, connections: int) -> dict[str, Any]:
+def _cell(engine: dict[str, Any], peer: str, workload: str, connections: int = 16) -> Any:
     for cell in engine["cells"]:
         if (cell["peer"], cell["workload"], cell["connections"]) == (peer, workload, connections):
-            found: dict[str, Any] = cell
-            return found
+            return cell
     raise KeyError((peer, workload, connections))
-
-
-def _rate(engine: dict[str, Any], peer: str, workload: str) -> float:
-    rate: float = _cell(engine, peer, workload, CONNECTIONS_FOR_RATES)["requests_per_second"]
-    return rate
 
 
 def targets(engine: dict[str, Any], local: dict[str, Any] | None) -> list[Target]:
     names = [w["name"] for w in engine["workloads"]]
     lists = [w["name"] for w in engine["workloads"] if w["hundred_item_list"]]
-    single = [name for name in names if name == "payment"]
+    one = [name for name in names if name == "payment"]
+
+    def of(key: str, top: str, bottom: str, workloads: list[str], under: str = "") -> Any:
+        """Each workload's `key` of `top` over `bottom`'s (or over its own `under`), at 16."""
+        return {
+            n: _ratio(_cell(engine, top, n)[key], _cell(engine, bottom, n)[under or key])
+            for n in workloads
+        }
+
+    calls = {
+        w["name"]: _ratio(w["service_calls"]["requests"], sum(w["minimum_calls"].values()))
+        for w in engine["workloads"]
+    }
+    rate, cpu, p99 = "requests_per_second", "server_cpu_ms_per_request", "p99_ms"
     found = [
-        Target(
-            "DynamoDB calls per operation / minimum (fake)",
-            {
-                w["name"]: _ratio(w["service_calls"]["requests"], sum(w["minimum_calls"].values()))
-                for w in engine["workloads"]
-            },
-            1.0,
-            "equal",
+        _target("DynamoDB calls per operation / minimum (fake)", calls, "= 1"),
+        _target(
+            "P3 / P1 req/s, 100-item lists, 16 connections", of(rate, "P3", "P1", lists), ">= 1.2"
         ),
-        *_against(engine, "P1", lists, 1.2, "100-item lists, 16 connections", ""),
+        _target("  P3 / P1 by server CPU per request", of(cpu, "P1", "P3", lists), ">= 1.2"),
         # One payment is read by CPU per request (issue 31): its rate at 16 connections on the
         # fake's fixed 2 ms is idle time that the DataLoader and the coalescing make.
-        Target(
+        _target(
             "P3 / P1 by server CPU per request, one payment, 16 connections",
-            {name: _cpu_ratio(engine, "P1", name) for name in single},
-            0.9,
-            "min",
+            of(cpu, "P1", "P3", one),
+            ">= 0.9",
         ),
-        Target(
-            "  P3 / P1 req/s, one payment, 16 connections",
-            {name: _ratio(_rate(engine, "P3", name), _rate(engine, "P1", name)) for name in single},
-            None,
-            "none",
-            reference=True,
-        ),
-        *_against(engine, "P2", names, 1.8, "16 connections", ""),
-        Target(
-            "P3 p99 / p50 at 16 connections",
-            {
-                name: _ratio(
-                    _cell(engine, "P3", name, 16)["p99_ms"], _cell(engine, "P3", name, 16)["p50_ms"]
-                )
-                for name in names
-            },
-            3.0,
-            "max",
-        ),
-        Target(
+        _target("  P3 / P1 req/s, one payment, 16 connections", of(rate, "P3", "P1", one)),
+        _target("P3 p99 / p50 at 16 connections", of(p99, "P3", "P3", names, "p50_ms"), "<= 3"),
+        _target(
             "  the same for P1 (the engine floor, same machine)",
-            {
-                name: _ratio(
-                    _cell(engine, "P1", name, 16)["p99_ms"], _cell(engine, "P1", name, 16)["p50_ms"]
-                )
-                for name in names
-            },
-            3.0,
-            "max",
-            reference=True,
+            of(p99, "P1", "P1", names, "p50_ms"),
+            "<= 3",
         ),
-        Target(
-            "P3 p99 / P1 p99 at 16 connections, same workload",
-            {
-                name: _ratio(
-                    _cell(engine, "P3", name, 16)["p99_ms"], _cell(engine, "P1", name, 16)["p99_ms"]
-                )
-                for name in names
-            },
-            1.0,
-            "max",
+        _target(
+            "P3 p99 / P1 p99 at 16 connections, same workload", of(p99, "P3", "P1", names), "<= 1"
         ),
     ]
+    memory = {"fake": engine["service_memory"]}
     if local is not None:
         found += _local_targets(local, lists)
-    found += _memory_targets(engine, local)
-    return found
+        memory["DynamoDB Local"] = local["service_memory"]
+    # A leak grows the service's memory from repetition to repetition, after the first has
+    # filled every cache.
+    growth = {
+        w: _ratio(m["rss_mib_after_repetition"][-1], m["rss_mib_after_repetition"][0])
+        for w, m in memory.items()
+    }
+    peak = {where: found["peak_rss_mib"] for where, found in memory.items()}
+    return [
+        *found,
+        _target("P3 RSS after last repetition / after first", growth, "<= 1.10"),
+        _target("  P3 peak RSS, MiB", peak),
+    ]
 
 
 def _local_targets(local: dict[str, Any], lists: list[str]) -> list[Target]:
     compared = sorted({row["workload"] for row in local["comparison"]})
     listed = [name for name in compared if name in lists]
-    single = [name for name in compared if name not in lists]
+    one = [name for name in compared if name not in lists]
 
     def against(side: str, workloads: list[str]) -> dict[str, float]:
-        return {
-            name: _ratio(_median_rate(local, "service", name), _median_rate(local, side, name))
-            for name in workloads
-        }
+        return {n: _ratio(_median(local, "service", n), _median(local, side, n)) for n in workloads}
 
     def node_cpu(workloads: list[str]) -> dict[str, float]:
-        return {
-            name: _ratio(_median_cpu(local, "node", name), _median_cpu(local, "service", name))
-            for name in workloads
-        }
+        return {n: _ratio(_cpu(local, "node", n), _cpu(local, "service", n)) for n in workloads}
 
+    def growth(who: str) -> dict[str, float]:
+        sizes = local["scale"][who].items()
+        return {n: _ratio(s["scale"]["p50_ms"], s["base"]["p50_ms"]) for n, s in sizes}
+
+    node, raw = (
+        "service / Node peer req/s on DynamoDB Local",
+        "service / raw aioboto3 on DynamoDB Local",
+    )
+    scale = f"p50 at {local['scale_payments']:,} / at {local['base_payments']:,} payments"
     return [
-        Target(
-            "service / Node peer req/s on DynamoDB Local, 16 connections, 100-item lists",
-            against("node", listed),
-            1.25,
-            "min",
-        ),
-        Target("Node peer / service CPU per request, 100-item lists", node_cpu(listed), 1.5, "min"),
-        Target(
-            "service / Node peer req/s on DynamoDB Local, 16 connections, one payment",
-            against("node", single),
-            2.0,
-            "min",
-        ),
-        Target("Node peer / service CPU per request, one payment", node_cpu(single), 2.0, "min"),
-        Target(
+        _target(f"{node}, 16 connections, 100-item lists", against("node", listed), ">= 1.25"),
+        _target("Node peer / service CPU per request, 100-item lists", node_cpu(listed), ">= 1.5"),
+        _target(f"{node}, 16 connections, one payment", against("node", one), ">= 2"),
+        _target("Node peer / service CPU per request, one payment", node_cpu(one), ">= 2"),
+        _target(
             "service / DynamoDB Local over raw HTTP (wrk), 16 connections, 100-item lists",
             against("http", listed),
-            0.5,
-            "min",
+            ">= 0.5",
         ),
-        Target(
+        _target(
             "  the same, one payment (DynamoDB Local's own rate: the limit on this machine)",
-            against("http", single),
-            None,
-            "none",
-            reference=True,
+            against("http", one),
         ),
-        Target(
-            "service / raw aioboto3 on DynamoDB Local, 16 connections, 100-item lists",
-            against("raw", listed),
-            1.5,
-            "min",
-        ),
-        Target(
-            "service / raw aioboto3 on DynamoDB Local, 16 connections, one payment",
-            against("raw", single),
-            1.0,
-            "min",
-        ),
-        Target(
-            f"p50 at {local['scale_payments']:,} / at {local['base_payments']:,} payments",
-            _growth(local["scale"]["service"]),
-            1.25,
-            "max",
-        ),
-        Target(
-            "  the same for raw aioboto3 (DynamoDB Local's own growth)",
-            _growth(local["scale"]["raw"]),
-            1.25,
-            "max",
-            reference=True,
+        _target(f"{raw}, 16 connections, 100-item lists", against("raw", listed), ">= 1.5"),
+        _target(f"{raw}, 16 connections, one payment", against("raw", one), ">= 1"),
+        _target(scale, growth("service"), "<= 1.25"),
+        _target(
+            "  the same for raw aioboto3 (DynamoDB Local's own growth)", growth("raw"), "<= 1.25"
         ),
     ]
 
 
-def _growth(by_workload: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
-    return {
-        name: _ratio(sizes["scale"]["p50_ms"], sizes["base"]["p50_ms"])
-        for name, sizes in by_workload.items()
-    }
+def _median(local: dict[str, Any], side: str, workload: str, key: str = "rate") -> float:
+    values = [r[key] for r in local["comparison"] if (r["side"], r["workload"]) == (side, workload)]
+    return statistics.median(values) if values else float("nan")
 
 
-def _memory_targets(engine: dict[str, Any], local: dict[str, Any] | None) -> list[Target]:
-    """The service's memory in each pass that has one: a leak grows it from repetition to
-    repetition, after the first has filled every cache."""
-    memory = {"fake": engine["service_memory"]}
-    if local is not None:
-        memory["DynamoDB Local"] = local["service_memory"]
-    after = {where: found["rss_mib_after_repetition"] for where, found in memory.items()}
-    return [
-        Target(
-            "P3 RSS after last repetition / after first",
-            {where: _ratio(rss[-1], rss[0]) for where, rss in after.items()},
-            1.10,
-            "max",
-        ),
-        Target(
-            "  P3 peak RSS, MiB",
-            {where: found["peak_rss_mib"] for where, found in memory.items()},
-            None,
-            "none",
-            reference=True,
-        ),
-    ]
-
-
-def _against(
-    engine: dict[str, Any],
-    peer: str,
-    names: list[str],
-    bound: float,
-    what: str,
-    cpu_what: str,
-) -> list[Target]:
-    """P3 against `peer` by request rate, and the same by server CPU (for reference)."""
-    return [
-        Target(
-            f"P3 / {peer} req/s, {what}",
-            {name: _ratio(_rate(engine, "P3", name), _rate(engine, peer, name)) for name in names},
-            bound,
-            "min",
-        ),
-        Target(
-            f"  P3 / {peer} by server CPU per request{cpu_what}",
-            {name: _cpu_ratio(engine, peer, name) for name in names},
-            bound,
-            "min",
-            reference=True,
-        ),
-    ]
-
-
-def _cpu_ratio(engine: dict[str, Any], peer: str, workload: str) -> float:
-    """How many times more requests P3 serves than `peer` with the same CPU time."""
-    return _ratio(
-        _cell(engine, peer, workload, CONNECTIONS_FOR_RATES)["server_cpu_ms_per_request"],
-        _cell(engine, "P3", workload, CONNECTIONS_FOR_RATES)["server_cpu_ms_per_request"],
-    )
-
-
-def _median_rate(local: dict[str, Any], side: str, workload: str) -> float:
-    return _median(local, side, workload, "rate")
-
-
-def _median_cpu(local: dict[str, Any], side: str, workload: str) -> float:
+def _cpu(local: dict[str, Any], side: str, workload: str) -> float:
     """CPU ms per request (the servers') or per call (raw aioboto3's, in its own process)."""
     key = "cpu_ms_per_call" if side == "raw" else "server_cpu_ms_per_request"
     return _median(local, side, workload, key)
 
 
-def _median(local: dict[str, Any], side: str, workload: str, key: str) -> float:
-    values: list[float] = [
-        row[key]
-        for row in local["comparison"]
-        if (row["side"], row["workload"]) == (side, workload)
-    ]
-    return statistics.median(values) if values else float("nan")
-
-
-def _row(cells: list[str], widths: list[int], left: int) -> str:
-    return "  ".join(
-        cell.ljust(width) if index < left else cell.rjust(width)
-        for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
-    ).rstrip()
-
-
-def _table(header: list[str], rows: list[list[str]], *, left: int = 1) -> list[str]:
+def table(header: list[str], rows: list[list[str]], *, left: int = 1) -> list[str]:
     """Text columns (the first `left`) aligned left, numbers right."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return [_row(header, widths, left), _row(["-" * w for w in widths], widths, left)] + [
-        _row(row, widths, left) for row in rows
-    ]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            cell.ljust(width) if i < left else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
-def _ms(value: float) -> str:
-    return f"{value:.2f}"
+def _memory_line(who: str, memory: dict[str, Any]) -> str:
+    after = ", ".join(f"{rss:.1f}" for rss in memory["rss_mib_after_repetition"])
+    peak = memory["peak_rss_mib"]
+    return f"{who}'s resident memory after each repetition: {after} MiB; peak {peak:.1f} MiB"
 
 
 def render(results: dict[str, Any]) -> str:
-    engine = results["engine"]
-    settings = results["settings"]
+    engine, settings = results["engine"], results["settings"]
     lines = [
         f"Fake DynamoDB ({settings['fake_latency_ms']:g} ms per call), {engine['payments']:,} "
         f"payments; {settings['repetitions']} x {settings['seconds_per_run']:g} s per cell, "
@@ -316,147 +200,115 @@ def render(results: dict[str, Any]) -> str:
     ]
     rows = []
     for workload in engine["workloads"]:
-        name = workload["name"]
-        for peer in engine["peers"]:
-            one, many = _cell(engine, peer, name, 1), _cell(engine, peer, name, 16)
-            calls = ""
-            if peer == "P3":
-                minimum = sum(workload["minimum_calls"].values())
-                calls = f"{workload['service_calls']['requests']} (min {minimum})"
+        name, minimum = workload["name"], sum(workload["minimum_calls"].values())
+        for number, peer in enumerate(engine["peers"]):
+            cells = [_cell(engine, peer, name, 1), _cell(engine, peer, name, 16)]
+            rate = [f"{cell['requests_per_second']:,.0f}" for cell in cells]
+            latency = [f"{cell[key]:.2f}" for cell in cells for key in ("p50_ms", "p99_ms")]
+            calls = f"{workload['service_calls']['requests']} (min {minimum})"
+            cpu = f"{cells[1]['server_cpu_ms_per_request']:.2f}"
             rows.append(
                 [
-                    name if peer == "P0" else "",
+                    name if number == 0 else "",
                     peer,
-                    f"{one['requests_per_second']:,.0f}",
-                    f"{many['requests_per_second']:,.0f}",
-                    _ms(many["server_cpu_ms_per_request"]),
-                    _ms(one["p50_ms"]),
-                    _ms(one["p99_ms"]),
-                    _ms(many["p50_ms"]),
-                    _ms(many["p99_ms"]),
-                    calls,
+                    *rate,
+                    cpu,
+                    *latency,
+                    calls if peer == "P3" else "",
                 ]
             )
-    lines += _table(
-        [
-            "workload", "peer", "req/s @1", "req/s @16", "CPU ms/req", "p50 ms @1", "p99 ms @1",
-            "p50 ms @16", "p99 ms @16", "DynamoDB calls",
-        ],
-        rows,
-        left=2,
-    )  # fmt: skip
-    lines.append(_memory_line("P3", engine["service_memory"]))
+    header = "workload peer req/s_@1 req/s_@16 CPU_ms/req p50_ms_@1 p99_ms_@1 p50_ms_@16 p99_ms_@16"
+    lines += table([*(h.replace("_", " ") for h in header.split()), "DynamoDB calls"], rows, left=2)
     busiest = max(engine["cells"], key=lambda cell: cell["load_generator_core_share"])
-    fastest = max(
-        _cell(engine, peer, w["name"], 16)["requests_per_second"]
-        for w in engine["workloads"]
-        for peer in engine["peers"]
-        if peer != "P0"
-    )
-    floor = min(
-        _cell(engine, "P0", w["name"], 16)["requests_per_second"] for w in engine["workloads"]
-    )
-    where = f"{busiest['peer']} {busiest['workload']} @{busiest['connections']}"
-    lines.append(
+    lines += [
+        _memory_line("P3", engine["service_memory"]),
         "Load generator (wrk, one thread, its own core): busiest "
-        f"{busiest['load_generator_core_share']:.0%} of the core ({where}); "
-        f"P0 answered at least {floor:,.0f} req/s, {_ratio(floor, fastest):.1f} times the "
-        "fastest GraphQL cell"
-    )
-    local = results.get("dynamodb_local")
-    if local is not None:
-        lines += [
-            "",
-            f"DynamoDB Local (in memory), {local['connections']} connections, "
-            f"{local['base_payments']:,} payments: the service against the Node peer, raw "
-            "aioboto3, and DynamoDB Local's own rate over raw HTTP (wrk on the server core)",
-        ]
-        rows = []
-        for name in sorted({row["workload"] for row in local["comparison"]}):
-            rates = {side: _median_rate(local, side, name) for side in ("service", "node", "raw")}
-            cpu = {side: _median_cpu(local, side, name) for side in ("service", "node", "raw")}
-            http = _median_rate(local, "http", name)
-            wrk_share = _median(local, "http", name, "load_generator_core_share")
-            rows.append(
-                [
-                    name,
-                    *(
-                        f"{rates[side]:,.0f}  {cpu[side]:.2f}"
-                        for side in ("service", "node", "raw")
-                    ),
-                    f"{http:,.0f}",
-                    f"{wrk_share:.0%}",
-                    f"{_ratio(rates['service'], rates['node']):.2f}",
-                    f"{_ratio(rates['service'], http):.2f}",
-                    str(local["service_calls"][name]["requests"]),
-                ]
-            )
-        lines += _table(
-            [
-                "workload", "service req/s  CPU ms", "Node peer req/s  CPU ms",
-                "raw aioboto3 calls/s  CPU ms", "raw HTTP calls/s", "wrk's core",
-                "service / Node", "service / raw HTTP", "DynamoDB calls",
-            ],
-            rows,
-        )  # fmt: skip
-        lines.append(_memory_line("The service", local["service_memory"]))
-        load = local["load"]
-        lines += [
-            "",
-            f"Scale: p50 at 1 connection; {load['payments']:,} payments written in "
-            f"{load['seconds']:.1f} s ({load['payments_per_second']:,.0f}/s, "
-            f"{load['writers']} BatchWriteItem calls in flight)",
-        ]
-        base, scale = f"{local['base_payments']:,}", f"{local['scale_payments']:,}"
-        service, raw = local["scale"]["service"], local["scale"]["raw"]
-        lines += _table(
-            ["workload", f"service {base}", f"service {scale}", f"raw {base}", f"raw {scale}"],
-            [
-                [
-                    name,
-                    _ms(service[name]["base"]["p50_ms"]),
-                    _ms(service[name]["scale"]["p50_ms"]),
-                    _ms(raw[name]["base"]["p50_ms"]),
-                    _ms(raw[name]["scale"]["p50_ms"]),
-                ]
-                for name in service
-            ],
-        )
-        lines += ["", *_shard_lines(local)]
+        f"{busiest['load_generator_core_share']:.0%} of the core ({busiest['peer']} "
+        f"{busiest['workload']} @{busiest['connections']})",
+    ]
+    if (local := results.get("dynamodb_local")) is not None:
+        lines += ["", *_local_lines(local)]
     if "live" in results:
         lines += ["", *_live_lines(results["live"])]
-    lines += ["", "Targets (issues 6, 11 and 31)"]
-    symbol = {"min": ">=", "max": "<=", "equal": "="}
     rows = [
         [
-            target["name"],
-            "" if target["bound"] is None else f"{symbol[target['kind']]} {target['bound']:g}",
-            "" if target["reference"] else "met" if target["met"] else "MISSED",
-            ", ".join(f"{k} {v:.2f}" for k, v in target["measured"].items()),
+            t["name"],
+            "" if t["bound"] is None else f"{SYMBOLS[t['kind']]} {t['bound']:g}",
+            "" if t["reference"] else "met" if t["met"] else "MISSED",
+            ", ".join(f"{k} {v:.2f}" for k, v in t["measured"].items()),
         ]
-        for target in results["targets"]
+        for t in results["targets"]
     ]
-    lines += _table(["target (indented: for reference)", "bound", "", "measured"], rows, left=4)
+    lines += ["", "Targets (issues 6, 11 and 31)"]
+    lines += table(["target (indented: for reference)", "bound", "", "measured"], rows, left=4)
     return "\n".join(lines)
 
 
-def _shard_lines(local: dict[str, Any]) -> list[str]:
-    """paymentsByStatus at 1, 4 and 16 GSI2 shards on the scale table, and the reshard's rate."""
-    shards = local["shards"]
-    rows = [
-        [
-            count,
-            ", ".join(f"{api} {calls}" for api, calls in measured["calls"].items()),
-            _ms(measured["service"]["p50_ms"]),
-            _ms(measured["service"]["p99_ms"]),
-        ]
-        for count, measured in shards["layouts"].items()
-    ]
-    moved = shards["reshard"]
+def _local_lines(local: dict[str, Any]) -> list[str]:
+    """The comparison on DynamoDB Local, the scale table, the shards table and the reshard."""
+    rows = []
+    for name in sorted({row["workload"] for row in local["comparison"]}):
+        rate = {side: _median(local, side, name) for side in (*LOCAL_SIDES, "http")}
+        wrk = _median(local, "http", name, "load_generator_core_share")
+        rows.append(
+            [
+                name,
+                *(f"{rate[side]:,.0f}  {_cpu(local, side, name):.2f}" for side in LOCAL_SIDES),
+                f"{rate['http']:,.0f}",
+                f"{wrk:.0%}",
+                f"{_ratio(rate['service'], rate['node']):.2f}",
+                f"{_ratio(rate['service'], rate['http']):.2f}",
+                str(local["service_calls"][name]["requests"]),
+            ]
+        )
+    load, base, scale = local["load"], f"{local['base_payments']:,}", f"{local['scale_payments']:,}"
+    sizes = [(who, size) for who in ("service", "raw") for size in ("base", "scale")]
+    moved = local["shards"]["reshard"]
     return [
-        f"GSI2 shards on {local['scale_payments']:,} payments: paymentsByStatus (100 a page) at 1 "
-        "connection, the same page at every layout",
-        *_table(["shards", "DynamoDB calls", "p50 ms", "p99 ms"], rows),
+        f"DynamoDB Local (in memory), {local['connections']} connections, {base} payments: the "
+        "service against the Node peer, raw aioboto3, and DynamoDB Local's own rate over raw "
+        "HTTP (wrk on the server core)",
+        *table(
+            [
+                "workload",
+                "service req/s  CPU ms",
+                "Node peer req/s  CPU ms",
+                "raw aioboto3 calls/s  CPU ms",
+                "raw HTTP calls/s",
+                "wrk's core",
+                "service / Node",
+                "service / raw HTTP",
+                "DynamoDB calls",
+            ],
+            rows,
+        ),
+        _memory_line("The service", local["service_memory"]),
+        "",
+        f"Scale: p50 at 1 connection; {load['payments']:,} payments written in "
+        f"{load['seconds']:.1f} s ({load['payments_per_second']:,.0f}/s, {load['writers']} "
+        "BatchWriteItem calls in flight)",
+        *table(
+            ["workload", f"service {base}", f"service {scale}", f"raw {base}", f"raw {scale}"],
+            [
+                [name, *(f"{local['scale'][w][name][s]['p50_ms']:.2f}" for w, s in sizes)]
+                for name in local["scale"]["service"]
+            ],
+        ),
+        "",
+        f"GSI2 shards on {scale} payments: paymentsByStatus (100 a page) at 1 connection, the "
+        "same page at every layout",
+        *table(
+            ["shards", "DynamoDB calls", "p50 ms", "p99 ms"],
+            [
+                [
+                    count,
+                    ", ".join(f"{api} {calls}" for api, calls in found["calls"].items()),
+                    f"{found['service']['p50_ms']:.2f}",
+                    f"{found['service']['p99_ms']:.2f}",
+                ]
+                for count, found in local["shards"]["layouts"].items()
+            ],
+        ),
         f"reshard 1 -> 4 shards: {moved['scanned']:,} payments in {moved['seconds']:.1f} s "
         f"({moved['payments_per_second']:,.0f}/s; 16 moves in flight)",
     ]
@@ -475,14 +327,6 @@ def _live_lines(live: dict[str, Any]) -> list[str]:
         f"{live['missing']} missing, {live['duplicates']} repeated"
         + ("" if intact else f", {live['unexpected']} unexpected: LOST OR REPEATED"),
     ]
-
-
-def _memory_line(who: str, memory: dict[str, Any]) -> str:
-    after = ", ".join(f"{rss:.1f}" for rss in memory["rss_mib_after_repetition"])
-    return (
-        f"{who}'s resident memory after each repetition: {after} MiB; "
-        f"peak {memory['peak_rss_mib']:.1f} MiB"
-    )
 
 
 def target_records(found: list[Target]) -> list[dict[str, Any]]:

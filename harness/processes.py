@@ -167,14 +167,21 @@ class Process:
 
 
 class Service(Process):
-    """`python -m server serve` in the `local` environment on `table_name`, with `settings`
-    (more LOC_* variables, by setting name: `stream_poll_interval`). Without an endpoint it
-    starts its own DynamoDB Local (give it a `data_dir`)."""
+    """`python -m server serve` in the `local` environment on `table_name`, quiet (no metrics,
+    warnings only) but for `settings` (more LOC_* variables, by setting name:
+    `stream_poll_interval`). Without an endpoint it starts its own DynamoDB Local (give it a
+    `data_dir`). Its stdout (the request log) is kept unless `keep_stdout` is false."""
 
     def __init__(
-        self, endpoint_url: str | None, table_name: str, settings: Mapping[str, str] | None = None
+        self,
+        endpoint_url: str | None,
+        table_name: str,
+        settings: Mapping[str, str] | None = None,
+        *,
+        keep_stdout: bool = True,
     ) -> None:
-        super().__init__("the service", [sys.executable, "-m", "server", "serve"])
+        command = [sys.executable, "-m", "server", "serve"]
+        super().__init__("the service", command, keep_stdout=keep_stdout)
         self.name = f"the service on {self.url}"
         self.ws_url = f"ws://{HOST}:{self.port}/graphql"
         self._env = {

@@ -2,24 +2,36 @@
 same `PaymentStore`, parse and validation cached per query text, no extensions, no checks of the
 caller. Payment fields are sync functions of the domain payment; only the root fields and
 `Loan.payments`, which read DynamoDB, are async.
+
+    python -m bench.peers.graphql_core PORT ITEMS
+
+serves it on the fake DynamoDB holding the items of file ITEMS (uvicorn with uvloop and
+httptools, no access log).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+import sys
 from collections.abc import Callable
 from inspect import isawaitable
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from graphql import (
     DocumentNode,
     ExecutionResult,
+    GraphQLEnumType,
     GraphQLObjectType,
+    GraphQLOutputType,
     GraphQLResolveInfo,
     GraphQLSchema,
     build_schema,
     execute,
+    get_named_type,
     parse,
     validate,
 )
@@ -41,32 +53,20 @@ Resolver = Callable[..., Any]
 Info = GraphQLResolveInfo[PaymentStore]
 
 
-def _timestamp(value: Any) -> str | None:
-    return None if value is None else format_timestamp(value)
+def _payment_field(name: str, type_: GraphQLOutputType) -> Resolver | None:
+    """A plain function of the domain payment for a scalar or enum field it holds."""
+    attribute = re.sub(r"([A-Z])", r"_\1", name).lower()
+    named = get_named_type(type_)
+    if attribute not in {field.name for field in dataclasses.fields(Payment)}:
+        return None
+    if isinstance(named, GraphQLEnumType):
+        return lambda p, _: getattr(p, attribute).name
+    if named.name == "DateTime":
+        return lambda p, _: (
+            None if (value := getattr(p, attribute)) is None else format_timestamp(value)
+        )
+    return None if isinstance(named, GraphQLObjectType) else lambda p, _: getattr(p, attribute)
 
-
-PAYMENT_FIELDS: dict[str, Resolver] = {
-    "id": lambda p, _: payment_node_id(PaymentRef(p.user_id, p.loan_id, p.payment_id)),
-    "paymentId": lambda p, _: p.payment_id,
-    "userId": lambda p, _: p.user_id,
-    "loanId": lambda p, _: p.loan_id,
-    "amountCents": lambda p, _: p.amount_cents,
-    "status": lambda p, _: p.status.name,
-    "method": lambda p, _: p.method.name,
-    "process": lambda p, _: p.process.name,
-    "confirmationId": lambda p, _: p.confirmation_id,
-    "accountLastFour": lambda p, _: p.account_last_four,
-    "intendedInstallmentId": lambda p, _: p.intended_installment_id,
-    "attempts": lambda p, _: p.attempts,
-    "updateReason": lambda p, _: p.update_reason,
-    "returnCode": lambda p, _: p.return_code,
-    "version": lambda p, _: p.version,
-    "createdAt": lambda p, _: _timestamp(p.created_at),
-    "updatedAt": lambda p, _: _timestamp(p.updated_at),
-    "firstPresentedAt": lambda p, _: _timestamp(p.first_presented_at),
-    "completedAt": lambda p, _: _timestamp(p.completed_at),
-    "loan": lambda p, _: LoanRef(p.user_id, p.loan_id),
-}
 
 LOAN_FIELDS: dict[str, Resolver] = {
     "id": lambda loan, _: loan_node_id(loan),
@@ -100,37 +100,14 @@ def _loan(_: None, info: Info, loanId: str, userId: str) -> LoanRef:
     return LoanRef(userId, loanId)
 
 
-async def _loan_payments(
-    loan: LoanRef,
-    info: Info,
-    status: str | None = None,
-    first: int | None = None,
-    after: str | None = None,
-    last: int | None = None,
-    before: str | None = None,
-) -> Page:
-    return await info.context.loan_payments(
-        loan,
-        status=None if status is None else PaymentStatus(status),
-        first=first,
-        after=after,
-        last=last,
-        before=before,
-    )
+async def _loan_payments(loan: LoanRef, info: Info, status: str | None = None, **page: Any) -> Page:
+    """`page`: first, after, last, before."""
+    status_ = None if status is None else PaymentStatus(status)
+    return await info.context.loan_payments(loan, status=status_, **page)
 
 
-async def _payments_by_status(
-    _: None,
-    info: Info,
-    status: str,
-    first: int | None = None,
-    after: str | None = None,
-    last: int | None = None,
-    before: str | None = None,
-) -> Page:
-    return await info.context.payments_by_status(
-        status=PaymentStatus(status), first=first, after=after, last=last, before=before
-    )
+async def _payments_by_status(_: None, info: Info, status: str, **page: Any) -> Page:
+    return await info.context.payments_by_status(status=PaymentStatus(status), **page)
 
 
 async def _nodes(_: None, info: Info, ids: list[str]) -> list[Payment | LoanRef | None]:
@@ -153,7 +130,18 @@ def _attach(schema: GraphQLSchema, type_name: str, resolvers: dict[str, Resolver
 
 def build() -> GraphQLSchema:
     schema = build_schema(SDL.read_text())
-    _attach(schema, "Payment", PAYMENT_FIELDS)
+    payment = schema.get_type("Payment")
+    assert isinstance(payment, GraphQLObjectType)
+    fields = {name: _payment_field(name, field.type) for name, field in payment.fields.items()}
+    _attach(
+        schema,
+        "Payment",
+        {name: found for name, found in fields.items() if found}
+        | {
+            "id": lambda p, _: payment_node_id(PaymentRef(p.user_id, p.loan_id, p.payment_id)),
+            "loan": lambda p, _: LoanRef(p.user_id, p.loan_id),
+        },
+    )
     _attach(schema, "Loan", LOAN_FIELDS | {"payments": _loan_payments})
     _attach(schema, "PaymentConnection", CONNECTION_FIELDS)
     _attach(schema, "PaymentEdge", EDGE_FIELDS)
@@ -212,3 +200,17 @@ def create_app(store: PaymentStore) -> Starlette:
         return JSONResponse(result.formatted)
 
     return Starlette(routes=[Route("/graphql", graphql, methods=["POST"])])
+
+
+if __name__ == "__main__":
+    from bench.fake_dynamodb import fake_store
+
+    uvicorn.run(
+        create_app(fake_store(Path(sys.argv[2]))),
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        loop="uvloop",
+        http="httptools",
+        access_log=False,
+        log_level="warning",
+    )

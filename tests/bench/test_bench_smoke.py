@@ -1,4 +1,4 @@
-"""`make bench` in miniature: every peer, every workload, both passes, the report."""
+"""`make bench` in miniature: every peer, every workload, every pass, the report."""
 
 from __future__ import annotations
 
@@ -72,13 +72,11 @@ def test_the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRu
     # service made the fewest DynamoDB calls for each.
     engine = results["engine"]
     assert {(cell["peer"], cell["workload"]) for cell in engine["cells"]} == {
-        (peer, workload["name"])
-        for peer in ("P0", "P1", "P2", "P3")
-        for workload in engine["workloads"]
+        (peer, workload["name"]) for peer in ("P1", "P3") for workload in engine["workloads"]
     }
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
-    assert len(targets) == 15
+    assert len(targets) == 14
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:

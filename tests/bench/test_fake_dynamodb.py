@@ -6,14 +6,14 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from bench import dataset, generator
+from bench import data
 from bench.fake_dynamodb import FakeDynamoDB, as_client
 from datasource import Page, PaymentStore, count_calls
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, PaymentRef
 from tests.backends import CURSOR_SECRET
 
-ITEMS = list(dataset.items(users=range(2), loans_per_user=2, payments_per_loan=7))
+ITEMS = list(data.items(users=range(2), loans_per_user=2, payments_per_loan=7))
 MISSING = PaymentRef("user-0000", "loan-00", "00000000-0000-7000-8000-000000000000")
 
 
@@ -52,7 +52,7 @@ async def other_reads(store: PaymentStore) -> list[Any]:
 
 
 async def test_the_fake_answers_every_read_as_dynamodb_does(moto_store: PaymentStore) -> None:
-    await generator.load(moto_store.client, moto_store.table_name, iter(ITEMS))
+    await data.load(moto_store.client, moto_store.table_name, iter(ITEMS))
     fake = FakeDynamoDB(moto_store.table_name, ITEMS, latency=0)
     fake_store = PaymentStore(
         as_client(fake), table_name=moto_store.table_name, cursor_secret=CURSOR_SECRET

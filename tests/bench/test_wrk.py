@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bench.wrk import run_load
+from bench.load import run_load
 
 
 def _server(delay: float, status: bytes) -> type[asyncio.Protocol]:

@@ -1,0 +1,264 @@
+"""The load generator and what it measures: wrk (Debian's package `wrk`), one thread, closed-loop
+keep-alive connections each sending the same POST as soon as its last answer is in; one timed
+run of a workload against a server; what the runs of a cell sum up to; and where each runs.
+
+A run lasts `seconds` by wrk's clock (stopped with SIGINT, its Ctrl-C); an answer that is not a
+2xx or 3xx, and any connection, read or write error or timeout, is an error; wrk's own CPU time
+comes with the rate. The load generator runs on core 0 and every server on core 1 (with fewer
+cores, nothing is pinned).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import resource
+import shutil
+import signal
+import statistics
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import jwt
+
+from harness.processes import Process
+from server.settings import DEV_JWT_SECRET
+
+if TYPE_CHECKING:
+    from bench.data import Workload
+
+HOST = "127.0.0.1"
+LOAD_CORE, SERVER_CORE = 0, 1
+DEBUG_DYNAMODB = {"X-Debug-DynamoDB": "1"}
+TIMEOUT = 30  # before wrk counts a request as timed out
+LONGEST_RUN_SECONDS = 8.0
+# wrk prints this line last, from the script's `done` hook.
+_REPORT = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '\\n{"requests": %d, "duration_us": %d, "errors": %d, "p50_us": %d, "p99_us": %d}\\n',
+    summary.requests, summary.duration, e.status + e.connect + e.read + e.write + e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def pinning() -> bool:
+    return {LOAD_CORE, SERVER_CORE} <= os.sched_getaffinity(0)
+
+
+def listening(process: Process) -> None:
+    """Until `process` listens, then every thread of it on the server core (when pinning)."""
+    process.wait_listening()
+    if pinning():
+        pin_process(process.pid, {SERVER_CORE})
+
+
+def pin_process(pid: int, cores: set[int]) -> None:
+    """Every thread of `pid` (threads created later inherit it from their creator)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task.name), cores)
+
+
+@contextlib.contextmanager
+def load_generator_core() -> Iterator[None]:
+    """This process on the load generator's core for the block; processes started inside
+    inherit it, so start servers and DynamoDB Local before."""
+    everywhere = os.sched_getaffinity(0)
+    if pinning():
+        pin_process(os.getpid(), {LOAD_CORE})
+    try:
+        yield
+    finally:
+        pin_process(os.getpid(), everywhere)
+
+
+def service_headers() -> dict[str, str]:
+    """A service caller's development token (`loc-payments token --service`)."""
+    claims = {"sub": "bench-service", "scope": "payments:service", "exp": int(time.time()) + 10800}
+    return {"Authorization": f"Bearer {jwt.encode(claims, DEV_JWT_SECRET, algorithm='HS256')}"}
+
+
+def answer(port: int, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    """One POST /graphql outside any timing, which must answer 200 without errors."""
+    headers = {"Content-Type": "application/json", **headers}
+    response = httpx.post(
+        f"http://{HOST}:{port}/graphql", content=body, headers=headers, timeout=30
+    )
+    document: dict[str, Any] = response.json()
+    if response.status_code != 200 or document.get("errors"):
+        raise RuntimeError(f"HTTP {response.status_code}: {response.text[:500]}")
+    return document
+
+
+def check_same_data(
+    work: list[Workload], service: Process, other: Process, headers: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """`other` answers every workload with the service's `data`; the service's DynamoDB calls
+    (its `extensions.dynamodb`) per workload."""
+    calls = {}
+    for workload in work:
+        expected = answer(service.port, workload.body, headers | DEBUG_DYNAMODB)
+        calls[workload.name] = expected["extensions"]["dynamodb"]
+        if answer(other.port, workload.body, headers)["data"] != expected["data"]:
+            raise RuntimeError(f"{other.name} and {service.name} differ on {workload.name}")
+    return calls
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    requests: int
+    errors: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    client_cpu_seconds: float  # wrk's own, over the run
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def core_share(self) -> float:
+        """How busy wrk kept its core: near 1.0 would make it, not the server, the limit."""
+        return self.client_cpu_seconds / self.seconds if self.seconds else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Run(Load):
+    """One timed run of a workload against a server."""
+
+    peer: str = ""
+    workload: str = ""
+    connections: int = 0
+    repetition: int = 0
+    server_cpu_seconds: float = 0.0
+
+    @property
+    def cell(self) -> tuple[str, str, int]:
+        return self.peer, self.workload, self.connections
+
+
+def _lua(text: bytes) -> str:
+    """A Lua string literal: every byte but ASCII letters escaped, as three decimal digits."""
+    escaped = "".join(chr(b) if chr(b).isalpha() and b < 128 else f"\\{b:03d}" for b in text)
+    return f'"{escaped}"'
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def run_load(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    connections: int,
+    seconds: float,
+    core: int | None = None,
+) -> Load:
+    """`connections` requests kept in flight for `seconds`, wrk on `core` if given. A run too
+    short for one answer is made again, twice as long, up to LONGEST_RUN_SECONDS."""
+    command = shutil.which("wrk")
+    if command is None:
+        raise RuntimeError(
+            "the benchmark's load generator is wrk, which is not installed: `make bench` "
+            "installs it as root (apt-get install -y wrk); elsewhere install Debian's package "
+            "`wrk` (or your system's) and run again"
+        )
+    lines = ['wrk.method = "POST"', f"wrk.body = {_lua(body)}"]
+    lines += [f"wrk.headers[{_lua(k.encode())}] = {_lua(v.encode())}" for k, v in headers.items()]
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write("\n".join(lines) + _REPORT)
+    try:
+        while True:
+            cpu_before, pipe = _children_cpu(), asyncio.subprocess.PIPE
+            flags = [f"-c{connections}", f"-d{math.ceil(seconds) + 1}s", f"--timeout={TIMEOUT}s"]
+            process = await asyncio.create_subprocess_exec(
+                *(command, "-t1", *flags, "-s", script.name, url),
+                stdout=pipe,
+                stderr=pipe,
+                preexec_fn=None if core is None else lambda: os.sched_setaffinity(0, {core}),
+            )
+            try:
+                await asyncio.wait_for(process.wait(), seconds)
+            except TimeoutError:
+                process.send_signal(signal.SIGINT)
+            output, errors = await asyncio.wait_for(process.communicate(), TIMEOUT + 10)
+            report = [line for line in output.decode().splitlines() if line.startswith('{"req')]
+            if process.returncode != 0 or not report:
+                raise RuntimeError(f"wrk failed ({process.returncode}): {errors.decode()[-1000:]}")
+            found = json.loads(report[-1])
+            seconds_run, cpu = found["duration_us"] / 1e6, _children_cpu() - cpu_before
+            p50, p99 = found["p50_us"] / 1000, found["p99_us"] / 1000
+            load = Load(found["requests"], found["errors"], seconds_run, p50, p99, cpu)
+            if load.requests or seconds >= LONGEST_RUN_SECONDS:
+                return load
+            seconds *= 2
+    finally:
+        os.unlink(script.name)
+
+
+async def timed_run(
+    server: Process,
+    workload: Workload,
+    headers: dict[str, str],
+    connections: int,
+    seconds: float,
+    repetition: int = 0,
+    label: str = "",
+) -> Run:
+    """`workload` sent to `server` for `seconds` on `connections`, with the server's CPU time;
+    the run is named `label` (the workload's name by default)."""
+    cpu, url = server.cpu_seconds(), f"http://{HOST}:{server.port}/graphql"
+    headers = {"Content-Type": "application/json", **headers}
+    load = await run_load(url, workload.body, headers, connections=connections, seconds=seconds)
+    return Run(
+        **asdict(load),
+        peer=server.name,
+        workload=label or workload.name,
+        connections=connections,
+        repetition=repetition,
+        server_cpu_seconds=server.cpu_seconds() - cpu,
+    )
+
+
+def summary(runs: Iterable[Run]) -> dict[str, float]:
+    """The repetitions of one cell: the median rate, p50 and p99 (wrk's, per run), the CPU per
+    request over every request, and how busy the load generator's core was (near 1.0: it, not
+    the server, set the pace)."""
+    cell = list(runs)
+    requests, seconds = sum(run.requests for run in cell), sum(run.seconds for run in cell)
+    cpu = sum(run.server_cpu_seconds for run in cell)
+    return {
+        "requests_per_second": statistics.median(run.rate for run in cell),
+        "server_cpu_ms_per_request": 1000 * cpu / requests if requests else 0.0,
+        "p50_ms": statistics.median(run.p50_ms for run in cell),
+        "p99_ms": statistics.median(run.p99_ms for run in cell),
+        "requests": requests,
+        "errors": sum(run.errors for run in cell),
+        "load_generator_core_share": (
+            sum(run.client_cpu_seconds for run in cell) / seconds if seconds else 0.0
+        ),
+    }
+
+
+def memory_record(server: Process, resident_after_repetitions: list[float]) -> dict[str, Any]:
+    """What a leak would show: the server's resident memory (MiB) after each repetition, and its
+    peak since it started (so read while it still runs)."""
+    return {
+        "rss_mib_after_repetition": resident_after_repetitions,
+        "peak_rss_mib": server.peak_resident_mib(),
+    }
