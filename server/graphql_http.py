@@ -43,6 +43,7 @@ from resolvers.callers import Caller, CallerError
 from resolvers.context import Context
 from schema import PaymentsSchema
 from schema.document_policy import (
+    DOCUMENT_NOT_TRUSTED,
     PERSISTED_QUERY_NOT_FOUND,
     DocumentRefused,
     Documents,
@@ -174,13 +175,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         context = self._context(request)
         headers = {REQUEST_ID_HEADER: context.request_id}
         try:
-            query = self._documents.text_for(
-                query=envelope.query,
-                document_id=envelope.document_id,
-                doc_id=envelope.doc_id,
-                extensions=envelope.extensions,
-                is_service=context.caller_kind == "service",
-            )
+            query = self._text(envelope, context)
             result = await self._execute(query, envelope, context, allowed)
         except DocumentRefused as error:
             if error.code == PERSISTED_QUERY_NOT_FOUND:  # nothing may cache the miss
@@ -259,14 +254,25 @@ class PaymentsGraphQL(GraphQL[Context, None]):
 
     def document_text(self, payload: Mapping[str, object], context: Context) -> str | None:
         """The text a WebSocket operation runs (`server.websocket_protocol`)."""
-        data = envelope(payload)
-        return self._documents.text_for(
-            query=data.query,
-            document_id=data.document_id,
-            doc_id=data.doc_id,
-            extensions=data.extensions,
-            is_service=context.caller_kind == "service",
-        )
+        return self._text(envelope(payload), context)
+
+    def _text(self, data: Envelope, context: Context) -> str | None:
+        """The text the request runs (`schema.document_policy`). Text the policy refuses from a
+        request without a valid token is refused for the token (UNAUTHENTICATED): a service
+        whose token failed would otherwise read that it must name a trusted document."""
+        try:
+            return self._documents.text_for(
+                query=data.query,
+                document_id=data.document_id,
+                doc_id=data.doc_id,
+                extensions=data.extensions,
+                is_service=context.caller_kind == "service",
+            )
+        except DocumentRefused as refused:
+            caller = context.authenticated
+            if refused.code == DOCUMENT_NOT_TRUSTED and isinstance(caller, CallerError):
+                raise DocumentRefused(caller.code, str(caller)) from refused
+            raise
 
     def token_lifetime(self, context: Context) -> float:
         """The seconds left to the token of a connection `on_ws_connect` accepted."""

@@ -1,20 +1,30 @@
-"""The manifests the front-end tools themselves made (`trusted-documents/manifests/`, each with the
-command that made it in `trusted-documents/README.md`): each loads, and each of its documents
-runs by the id its client sends, as a customer in prod, over POST and (queries) GET."""
+"""Trusted documents as the front-end clients themselves use them: the manifests their tools made
+(`trusted-documents/manifests/`, each with the command that made it in
+`trusted-documents/README.md`) load, and each document runs by the id its client sends, as a
+customer in prod, over POST and (queries) GET; and Apollo Client's persisted-query link
+(`@apollo/client/link/persisted-queries`, pinned by `trusted-documents/package-lock.json`),
+driven from Node against a real `python -m server serve`, makes automatic persisted queries'
+round trip (miss, register, hit) by POST and with hashed queries by GET."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from datasource import DynamoConfig
-from tests.api.conftest import PROD_SETTINGS, api_client, prod_token
+from tests.api.conftest import PROD_SETTINGS, SERVICE, api_client, prod_token
+from tests.backends import Backend
+from tests.conftest import _fresh_table
+from tests.servers import served
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "trusted-documents" / "manifests"
+DRIVER = MANIFESTS.parent / "apq.mjs"
 
 
 def by_id(name: str, identifier: str) -> dict[str, Any]:
@@ -78,3 +88,55 @@ async def test_each_clients_documents_run_by_id_for_a_customer_in_prod(
         [edge] = page["loan"]["payments"]["edges"]
         assert edge["node"]["paymentId"] == payment["paymentId"]
     assert fetched["payment"]["amountCents"] == 2500
+
+
+async def apollo_client(url: str, *options: str) -> dict[str, Any]:
+    node = shutil.which("node")
+    assert node is not None, "Apollo Client runs under Node (installed with npm)"
+    process = await asyncio.create_subprocess_exec(
+        node,
+        str(DRIVER),
+        "--url",
+        url,
+        "--token",
+        SERVICE,
+        "--user-id",
+        "user-1",
+        "--loan-id",
+        "loan-1",
+        *options,
+        cwd=DRIVER.parent,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    ran: dict[str, Any] = json.loads(out)
+    return ran
+
+
+@pytest.mark.ddblocal
+@pytest.mark.parametrize("options", [(), ("--get",)], ids=["POST", "GET"])
+async def test_apollo_clients_automatic_persisted_queries_miss_register_and_hit(
+    ddblocal_backend: Backend, options: tuple[str, ...]
+) -> None:
+    table_name = await _fresh_table(ddblocal_backend)
+    try:
+        async with served(ddblocal_backend.endpoint_url, table_name) as [url]:
+            ran = await apollo_client(f"{url}/graphql", *options)
+    finally:
+        await ddblocal_backend.client.delete_table(TableName=table_name)
+
+    miss, register, hit = ran["requests"]
+    hashed = "GET" if options else "POST"
+    assert (miss["method"], miss["queryText"], miss["sha256Hash"]) == (
+        hashed,
+        False,
+        register["sha256Hash"],
+    )
+    assert miss["body"]["errors"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"
+    assert (register["method"], register["queryText"], register["status"]) == ("POST", True, 200)
+    assert (hit["method"], hit["queryText"], hit["status"]) == (hashed, False, 200)
+    assert hit["body"] == register["body"]
+    assert [result["error"] for result in ran["results"]] == [None, None]
+    assert ran["results"][0]["data"]["loan"]["payments"]["edges"] == []
