@@ -1,14 +1,10 @@
-"""`python -m bench` (`make bench`): every pass, the tables on stdout, the JSON file.
+"""`python -m bench` (`make bench`; `--quick`: seconds, the smoke test; `--no-local`: the fake
+pass only, no Java needed): every pass, the tables on stdout, the JSON file.
 
-python -m bench                  the full run
-python -m bench --quick          seconds, not minutes: proves the harness works
-python -m bench --no-local       the fake pass only (no Java needed)
-
-The first pass runs the service (P3) against the engine floor (P1, `bench.peers.graphql_core`),
-both on the fake DynamoDB, each a server process on the server core; this process is the load
-generator. P1 must answer every workload with the service's `data` before anything is timed;
-each repetition, for each workload and connection count, the peers take turns at going first.
-Then `bench.local_pass` on DynamoDB Local, and last the live-updates, tracing and
+The first pass runs the service (P3) against the engine floor (P1, `bench.peers.graphql_core`)
+on the fake DynamoDB, each a server process on the server core, this process the load
+generator; P1 must answer the service's `data` first, and in each repetition the peers take
+turns at going first. Then `bench.local_pass`, and the live-updates, tracing and
 trusted-documents passes, each on a DynamoDB Local of its own.
 """
 
@@ -23,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +46,6 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, help="length of each timed run (default 2)")
     parser.add_argument("--repetitions", type=int, help="of every cell (default 3)")
     parser.add_argument("--no-local", action="store_true", help="skip DynamoDB Local and scale")
-    parser.add_argument("--scale-users", type=int, help="users of 100 payments at scale (1000)")
     parser.add_argument(
         "--no-priority", dest="priority", action="store_false", help="do not raise it (nice -10)"
     )
@@ -60,12 +55,9 @@ def _arguments() -> argparse.Namespace:
 
 
 def _commit() -> str:
-    def git(*arguments: str) -> str:
-        found = subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True)
-        return found.stdout.strip()
-
-    head, dirty = git("rev-parse", "--short", "HEAD"), git("status", "-s", "-uno")
-    return f"{head}{' with local changes' if dirty else ''}" if head else "unknown"
+    describe = ["git", "describe", "--always", "--exclude=*", "--dirty= with local changes"]
+    found = subprocess.run(describe, cwd=ROOT, capture_output=True, text=True)
+    return found.stdout.strip() or "unknown"
 
 
 async def _engine_pass(
@@ -76,7 +68,7 @@ async def _engine_pass(
         load.listening(server)
     engine, service = servers
     work, headers = list(data.workloads(stored).values()), load.service_headers()
-    log(f"fake DynamoDB: {len(stored)} payments; P1 and P3 load.listening; checking answers")
+    log(f"fake DynamoDB: {len(stored)} payments; P1 and P3 listening; checking answers")
     calls = load.check_same_data(work, service, engine, headers)
     log("P1 and P3 return the same data for every workload; warming up")
     runs, resident, turn = [], [], 0
@@ -105,15 +97,17 @@ async def _engine_pass(
         ],
         "cells": [
             {"peer": peer, "workload": w.name, "connections": n}
-            | load.summary(
-                r for r in runs if (r.peer, r.workload, r.connections) == (peer, w.name, n)
-            )
+            | load.summary(run for run in runs if run.cell == (peer, w.name, n))
             for w in work
             for n in CONNECTIONS
             for peer in PEERS
         ],
         "runs": [asdict(run) for run in runs],
-        "service_memory": load.memory_record(service, resident),
+        # Its peak, read while it still runs.
+        "service_memory": {
+            "rss_mib_after_repetition": resident,
+            "peak_rss_mib": service.peak_resident_mib(),
+        },
     }
 
 
@@ -156,13 +150,9 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         Process(name, [sys.executable, "-m", module, "{port}", items], keep_stdout=False)
         for name, module in modules.items()
     ]
-    local_options = LocalOptions(seconds, warmup, repetitions)
-    if quick:
-        local_options = replace(local_options, base_users=2, scale_users=3)
-    if arguments.scale_users:
-        local_options = replace(local_options, scale_users=arguments.scale_users)
+    scale = {"base_users": 2, "scale_users": 3} if quick else {}
+    local_options = LocalOptions(seconds, warmup, repetitions, **scale)
     local = None if arguments.no_local else LocalPass(local_options)
-    settings = {"seconds": seconds, "warmup": warmup, "repetitions": repetitions}
     with contextlib.ExitStack() as stack:
         # Every process of both passes starts at once; the local pass's then idle meanwhile.
         for server in servers:
@@ -171,6 +161,7 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         if local is not None:
             stack.callback(local.stop)
             await local.start()
+        settings = {"seconds": seconds, "warmup": warmup, "repetitions": repetitions}
         results["engine"] = await _engine_pass(stored, servers, settings, log)
         for server in servers:
             server.stop()

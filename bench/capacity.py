@@ -1,19 +1,13 @@
-"""What each GraphQL operation costs in DynamoDB capacity, as DynamoDB Local reports it: the one
-place the figures of the capacity tables come from.
+"""`python -m bench.capacity`: what each GraphQL operation costs in DynamoDB capacity, as
+DynamoDB Local reports it, as a markdown table: the calls, the read and write units, and the
+units per table and index of each answer's `extensions.dynamodb`.
 
-    python -m bench.capacity
-
-The real app in-process on DynamoDB Local (started here, in memory), its table seeded with the
-demonstration payments as `make run` seeds it. It runs the walkthrough's operations (docs/api.md)
-in order; each of the eight mutations once, on a payment brought to the status it moves from, with
-an idempotency key as the service's own writers send them (a skip also without one, and sent
-again); then the benchmark's workloads (`bench.data`) on its payments. It prints a markdown
-table of what each answer's `extensions.dynamodb` reports: the calls, the read and write units,
-and the units per table and index.
-
-DynamoDB Local's figures agree with AWS's rules but for one: within a transaction it counts the
-items whose units are the same (table and indexes alike) once, so a creation with an idempotency
-key and a presentment are reported 2 units under AWS's figure.
+The real app in-process on DynamoDB Local, its table seeded as `make run` seeds it: the
+walkthrough's operations (docs/api.md) in order; each mutation once, on a payment brought to
+the status it moves from, with an idempotency key as the service's own writers send them (a
+skip also without one, and sent again); then the benchmark's workloads (`bench.data`). Within a
+transaction DynamoDB Local counts items whose units are equal once, so a creation with a key
+and a presentment are reported 2 units under AWS's figure.
 """
 
 from __future__ import annotations
@@ -82,14 +76,10 @@ def walkthrough() -> list[str]:
 async def measure(endpoint: str, *, table_name: str = "bench-capacity") -> dict[str, Cost]:
     """Operation -> what it cost, on a fresh table of the demonstration payments on `endpoint`
     (which must not hold `table_name` yet)."""
-    settings = Settings(
-        env="local",
-        table_name=table_name,
-        dynamodb_endpoint=endpoint,
-        live_updates=False,
-        metrics="off",
+    settings = Settings(env="local", table_name=table_name, dynamodb_endpoint=endpoint)
+    app = create_app(
+        settings.model_copy(update={"live_updates": False, "metrics": "off"}), seed_demo_data=True
     )
-    app = create_app(settings, seed_demo_data=True)
     rows: dict[str, Cost] = {}
     headers = {**service_headers(), "X-Debug-DynamoDB": "1"}
 

@@ -1,22 +1,24 @@
-"""The benchmark's payments, the workloads every peer answers over them, and the writer that
-loads them into DynamoDB.
-
-Payments are made by the domain's own constructor and transition engine and stored as the
-datasource's items, so every peer and DynamoDB Local hold exactly what the service would write.
-Users are `user-0000` ..., each with loans `loan-00` ...; statuses cycle through PENDING,
-ACHSENT, COMPLETED and RETRY, so `paymentsByStatus(PENDING)` has a quarter of them to page.
+"""The benchmark's payments, made by the domain's own constructor and transition engine and
+stored as the datasource's items, so every peer holds what the service would write; the
+workloads every peer answers over them; and the client and writer that load them into DynamoDB.
+Users are `user-0000` ..., loans `loan-00` ...; statuses cycle through PENDING, ACHSENT,
+COMPLETED and RETRY.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+import aioboto3
+from aiobotocore.config import AioConfig
 
 from datasource.items import Item, to_item
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
@@ -24,13 +26,14 @@ from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import Payment, PaymentRef, new_payment
 from domain.transitions import TransitionRequest, apply_transition
 from resolvers.node_ids import payment_node_id
+from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
 EPOCH = datetime(2026, 1, 5, 14, 0, tzinfo=UTC)
 S = PaymentStatus
-PAYMENT_FIELDS = "paymentId status amountCents method attempts createdAt confirmationId loanId"
+FIELDS = "paymentId status amountCents method attempts createdAt confirmationId loanId"
 LIST_PAGE, NESTED_PAGE, NODE_COUNT, NESTED_LOANS = 100, 20, 50, 5
 BATCH_SIZE = 25  # DynamoDB's limit of items per BatchWriteItem
 WRITERS = 8
@@ -40,25 +43,17 @@ def payment(user: str, loan: str, number: int) -> Payment:
     """The `number`-th payment of the data set, in the status its number picks."""
     now = EPOCH + timedelta(milliseconds=number)
     made = new_payment(
-        user_id=user,
-        loan_id=loan,
-        amount_cents=1_000 + number % 50_000,
-        method=PaymentMethod.ACH,
-        process=PaymentProcess.AUTO,
-        reason="benchmark data",
-        now=now,
-        account_last_four="4242",
+        user_id=user, loan_id=loan, amount_cents=1_000 + number % 50_000, method=PaymentMethod.ACH,
+        process=PaymentProcess.AUTO, reason="benchmark data", now=now, account_last_four="4242",
         intended_installment_id=f"inst-{number}",
-    )
+    )  # fmt: skip
     status = (S.PENDING, S.ACHSENT, S.COMPLETED, S.RETRY)[number % 4]
-    moves = (
-        [] if status is S.PENDING else [TransitionRequest(S.ACHSENT, "presented", f"ach-{number}")]
+    moves = [TransitionRequest(S.ACHSENT, "presented", f"ach-{number}")]
+    moves += [TransitionRequest(S.COMPLETED, "settled")] if status is S.COMPLETED else []
+    moves += (
+        [TransitionRequest(S.RETRY, "returned", return_code="R01")] if status is S.RETRY else []
     )
-    if status is S.COMPLETED:
-        moves.append(TransitionRequest(S.COMPLETED, "settled"))
-    if status is S.RETRY:
-        moves.append(TransitionRequest(S.RETRY, "returned", return_code="R01"))
-    for move in moves:
+    for move in moves if status is not S.PENDING else []:
         made = apply_transition(made, move, max_attempts=3, now=now)
     return made
 
@@ -103,89 +98,71 @@ def _ref(item: Item) -> PaymentRef:
 def workloads(stored: list[Item]) -> dict[str, Workload]:
     """The five operations over `stored`, by name: its middle payment, its first loan's page,
     the first PENDING page, 50 of its payments by node id, its first five loans."""
-    loans = list(
-        dict.fromkeys((item["loc_user_id"]["S"], item["loc_loan_id"]["S"]) for item in stored)
-    )
+    loans = list(dict.fromkeys((i["loc_user_id"]["S"], i["loc_loan_id"]["S"]) for i in stored))
     single = _ref(stored[len(stored) // 2])
     step = max(1, len(stored) // NODE_COUNT)
     node_ids = [payment_node_id(_ref(item)) for item in stored[::step][:NODE_COUNT]]
     nested = loans[:NESTED_LOANS]
-    page = f"edges {{ node {{ {PAYMENT_FIELDS} }} }}\n    pageInfo {{ hasNextPage endCursor }}"
+    page = f"edges {{ node {{ {FIELDS} }} }}\n    pageInfo {{ hasNextPage endCursor }}"
+    loans_query = ", ".join(f"$u{n}: ID!, $l{n}: ID!" for n in range(len(nested)))
+    aliases = "\n".join(
+        f"  l{n}: loan(userId: $u{n}, loanId: $l{n}) {{ payments(first: {NESTED_PAGE}) "
+        "{ edges { node { ...P } } } }"
+        for n in range(len(nested))
+    )
+    pairs = {
+        f"{key}{n}": value
+        for n, pair in enumerate(nested)
+        for key, value in zip("ul", pair, strict=True)
+    }
     found = [
-        Workload(
-            "payment",
-            "one payment by id",
-            "query Payment($u: ID!, $l: ID!, $p: ID!) {\n"
-            f"  payment(userId: $u, loanId: $l, paymentId: $p) {{ {PAYMENT_FIELDS} }}\n}}",
-            {"u": single.user_id, "l": single.loan_id, "p": single.payment_id},
-            {"GetItem": 1},
-        ),
-        Workload(
-            "loan_page",
-            f"a loan's payments, {LIST_PAGE} per page",
-            "query LoanPage($u: ID!, $l: ID!) {\n"
-            f"  loan(userId: $u, loanId: $l) {{ payments(first: {LIST_PAGE}) {{\n"
-            f"    {page} }} }}\n}}",
-            {"u": loans[0][0], "l": loans[0][1]},
-            {"Query": 1},
-            hundred_item_list=True,
-        ),
-        Workload(
-            "by_status",
-            f"paymentsByStatus, {LIST_PAGE} per page",
-            "query ByStatus {\n"
-            f"  paymentsByStatus(status: PENDING, first: {LIST_PAGE}) {{\n    {page} }}\n}}",
-            {},
-            {"Query": 1},
-            hundred_item_list=True,
-        ),
-        Workload(
-            "nodes",
-            f"{NODE_COUNT} payments by node id",
-            "query Nodes($ids: [ID!]!) {\n"
-            f"  nodes(ids: $ids) {{ ... on Payment {{ {PAYMENT_FIELDS} }} }}\n}}",
-            {"ids": node_ids},
-            {"BatchGetItem": 1},
-        ),
-        Workload(
-            "nested",
-            f"{len(nested)} loans with {NESTED_PAGE} payments each",
-            "query Loans("
-            + ", ".join(f"$u{n}: ID!, $l{n}: ID!" for n in range(len(nested)))
-            + ") {\n"
-            + "\n".join(
-                f"  l{n}: loan(userId: $u{n}, loanId: $l{n}) {{ payments(first: {NESTED_PAGE}) "
-                "{ edges { node { ...P } } } }"
-                for n in range(len(nested))
-            )
-            + f"\n}}\nfragment P on Payment {{ {PAYMENT_FIELDS} }}",
-            {
-                f"{key}{n}": value
-                for n, pair in enumerate(nested)
-                for key, value in zip("ul", pair, strict=True)
-            },
-            {"Query": len(nested)},
-        ),
-    ]
+        Workload("payment", "one payment by id",
+                 "query Payment($u: ID!, $l: ID!, $p: ID!) {\n"
+                 f"  payment(userId: $u, loanId: $l, paymentId: $p) {{ {FIELDS} }}\n}}",
+                 {"u": single.user_id, "l": single.loan_id, "p": single.payment_id},
+                 {"GetItem": 1}),
+        Workload("loan_page", f"a loan's payments, {LIST_PAGE} per page",
+                 "query LoanPage($u: ID!, $l: ID!) {\n  loan(userId: $u, loanId: $l) "
+                 f"{{ payments(first: {LIST_PAGE}) {{\n    {page} }} }}\n}}",
+                 {"u": loans[0][0], "l": loans[0][1]}, {"Query": 1}, hundred_item_list=True),
+        Workload("by_status", f"paymentsByStatus, {LIST_PAGE} per page",
+                 f"query ByStatus {{\n  paymentsByStatus(status: PENDING, first: {LIST_PAGE}) "
+                 f"{{\n    {page} }}\n}}",
+                 {}, {"Query": 1}, hundred_item_list=True),
+        Workload("nodes", f"{NODE_COUNT} payments by node id",
+                 "query Nodes($ids: [ID!]!) {\n"
+                 f"  nodes(ids: $ids) {{ ... on Payment {{ {FIELDS} }} }}\n}}",
+                 {"ids": node_ids}, {"BatchGetItem": 1}),
+        Workload("nested", f"{len(nested)} loans with {NESTED_PAGE} payments each",
+                 f"query Loans({loans_query}) {{\n{aliases}\n}}\n"
+                 f"fragment P on Payment {{ {FIELDS} }}",
+                 pairs, {"Query": len(nested)}),
+    ]  # fmt: skip
     return {workload.name: workload for workload in found}
 
 
-@dataclass(frozen=True, slots=True)
-class Loaded:
-    items: int
-    requests: int
-    seconds: float
-
-    @property
-    def rate(self) -> float:
-        return self.items / self.seconds if self.seconds else 0.0
+@contextlib.asynccontextmanager
+async def raw_client(endpoint: str, **config: Any) -> AsyncIterator[Any]:
+    """An aioboto3 client with the SDK's defaults but the service's pool size (the default of
+    10 would hold 16 connections back), local credentials and region, and `config`."""
+    settings = Settings(env="local", dynamodb_endpoint=endpoint)
+    pool = {"max_pool_connections": settings.dynamodb_max_pool_connections}
+    async with aioboto3.Session().client(
+        "dynamodb",
+        region_name=settings.region,
+        endpoint_url=endpoint,
+        config=AioConfig(**(pool | config)),
+        **LOCAL_AWS_CREDENTIALS,
+    ) as client:
+        yield client
 
 
 async def load(
     client: DynamoDBClient, table_name: str, items: Iterator[Item], *, writers: int = WRITERS
-) -> Loaded:
+) -> dict[str, Any]:
     """Every item of `items` written with BatchWriteItem, `writers` calls in flight; items are
-    made as the writers ask for them, and `UnprocessedItems` sent again after a short wait."""
+    made as the writers ask for them, and `UnprocessedItems` sent again after a short wait.
+    The payments written, the seconds, the rate, the calls made and the writers."""
     started, written, requests = time.perf_counter(), 0, 0
 
     async def writer() -> None:
@@ -202,4 +179,9 @@ async def load(
     async with asyncio.TaskGroup() as group:
         for _ in range(writers):
             group.create_task(writer())
-    return Loaded(written, requests, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    rate = written / seconds if seconds else 0.0
+    return {"payments": written, "seconds": seconds, "payments_per_second": rate} | {
+        "batch_write_requests": requests,
+        "writers": writers,
+    }

@@ -1,24 +1,22 @@
-"""`python -m bench.documents_cost`: the CPU per request of a trusted document run by its id
-against the same query sent as text, in-process on DynamoDB Local.
+"""`python -m bench.documents_cost [--quick]`: the CPU per request of a trusted document run by
+its id against the same query sent as text, in-process (`bench.profile`) on DynamoDB Local.
 
-One app in-process (`bench.profile`) with a manifest of the two workloads' documents
-(`LOC_TRUSTED_DOCUMENTS`): one payment by id and a loan's page of 100, each by `documentId` and
-by `query`, 16 requests in flight, in interleaved rounds. Both must answer the same bytes before
-anything is timed.
-
-    python -m bench.documents_cost [--quick] [--requests N] [--rounds N]
+One app with a manifest of the two workloads' documents: one payment by id and a loan's page of
+100, each by `documentId` and by `query`, 16 in flight, in interleaved rounds, once both
+answered the same bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.profile import Rounds, caller, interleaved, local_dynamodb, paired, rounds_main, running
+from bench.profile import Rounds, caller, interleaved, local_dynamodb, paired, quietly, running
 from server.app import create_app
 
 WORKLOADS = ("payment", "loan_page")
@@ -72,4 +70,5 @@ def render(results: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    rounds_main("python -m bench.documents_cost", DEFAULT, QUICK, measure, render)
+    options = QUICK if "--quick" in sys.argv else DEFAULT
+    print(render(quietly(measure(options, log=lambda line: print(line, file=sys.stderr)))))

@@ -1,17 +1,11 @@
-"""A fake of the aiobotocore DynamoDB client: the reads the store makes, from memory, each after a
-fixed injected latency, so that the engine comparisons measure our code and not a database.
+"""A fake of the aiobotocore DynamoDB client: the reads the store makes, from memory, each after
+a fixed injected latency, so that the engine comparisons measure our code, not a database.
 
 It answers `get_item`, `batch_get_item`, `query` and `describe_table` as DynamoDB does for the
-requests `datasource` sends (key conditions `<partition> = :pk AND <sort> BETWEEN :low AND
-:high` or `... AND <sort> = :sk`, attribute names or `#` placeholders, `IndexName`,
-`ScanIndexForward`, `Limit`, `ExclusiveStartKey`, `LastEvaluatedKey`), and fires botocore's
-`before-call.dynamodb.<Operation>` event per call, so the service's accounting counts its calls.
-Anything else is refused loudly; writes are not served.
-
-    python -m bench.fake_dynamodb PORT ITEMS
-
-serves the service on the fake holding the items of file ITEMS (a JSON list), as `loc-payments
-serve` serves it (`server.cli.serve`, with the fake client handed to `create_app`).
+requests `datasource` sends, and fires botocore's `before-call.dynamodb.<Operation>` event per
+call, so the service's accounting counts its calls; anything else is refused loudly.
+`python -m bench.fake_dynamodb PORT ITEMS` serves the service on it, holding the items of file
+ITEMS, as `loc-payments serve` serves it.
 """
 
 from __future__ import annotations
@@ -51,10 +45,9 @@ class ResourceNotFoundException(ClientError):  # type: ignore[misc]
     pass
 
 
-def _refusal(operation: str, message: str, code: str = "ValidationException") -> ClientError:
-    kind = ResourceNotFoundException if code == "ResourceNotFoundException" else ClientError
-    error: ClientError = kind({"Error": {"Code": code, "Message": message}}, operation)
-    return error
+def _refusal(operation: str, message: str, kind: type = ClientError) -> ClientError:
+    code = "ValidationException" if kind is ClientError else kind.__name__
+    return kind({"Error": {"Code": code, "Message": message}}, operation)
 
 
 class FakeDynamoDB:
@@ -91,7 +84,7 @@ class FakeDynamoDB:
         model = SimpleNamespace(name=operation)
         self.meta.events.emit(f"before-call.dynamodb.{operation}", model=model)
         if table_name != self.table_name:
-            raise _refusal(operation, "Requested resource not found", "ResourceNotFoundException")
+            raise _refusal(operation, "Requested resource not found", ResourceNotFoundException)
         await asyncio.sleep(self.latency)
 
     async def describe_table(self, *, TableName: str) -> dict[str, Any]:

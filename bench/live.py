@@ -1,17 +1,12 @@
-"""Live updates under load: how long a write takes to reach its subscribers, and that none is lost.
+"""`python -m bench.live [--subscribers 100] [--writes 1000] [--instances 2] [--users 10]
+[--writers 4]`: how long a write takes to reach its subscribers, and that none is lost.
 
-    python -m bench.live [--subscribers 100] [--writes 1000] [--instances 2] [--users 10]
-                         [--writers 4]
-
-DynamoDB Local (in memory) and N services on one table, each reading its stream at the default
-poll interval. The subscribers (gql over graphql-transport-ws), spread evenly over the
-instances, each subscribe to `paymentEvents` of one of the users. Before the writes, one probe
-payment per user is written, again, until every subscriber saw one of its user's (then every
-subscription is registered; probes are not counted). The writers then make the writes over
-HTTP, through the instances in turn: `createPayment` (PINLESS), and for every other payment
-created a move (`skipPayment` or `failPayment`). A delivery's latency is its message's arrival
-less its write's answer's, negative when the message came first. The JSON report goes to
-stdout; the exit status is non-zero when a delivery was missing, repeated or unexpected.
+N services on one DynamoDB Local table, each reading its stream; each subscriber (gql over
+graphql-transport-ws) subscribes to one user's `paymentEvents` on one instance. Probe payments
+are written until every subscriber saw one (they are not counted); then the writers write
+through the instances in turn, `createPayment` and for every other payment a move. A delivery's
+latency is its message's arrival less its write's answer's (negative when the message came
+first). The exit status is non-zero when a delivery was missing, repeated or unexpected.
 """
 
 from __future__ import annotations
@@ -20,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import statistics
@@ -38,7 +34,7 @@ from gql import Client
 from gql.graphql_request import GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
-from bench.raw_dynamodb import raw_client
+from bench import data
 from datasource.table import create_table_if_missing
 from harness.processes import Service, serving
 from server.embedded_dynamodb import EmbeddedDynamoDB
@@ -70,10 +66,7 @@ class LiveOptions:
 
 
 QUICK = LiveOptions(subscribers=4, writes=20, users=2)
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+_stderr: Log = functools.partial(print, file=sys.stderr, flush=True)
 
 
 @dataclass(eq=False)
@@ -119,20 +112,18 @@ class Writes:
     latencies: list[float] = field(default_factory=list)
     by_mutation: Counter[str] = field(default_factory=Counter)
 
-    async def write(self, instance: Service, mutation: str, **input: Any) -> dict[str, Any]:
+    async def write(self, instance: Service, mutation: str, input: dict[str, Any]) -> Any:
         input_type = mutation[0].upper() + mutation[1:] + "Input"
         query = f"mutation($i: {input_type}!) {{ {mutation}(input: $i) {{ {RESULT} }} }}"
         sent = time.perf_counter()
-        response = await self.http.post(
-            f"{instance.url}/graphql",
-            json={"query": query, "variables": {"i": input}},
-            headers={"Authorization": f"Bearer {self.token}"},
-        )
+        payload = {"query": query, "variables": {"i": input}}
+        headers = {"Authorization": f"Bearer {self.token}"}
+        response = await self.http.post(f"{instance.url}/graphql", json=payload, headers=headers)
         answered, body = time.perf_counter(), response.json()
         result = (body.get("data") or {}).get(mutation) or {}
         if "errors" in body or result.get("__typename") != "PaymentPayload":
             raise RuntimeError(f"{mutation} on {instance.url}: {body}")
-        payment: dict[str, Any] = result["payment"]
+        payment = result["payment"]
         self.answered[(payment["paymentId"], payment["version"])] = (payment["userId"], answered)
         self.latencies.append(answered - sent)
         self.by_mutation[mutation] += 1
@@ -148,18 +139,13 @@ async def _write_load(writes: Writes, instances: list[Service], options: LiveOpt
         for number in numbers:
             payment_number, created = created, created + 1
             ids = {"userId": f"bench-user-{payment_number % options.users}", "loanId": LOAN}
-            payment = await writes.write(
-                instances[number % len(instances)],
-                "createPayment",
-                **ids,
-                amountCents=4200,
-                method="PINLESS",
-                reason="bench",
-            )
+            create = {**ids, "amountCents": 4200, "method": "PINLESS", "reason": "bench"}
+            at = instances[number % len(instances)]
+            payment = await writes.write(at, "createPayment", create)
             if payment_number % 2 == 0 and (move := next(numbers, None)) is not None:
                 mutation = MOVES[(payment_number // 2) % len(MOVES)]
                 ids |= {"paymentId": payment["paymentId"], "reason": "bench"}
-                await writes.write(instances[move % len(instances)], mutation, **ids)
+                await writes.write(instances[move % len(instances)], mutation, ids)
 
     await asyncio.gather(*(writer() for _ in range(options.writers)))
 
@@ -176,15 +162,8 @@ async def _register(
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(waiting)} subscriber(s) never saw a probe")
         for number, user in enumerate(sorted({s.user for s in waiting})):
-            instance = instances[number % len(instances)]
-            probe = await probing.write(
-                instance,
-                "createPayment",
-                userId=user,
-                loanId=LOAN,
-                amountCents=100,
-                method="PINLESS",
-            )
+            create = {"userId": user, "loanId": LOAN, "amountCents": 100, "method": "PINLESS"}
+            probe = await probing.write(instances[number % len(instances)], "createPayment", create)
             probes.add(probe["paymentId"])
         rounds += 1
         await asyncio.sleep(PROBE_ROUND_SECONDS)
@@ -194,8 +173,9 @@ async def _register(
 
 def _tally(writes: Writes, subscribers: list[Subscriber], probes: set[str]) -> dict[str, Any]:
     per_user = Counter(s.user for s in subscribers)
-    found: dict[str, Any] = {"delivered": 0, "duplicates": 0, "unexpected": 0, "latencies": []}
-    found["expected"] = sum(per_user[user] for user, _ in writes.answered.values())
+    expected = sum(per_user[user] for user, _ in writes.answered.values())
+    found: dict[str, Any] = {"expected": expected, "delivered": 0, "missing": 0}
+    found |= {"duplicates": 0, "unexpected": 0, "latencies": []}
     for subscriber in subscribers:
         received: set[tuple[str, int]] = set()
         for payment_id, version, arrival in subscriber.arrivals:
@@ -251,7 +231,7 @@ async def measure(
     with contextlib.ExitStack() as stack:
         if endpoint_url is None:
             endpoint_url = stack.enter_context(EmbeddedDynamoDB(data_dir=None)).endpoint_url
-        async with raw_client(endpoint_url) as client:
+        async with data.raw_client(endpoint_url) as client:
             await create_table_if_missing(client, table)
             try:
                 async with (
@@ -309,8 +289,7 @@ async def _measure(
         "writes": made,
         "writes_by_mutation": dict(writes.by_mutation),
         "writes_per_second": round(made / seconds, 1) if seconds else None,
-        **{key: tally[key] for key in ("expected", "delivered", "missing")},
-        **{key: tally[key] for key in ("duplicates", "unexpected")},
+        **tally,
         "subscriber_failures": failures,
         "probes": len(probes),
     }

@@ -1,11 +1,7 @@
-"""The load generator and what it measures: wrk (Debian's package `wrk`), one thread, closed-loop
-keep-alive connections each sending the same POST as soon as its last answer is in; one timed
-run of a workload against a server; what the runs of a cell sum up to; and where each runs.
-
-A run lasts `seconds` by wrk's clock (stopped with SIGINT, its Ctrl-C); an answer that is not a
-2xx or 3xx, and any connection, read or write error or timeout, is an error; wrk's own CPU time
-comes with the rate. The load generator runs on core 0 and every server on core 1 (with fewer
-cores, nothing is pinned).
+"""The load generator, wrk (one thread, closed-loop keep-alive connections), what a run of it
+against a server measures, and where each runs: the load generator on core 0, every server on
+core 1 (with fewer cores, nothing is pinned). An answer that is not a 2xx or 3xx, and any
+connection, read or write error or timeout, is an error.
 """
 
 from __future__ import annotations
@@ -37,7 +33,6 @@ if TYPE_CHECKING:
 
 HOST = "127.0.0.1"
 LOAD_CORE, SERVER_CORE = 0, 1
-DEBUG_DYNAMODB = {"X-Debug-DynamoDB": "1"}
 TIMEOUT = 30  # before wrk counts a request as timed out
 LONGEST_RUN_SECONDS = 8.0
 # wrk prints this line last, from the script's `done` hook.
@@ -64,7 +59,7 @@ def listening(process: Process) -> None:
 
 
 def pin_process(pid: int, cores: set[int]) -> None:
-    """Every thread of `pid` (threads created later inherit it from their creator)."""
+    """Every thread of `pid` (threads made later inherit it)."""
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(ProcessLookupError):
             os.sched_setaffinity(int(task.name), cores)
@@ -89,26 +84,25 @@ def service_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {jwt.encode(claims, DEV_JWT_SECRET, algorithm='HS256')}"}
 
 
-def answer(port: int, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
-    """One POST /graphql outside any timing, which must answer 200 without errors."""
-    headers = {"Content-Type": "application/json", **headers}
-    response = httpx.post(
-        f"http://{HOST}:{port}/graphql", content=body, headers=headers, timeout=30
-    )
-    document: dict[str, Any] = response.json()
-    if response.status_code != 200 or document.get("errors"):
-        raise RuntimeError(f"HTTP {response.status_code}: {response.text[:500]}")
-    return document
-
-
 def check_same_data(
     work: list[Workload], service: Process, other: Process, headers: dict[str, str]
 ) -> dict[str, dict[str, Any]]:
-    """`other` answers every workload with the service's `data`; the service's DynamoDB calls
-    (its `extensions.dynamodb`) per workload."""
+    """`other` answers every workload with the service's `data` (each answer a 200 without
+    errors); the service's DynamoDB calls (its `extensions.dynamodb`) per workload."""
+
+    def answer(port: int, body: bytes, headers: dict[str, str]) -> Any:
+        url, headers = (
+            f"http://{HOST}:{port}/graphql",
+            {"Content-Type": "application/json", **headers},
+        )
+        response = httpx.post(url, content=body, headers=headers, timeout=30)
+        if response.status_code != 200 or response.json().get("errors"):
+            raise RuntimeError(f"HTTP {response.status_code}: {response.text[:500]}")
+        return response.json()
+
     calls = {}
     for workload in work:
-        expected = answer(service.port, workload.body, headers | DEBUG_DYNAMODB)
+        expected = answer(service.port, workload.body, headers | {"X-Debug-DynamoDB": "1"})
         calls[workload.name] = expected["extensions"]["dynamodb"]
         if answer(other.port, workload.body, headers)["data"] != expected["data"]:
             raise RuntimeError(f"{other.name} and {service.name} differ on {workload.name}")
@@ -218,17 +212,15 @@ async def timed_run(
     connections: int,
     seconds: float,
     repetition: int = 0,
-    label: str = "",
 ) -> Run:
-    """`workload` sent to `server` for `seconds` on `connections`, with the server's CPU time;
-    the run is named `label` (the workload's name by default)."""
+    """`workload` sent to `server` for `seconds` on `connections`, with the server's CPU time."""
     cpu, url = server.cpu_seconds(), f"http://{HOST}:{server.port}/graphql"
     headers = {"Content-Type": "application/json", **headers}
     load = await run_load(url, workload.body, headers, connections=connections, seconds=seconds)
     return Run(
         **asdict(load),
         peer=server.name,
-        workload=label or workload.name,
+        workload=workload.name,
         connections=connections,
         repetition=repetition,
         server_cpu_seconds=server.cpu_seconds() - cpu,
@@ -252,13 +244,4 @@ def summary(runs: Iterable[Run]) -> dict[str, float]:
         "load_generator_core_share": (
             sum(run.client_cpu_seconds for run in cell) / seconds if seconds else 0.0
         ),
-    }
-
-
-def memory_record(server: Process, resident_after_repetitions: list[float]) -> dict[str, Any]:
-    """What a leak would show: the server's resident memory (MiB) after each repetition, and its
-    peak since it started (so read while it still runs)."""
-    return {
-        "rss_mib_after_repetition": resident_after_repetitions,
-        "peak_rss_mib": server.peak_resident_mib(),
     }

@@ -1,52 +1,51 @@
 """The second pass, on DynamoDB Local (in memory): the service against the Node peer, raw
-aioboto3 and DynamoDB Local's own rate; its latency at scale; GSI2 shards and the reshard's rate.
+aioboto3 and DynamoDB Local's own rate, and the service's latency at scale.
 
-Two tables: `base` with 1,000 payments (10 users x 1 loan x 100) and `scale` with the same and
-99,000 more, written while DynamoDB Local has both cores; then DynamoDB Local moves to the load
-generator's core, as if on another machine, and a service per table runs on the server core.
-
+Two tables, `base` (1,000 payments) and `scale` (the same and 99,000 more); then DynamoDB Local
+moves to the load generator's core and a service per table runs on the server core.
 1. The service on `base` against the Node.js peer (`bench/peers/node`, which must answer the
    service's `data` first), raw aioboto3 making the one call each workload needs, and that call
-   sent over raw HTTP by wrk on the server core (DynamoDB Local's own rate), in rotating order;
-   the service's resident memory after each repetition.
-2. Scale: p50 at one connection of a loan's page and of `paymentsByStatus` on both tables (the
-   same loan and page), and raw aioboto3's, which shows DynamoDB Local's own growth.
-3. `paymentsByStatus` at 1, 4 and 16 GSI2 shards: the scale table's payments written afresh in
-   each layout to a table of its own, served with `LOC_GSI2_SHARDS=N`, its first page the
-   one-shard page but for ids; last, `server.reshard.reshard` moves the scale table to 4 shards
-   for at most RESHARD_SECONDS, for its rate.
+   over raw HTTP sent by wrk from the server core (DynamoDB Local's own rate), in rotating order.
+2. p50 at one connection on both tables (the same loan and page), the service's and raw
+   aioboto3's (DynamoDB Local's own growth).
+Raw aioboto3 runs in a worker process on the server core, one client kept open; the raw HTTP
+request (unsigned: DynamoDB Local checks no signature) is used once it got aioboto3's items.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import multiprocessing
+import os
 import statistics
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import uvloop
+
 from bench import data, load
-from bench.raw_dynamodb import RawClient, raw_client
-from datasource import open_store
+from bench.data import Workload
 from datasource.items import Item
-from datasource.table import create_table_if_missing
-from domain.keys import SEED_LAYOUT, StatusLayout
+from datasource.pages import MAX_PAGE_SIZE
+from datasource.store import loan_query, status_query
+from datasource.table import PK, SK, create_table_if_missing
+from domain import keys
+from domain.enums import PaymentStatus
+from domain.payment import LoanRef
 from harness.processes import REGION, Process, Service, children
 from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.reshard import ReshardCheckpoint, ReshardCounts, reshard
-from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Settings
+from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, LOCAL_AWS_CREDENTIALS, Settings
 
 COMPARED = ("loan_page", "by_status", "payment")
 SIDES = ("raw", "service", "node", "http")
 SCALED = ("loan_page", "by_status")
 SCALE_TABLE = "bench-scale-loc-service"
-LAYOUTS = (1, 4, 16)
-RESHARD_SECONDS = 20.0
-# What differs between two writings of the same payments: their ids, and cursors made of them.
-IDS = {"id", "paymentId", "cursor", "endCursor"}
 NODE_PEER = Path(__file__).resolve().parent / "peers" / "node"
 
 
@@ -61,10 +60,108 @@ class LocalOptions:
     payments_per_user: int = 100
 
 
-def _without_ids(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_ids(v) for k, v in value.items() if k not in IDS}
-    return [_without_ids(item) for item in value] if isinstance(value, list) else value
+def call_parameters(call: str, variables: dict[str, Any], table_name: str) -> dict[str, Any]:
+    """The service's own call for workload `call`: GetItem for one payment (eventually
+    consistent, as it reads), its Query for a page with one item more than the page."""
+    if call == "payment":
+        key = {
+            PK: {"S": keys.user_partition(variables["u"])},
+            SK: {"S": keys.payment_sort_key(variables["l"], variables["p"])},
+        }
+        return {"TableName": table_name, "Key": key, "ConsistentRead": False}
+    if call == "loan_page":
+        query = loan_query(LoanRef(variables["u"], variables["l"]), status=None)
+    else:
+        query = status_query(PaymentStatus.PENDING, keys.GSI2_PARTITION)
+    return {**query.parameters(table_name), "Limit": MAX_PAGE_SIZE + 1}
+
+
+def percentile(values: list[int], fraction: float) -> float:
+    """The nearest-rank percentile of `values` (0 < fraction <= 1)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return float(ordered[max(0, min(len(ordered) - 1, int(fraction * len(ordered) + 0.5) - 1))])
+
+
+def _http_request(endpoint: str, call: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """Unsigned: the scope names the service's access key and region, the signature is none."""
+    day = time.strftime("%Y%m%d", time.gmtime())
+    scope = f"{LOCAL_AWS_CREDENTIALS['aws_access_key_id']}/{day}/{Settings(env='local').region}"
+    return {
+        "url": f"{endpoint}/",
+        "body": json.dumps(parameters),  # the SDK's parameters are DynamoDB's own shapes
+        "headers": {
+            "Content-Type": "application/x-amz-json-1.0",
+            "X-Amz-Target": "DynamoDB_20120810." + ("GetItem" if call == "payment" else "Query"),
+            "Authorization": f"AWS4-HMAC-SHA256 Credential={scope}/dynamodb/aws4_request, "
+            "SignedHeaders=host, Signature=0",
+        },
+    }
+
+
+async def _raw_run(
+    client: Any,
+    endpoint: str,
+    kind: str,
+    workload: Workload,
+    table: str,
+    connections: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """`kind` `aioboto3`: the workload's call in a loop on `connections` for `seconds`, its calls,
+    seconds, CPU seconds, p50 and p99; `http`: the raw request for it (url, body, headers)."""
+    parameters = call_parameters(workload.name, workload.variables, table)
+    operation = client.get_item if workload.name == "payment" else client.query
+
+    def items(response: dict[str, Any]) -> Any:
+        return [response["Item"]] if workload.name == "payment" else response["Items"]
+
+    if kind == "http":
+        # The raw request must get what the SDK's call gets, or the rates compare nothing.
+        expected = items(await operation(**parameters))
+        request = _http_request(endpoint, workload.name, parameters)
+        sent = urllib.request.Request(request["url"], request["body"].encode(), request["headers"])
+        with await asyncio.to_thread(urllib.request.urlopen, sent, timeout=30) as response:
+            if items(json.loads(response.read())) != expected:
+                raise RuntimeError(f"raw HTTP {workload.name} on {table}: not aioboto3's items")
+        return request
+    latencies: list[int] = []
+    cpu, started = time.process_time(), time.perf_counter()
+
+    async def calls() -> None:
+        while time.perf_counter() < started + seconds:
+            began = time.perf_counter_ns()
+            await operation(**parameters)
+            latencies.append(time.perf_counter_ns() - began)
+
+    await asyncio.gather(*(calls() for _ in range(connections)))
+    return {
+        "calls": len(latencies),
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu,
+        "p50_ms": percentile(latencies, 0.50) / 1e6,
+        "p99_ms": percentile(latencies, 0.99) / 1e6,
+    }
+
+
+# The raw worker process's event loop, client and endpoint, kept from call to call.
+_worker: dict[str, Any] = {}
+
+
+def _start_worker(endpoint: str, core: int | None) -> None:
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+    loop = _worker["loop"] = uvloop.new_event_loop()
+    stack = _worker["stack"] = contextlib.AsyncExitStack()  # kept: it holds the client open
+    client = loop.run_until_complete(stack.enter_async_context(data.raw_client(endpoint)))
+    _worker.update(endpoint=endpoint, client=client)
+
+
+def _in_worker(*arguments: Any) -> dict[str, Any]:
+    run = _raw_run(_worker["client"], _worker["endpoint"], *arguments)
+    found: dict[str, Any] = _worker["loop"].run_until_complete(run)
+    return found
 
 
 class LocalPass:
@@ -81,34 +178,25 @@ class LocalPass:
         # In memory, several tables of 100,000 payments: far past the development heap.
         self.database = EmbeddedDynamoDB(data_dir=None, heap="2g")
         self.servers: list[Process] = []
-        self.raw: RawClient | None = None
+        self.raw: Any = None  # the raw worker process (a multiprocessing pool of one)
 
-    def _items(self, users: range, layout: StatusLayout = SEED_LAYOUT) -> Iterator[Item]:
+    def _items(self, users: range) -> Iterator[Item]:
         per_user = self.options.payments_per_user
-        first, loans = users.start * per_user, 1
+        first = users.start * per_user
         return data.items(
-            users=users,
-            loans_per_user=loans,
-            payments_per_loan=per_user,
-            first_number=first,
-            layout=layout,
+            users=users, loans_per_user=1, payments_per_loan=per_user, first_number=first
         )
 
-    @contextlib.asynccontextmanager
-    async def _writer(self) -> AsyncIterator[Any]:
-        async with raw_client(
-            self.database.endpoint_url,
-            max_pool_connections=data.WRITERS,
-            parameter_validation=False,
-        ) as client:
-            yield client
+    def _writer(self) -> Any:
+        """A client for the writers: as many connections as writers, no parameter checks."""
+        pool = {"max_pool_connections": data.WRITERS, "parameter_validation": False}
+        return data.raw_client(self.database.endpoint_url, **pool)
 
-    def _service(self, name: str, table: str, shards: int = 1) -> Service:
+    def _service(self, name: str, table: str) -> Service:
         """The service as `loc-payments serve` runs it (its request log, its metrics), without
         live updates: the pass's tables have no stream."""
-        settings = {"live_updates": "false", "gsi2_shards": str(shards), "metrics": "app"}
-        endpoint = self.database.endpoint_url
-        service = Service(endpoint, table, settings | {"log_level": "INFO"}, keep_stdout=False)
+        settings = {"live_updates": "false", "metrics": "app", "log_level": "INFO"}
+        service = Service(self.database.endpoint_url, table, settings, keep_stdout=False)
         service.name = name
         service.start()
         return service
@@ -134,11 +222,12 @@ class LocalPass:
         node.start()
         services = [self._service("P3 on 1k", self.table), self._service("P3 on 100k", SCALE_TABLE)]
         self.servers = [*services, node]
-        self.raw = RawClient(endpoint, load.SERVER_CORE if load.pinning() else None)
+        core = load.SERVER_CORE if load.pinning() else None
+        self.raw = multiprocessing.get_context("spawn").Pool(1, _start_worker, (endpoint, core))
 
     def stop(self) -> None:
         if self.raw is not None:
-            self.raw.stop()
+            self.raw.terminate()
         for server in self.servers:
             server.stop()
         self.database.stop()
@@ -150,10 +239,10 @@ class LocalPass:
                 await data.load(client, table, iter(base_items))
             more = range(options.base_users, options.scale_users)
             extra = await data.load(client, SCALE_TABLE, self._items(more))
-        scale_payments = len(base_items) + extra.items
+        scale_payments = len(base_items) + extra["payments"]
         log(
             f"DynamoDB Local: {len(base_items):,} payments in one table, {scale_payments:,} in "
-            f"the other ({extra.items:,} written in {extra.seconds:.1f} s, {extra.rate:,.0f}/s)"
+            f"the other ({extra['payments']:,} written in {extra['seconds']:.1f} s)"
         )
         if load.pinning():
             for jvm in children("java"):
@@ -166,50 +255,43 @@ class LocalPass:
             comparison, resident = await self._compare()
             log("service against the Node peer, raw aioboto3 and raw HTTP done; p50 at both sizes")
             scale = await self._scale()
-        log("p50 at both sizes done; paymentsByStatus at 1, 4 and 16 GSI2 shards")
         return {
             "connections": options.connections,
             "service_calls": calls,
             "comparison": comparison,
             "base_payments": len(base_items),
             "scale_payments": scale_payments,
-            "load": {
-                "payments": extra.items,
-                "seconds": extra.seconds,
-                "payments_per_second": extra.rate,
-                "batch_write_requests": extra.requests,
-                "writers": data.WRITERS,
-            },
+            "load": extra,
             "scale": scale,
-            "shards": await self._shards(),
-            "service_memory": load.memory_record(service, resident),
+            # Its peak, read while it still runs.
+            "service_memory": {
+                "rss_mib_after_repetition": resident,
+                "peak_rss_mib": service.peak_resident_mib(),
+            },
         }
 
     async def _side(self, side: str, name: str, seconds: float) -> dict[str, Any]:
         """One run of one side on workload `name`, at the pass's connections."""
-        assert self.raw is not None
         workload, connections = self.work[name], self.options.connections
         if side in ("service", "node"):
             server = self.servers[0 if side == "service" else 2]
             run = await load.timed_run(server, workload, self.headers, connections, seconds)
             return {"rate": run.rate} | load.summary([run])
         if side == "raw":
-            found = self.raw.run(workload, self.table, connections, seconds)
+            found = self.raw.apply(
+                _in_worker, ("aioboto3", workload, self.table, connections, seconds)
+            )
             return {
                 "rate": found["calls"] / found["seconds"],
                 "cpu_ms_per_call": 1000 * found["cpu_seconds"] / max(1, found["calls"]),
                 "p50_ms": found["p50_ms"],
                 "p99_ms": found["p99_ms"],
             }
-        request = self.raw.run(workload, self.table, 1, 0, client="http")
+        request = self.raw.apply(_in_worker, ("http", workload, self.table, 1, 0))
         core = load.SERVER_CORE if load.pinning() else None
+        url, body, headers = request["url"], request["body"].encode(), request["headers"]
         wrk = await load.run_load(
-            request["url"],
-            request["body"].encode(),
-            request["headers"],
-            connections=connections,
-            seconds=seconds,
-            core=core,
+            url, body, headers, connections=connections, seconds=seconds, core=core
         )
         if wrk.errors:
             raise RuntimeError(f"raw HTTP {name}: {wrk.errors} failed calls")
@@ -240,93 +322,21 @@ class LocalPass:
     async def _scale(self) -> dict[str, Any]:
         """p50 and p99 at one connection of the service and raw aioboto3 on both tables in turn;
         raw aioboto3's, the median of the repetitions' percentiles."""
-        assert self.raw is not None
-        runs, raw = [], []
+        found: dict[str, Any] = {"service": {n: {} for n in SCALED}, "raw": {n: {} for n in SCALED}}
         sizes = (("base", self.servers[0], self.table), ("scale", self.servers[1], SCALE_TABLE))
         for repetition in range(self.options.repetitions):
             for turn, name in enumerate(SCALED):
                 for size, server, table in sizes if (repetition + turn) % 2 else sizes[::-1]:
                     workload, seconds = self.work[name], self.options.seconds
-                    label = f"{name}@{size}"
-                    runs.append(
-                        await load.timed_run(
-                            server, workload, self.headers, 1, seconds, repetition, label
-                        )
-                    )
-                    raw.append((label, self.raw.run(workload, table, 1, seconds)))
-
-        def median(label: str, key: str) -> Any:
-            return statistics.median_high(found[key] for name, found in raw if name == label)
-
-        cell = [(name, size, f"{name}@{size}") for name in SCALED for size in ("base", "scale")]
-        service: dict[str, Any] = {name: {} for name in SCALED}
-        raw_latency: dict[str, Any] = {name: {} for name in SCALED}
-        for name, size, label in cell:
-            service[name][size] = load.summary(run for run in runs if run.workload == label)
-            raw_latency[name][size] = {key: median(label, key) for key in ("p50_ms", "p99_ms")}
-        return {"service": service, "raw": raw_latency}
-
-    async def _layout(self, server: Process) -> dict[str, Any]:
-        workload, seconds = self.work["by_status"], self.options.seconds
-        document = load.answer(server.port, workload.body, self.headers | load.DEBUG_DYNAMODB)
-        runs = [
-            await load.timed_run(server, workload, self.headers, 1, seconds, repetition)
-            for repetition in range(self.options.repetitions)
-        ]
-        calls = document["extensions"]["dynamodb"]["operations"]
-        return {"calls": calls, "service": load.summary(runs), "data": document["data"]}
-
-    async def _shards(self) -> dict[str, Any]:
-        """Per layout: the service's latency and calls for a `paymentsByStatus` page; and the
-        reshard's rate (last: DynamoDB Local stays slow for minutes after index-key rewrites)."""
-        one_shard = await self._layout(self.servers[1])
-        layouts: dict[str, Any] = {"1": one_shard}
-        for shards in LAYOUTS[1:]:
-            table = f"{SCALE_TABLE}-{shards}-shards"
-            items = self._items(range(self.options.scale_users), StatusLayout(shards))
-            async with self._writer() as writer:
-                await create_table_if_missing(writer, table, stream=False)
-                await data.load(writer, table, items)
-            server = self._service(f"P3 on {shards} shards", table, shards)
-            try:
-                load.listening(server)
-                layouts[str(shards)] = await self._layout(server)
-            finally:
-                server.stop()
-                async with self._writer() as writer:
-                    await writer.delete_table(TableName=table)
-            if _without_ids(layouts[str(shards)].pop("data")) != _without_ids(one_shard["data"]):
-                raise RuntimeError(f"paymentsByStatus at {shards} shards differs from one shard's")
-        one_shard.pop("data")
-        return {"layouts": layouts, "reshard": await self._reshard_rate()}
-
-    async def _reshard_rate(self) -> dict[str, Any]:
-        layout = StatusLayout(4, also_read=(1,))
-        endpoint = self.database.endpoint_url
-        config = Settings(
-            env="local",
-            table_name=SCALE_TABLE,
-            dynamodb_endpoint=endpoint,
-            dynamodb_read_timeout=60.0,
-        ).dynamo_config()
-        sources = tuple(layout.source_partitions())
-        start = ReshardCheckpoint(table_name=SCALE_TABLE, shards=layout.shards, sources=sources)
-        done = ReshardCounts()
-
-        def on_page(listed: int, counts: ReshardCounts) -> None:
-            nonlocal done
-            done = counts
-
-        secret = DEV_CURSOR_SECRET.encode()
-        async with open_store(config, cursor_secret=secret, layout=layout) as store:
-            began = time.perf_counter()
-            with contextlib.suppress(TimeoutError):
-                job = reshard(store, start, checkpoint_path=None, on_page=on_page)
-                await asyncio.wait_for(job, RESHARD_SECONDS)
-            elapsed = time.perf_counter() - began
-        return {
-            "scanned": done.scanned,
-            "moved": done.moved,
-            "seconds": elapsed,
-            "payments_per_second": done.scanned / elapsed if elapsed else 0.0,
-        }
+                    run = await load.timed_run(server, workload, self.headers, 1, seconds)
+                    raw = self.raw.apply(_in_worker, ("aioboto3", workload, table, 1, seconds))
+                    found["service"][name].setdefault(size, []).append(run)
+                    found["raw"][name].setdefault(size, []).append(raw)
+        for name, size in [(name, size) for name in SCALED for size in ("base", "scale")]:
+            found["service"][name][size] = load.summary(found["service"][name][size])
+            raws = found["raw"][name][size]
+            found["raw"][name][size] = {
+                key: statistics.median_high(raw[key] for raw in raws)
+                for key in ("p50_ms", "p99_ms")
+            }
+        return found

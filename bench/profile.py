@@ -1,17 +1,13 @@
-"""The app in-process, called through ASGI (no uvicorn, no network), and the CPU it spends per
-request: `python -m bench.profile`, and the helpers of `bench.tracing_cost` and
-`bench.documents_cost`.
+"""The app in-process through ASGI (no uvicorn, no network) and the CPU it spends per request:
+`python -m bench.profile`, and the helpers of `bench.tracing_cost` and `bench.documents_cost`.
 
     python -m bench.profile WORKLOAD [--local] [--in-flight N] [--latency MS] [--requests N]
                             [--sort KEY] [--top N]
 
-The real app (`create_app`, the JSON request log on, as `loc-payments serve` logs) on the fake
-DynamoDB answering after `--latency` ms, or on an embedded DynamoDB Local (`--local`), with
-`--in-flight` requests in flight. It prints the CPU ms per request without the profiler, the
-rate, the share of the time the process was busy (below 100 % while every request in flight
-waits for DynamoDB) and the DynamoDB calls per request; then cProfile's top `--top` functions
-(`--top 0`: none, for a sampling profiler: `py-spy record -- python -m bench.profile loan_page
---local --top 0`).
+The real app (the JSON request log on) on the fake DynamoDB answering after `--latency` ms, or
+on an embedded DynamoDB Local (`--local`), `--in-flight` requests at once: its CPU ms per
+request, rate, share of the time busy and DynamoDB calls per request, then cProfile's top
+functions (`--top 0`: none, for a sampling profiler such as py-spy).
 """
 
 from __future__ import annotations
@@ -20,14 +16,12 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import io
 import os
 import pstats
 import statistics
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import uvloop
@@ -36,7 +30,6 @@ from bench import data
 from bench.data import Workload
 from bench.fake_dynamodb import FAKE_ENDPOINT, FakeDynamoDB, as_client
 from bench.load import service_headers
-from bench.raw_dynamodb import raw_client
 from datasource.table import create_table_if_missing
 from harness.asgi import asgi_caller, asgi_headers
 from server.app import create_app
@@ -67,15 +60,6 @@ class Spent:
     @property
     def cpu_ms(self) -> float:
         return self.cpu / self.requests * 1000
-
-    @property
-    def rate(self) -> float:
-        return self.requests / self.wall
-
-    @property
-    def busy(self) -> float:
-        """The share of the time this process ran: below 1 while it waited with nothing to do."""
-        return self.cpu / self.wall
 
 
 async def spent(
@@ -123,10 +107,7 @@ def paired(found: dict[str, list[Spent]], first: str, second: str) -> dict[str, 
     """The median CPU ms per request of the two sides, and the median of each round's second
     over first (the two ran back to back, on the machine as it was then)."""
     ratios = [b.cpu_ms / a.cpu_ms for a, b in zip(found[first], found[second], strict=True)]
-    cells = {
-        f"{side}_cpu_ms": statistics.median(s.cpu_ms for s in found[side])
-        for side in (first, second)
-    }
+    cells = {f"{side}_cpu_ms": statistics.median(s.cpu_ms for s in found[side]) for side in found}
     return cells | {"ratio": statistics.median(ratios)}
 
 
@@ -141,10 +122,9 @@ async def local_dynamodb() -> AsyncIterator[tuple[Settings, dict[str, Workload]]
     table: the settings of an app on it (no live updates), and the workloads."""
     stored = list(data.items(users=range(2), loans_per_user=1, payments_per_loan=110))
     with EmbeddedDynamoDB(data_dir=None) as database:
-        settings = Settings(
-            env="local", dynamodb_endpoint=database.endpoint_url, live_updates=False
-        )
-        async with raw_client(database.endpoint_url) as client:
+        endpoint = database.endpoint_url
+        settings = Settings(env="local", dynamodb_endpoint=endpoint, live_updates=False)
+        async with data.raw_client(endpoint) as client:
             await create_table_if_missing(client, settings.table_name, stream=False)
             await data.load(client, settings.table_name, iter(stored))
         yield settings, data.workloads(stored)
@@ -167,72 +147,42 @@ def quietly(measurement: Coroutine[Any, Any, Result]) -> Result:
         return uvloop.run(measurement)
 
 
-def rounds_main(
-    prog: str,
-    default: Rounds,
-    quick: Rounds,
-    measure: Callable[..., Coroutine[Any, Any, dict[str, Any]]],
-    render: Callable[[dict[str, Any]], str],
-) -> None:
-    """The command line of an in-process pass: `--quick`, `--requests N`, `--rounds N`."""
-    parser = argparse.ArgumentParser(prog=prog)
-    parser.add_argument("--quick", action="store_true", help="a few requests: the harness only")
-    parser.add_argument("--requests", type=int, help=f"per side and round ({default.requests})")
-    parser.add_argument("--rounds", type=int, help=f"(default {default.rounds})")
-    arguments = parser.parse_args()
-    options = quick if arguments.quick else default
-    requests, rounds = arguments.requests or options.requests, arguments.rounds or options.rounds
-    options = replace(options, requests=requests, rounds=rounds)
-    print(render(quietly(measure(options, log=lambda line: print(line, file=sys.stderr)))))
-
-
-async def _profile(arguments: argparse.Namespace, stack: contextlib.AsyncExitStack) -> None:
-    if arguments.local:
-        settings, work = await stack.enter_async_context(local_dynamodb())
-        workload, app, where = work[arguments.workload], create_app(settings), "DynamoDB Local"
-    else:
-        stored = list(data.items(users=range(10), loans_per_user=4, payments_per_loan=120))
-        settings = Settings(env="local", dynamodb_endpoint=FAKE_ENDPOINT)
-        latency = arguments.latency / 1000
-        client = as_client(FakeDynamoDB(settings.table_name, stored, latency=latency))
-        app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
-        workload = data.workloads(stored)[arguments.workload]
-        where = f"the fake DynamoDB ({arguments.latency:g} ms a call)"
-    service, requests, in_flight = (
-        caller(app, workload.body),
-        arguments.requests,
-        arguments.in_flight,
-    )
-    await stack.enter_async_context(running(app))
-    calls = [0]
-
-    def count_call(**_: Any) -> None:
-        calls[0] += 1
-
-    await interleaved({"the service": service}, Rounds(0, 0, 200), in_flight)
-    app.state.store.client.meta.events.register("before-call.dynamodb", count_call)
-    found = await spent(service, requests, in_flight)
-    print(
-        f"{workload.name} on {where}, {in_flight} in flight: {found.cpu_ms:.3f} ms of CPU per "
-        f"request without the profiler, {found.rate:,.0f} requests/s, busy {found.busy:.0%} of "
-        f"the time, {calls[0] / requests:.2f} DynamoDB calls per request"
-    )
-    if arguments.top:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        await spent(service, requests, in_flight)
-        profiler.disable()
-        printed = io.StringIO()
-        pstats.Stats(profiler, stream=printed).sort_stats(arguments.sort).print_stats(arguments.top)
-        print(printed.getvalue())
+async def _profile(arguments: argparse.Namespace) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        if arguments.local:
+            settings, work = await stack.enter_async_context(local_dynamodb())
+            workload, app, where = work[arguments.workload], create_app(settings), "DynamoDB Local"
+        else:
+            stored = list(data.items(users=range(10), loans_per_user=4, payments_per_loan=120))
+            settings = Settings(env="local", dynamodb_endpoint=FAKE_ENDPOINT)
+            fake = FakeDynamoDB(settings.table_name, stored, latency=arguments.latency / 1000)
+            client = as_client(fake)
+            app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
+            workload = data.workloads(stored)[arguments.workload]
+            where = f"the fake DynamoDB ({arguments.latency:g} ms a call)"
+        service = caller(app, workload.body)
+        requests, in_flight = arguments.requests, arguments.in_flight
+        await stack.enter_async_context(running(app))
+        await interleaved({"the service": service}, Rounds(0, 0, 200), in_flight)
+        calls = [0]
+        app.state.store.client.meta.events.register(
+            "before-call.dynamodb", lambda **_: calls.__setitem__(0, calls[0] + 1)
+        )
+        found = await spent(service, requests, in_flight)
+        print(
+            f"{workload.name} on {where}, {in_flight} in flight: {found.cpu_ms:.3f} ms of CPU per "
+            f"request without the profiler, {requests / found.wall:,.0f} requests/s, busy "
+            f"{found.cpu / found.wall:.0%} of the time, {calls[0] / requests:.2f} DynamoDB calls "
+            "per request"
+        )
+        if arguments.top:
+            with cProfile.Profile() as profiler:
+                await spent(service, requests, in_flight)
+            pstats.Stats(profiler).sort_stats(arguments.sort).print_stats(arguments.top)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.profile",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__)
     parser.add_argument(
         "workload", choices=("payment", "loan_page", "by_status", "nodes", "nested")
     )
@@ -242,13 +192,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="the fake's ms (default 0)")
     parser.add_argument("--sort", default="tottime", help="a pstats sort key (default tottime)")
     parser.add_argument("--top", type=int, default=35, help="functions profiled (0: no profile)")
-    arguments = parser.parse_args()
-
-    async def measure() -> None:
-        async with contextlib.AsyncExitStack() as stack:
-            await _profile(arguments, stack)
-
-    quietly(measure())
+    quietly(_profile(parser.parse_args()))
 
 
 if __name__ == "__main__":

@@ -1,30 +1,26 @@
-"""`python -m bench.tracing_cost`: what traces cost, in CPU per request, on DynamoDB Local.
+"""`python -m bench.tracing_cost [--quick]`: what traces cost, in CPU per request, in-process
+(`bench.profile`) on DynamoDB Local.
 
-Two apps in-process (`bench.profile`) on one embedded DynamoDB Local: with
-`LOC_OTEL_EXPORTER=none` (no tracer provider) and with `otlp` to an OTLP/HTTP receiver in
-another process, which decodes every batch and counts its spans. One payment by id and a loan's
-page of 100, at 1 and 16 requests in flight, the two in interleaved rounds; CPU is this
-process's, every thread's, the span processor's export thread included (each otlp round ends
-with a flush inside its timing). Every span the app ended must reach the receiver.
-
-    python -m bench.tracing_cost [--quick] [--requests N] [--rounds N]
+Two apps, with `LOC_OTEL_EXPORTER=none` and with `otlp` to an OTLP/HTTP receiver in another
+process (which counts the spans it decodes): one payment and a loan's page, at 1 and 16 in
+flight, in interleaved rounds. CPU is this process's, the export thread's included (each otlp
+round ends with a flush). Every span ended must reach the receiver.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import subprocess
 import sys
-import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from unittest import mock
 
+import httpx
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from bench.profile import Rounds, caller, interleaved, local_dynamodb, paired, rounds_main, running
+from bench.profile import Rounds, caller, interleaved, local_dynamodb, paired, quietly, running
+from harness.processes import Process
 from server.app import create_app
 from server.tracing import tracer_provider
 
@@ -45,97 +41,76 @@ class CountedSpans(SpanProcessor):
         self.ended += 1
 
 
-def _serve_receiver() -> None:
-    """An OTLP/HTTP receiver on a free port (printed) that counts spans; a GET answers the count."""
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-        ExportTraceServiceRequest,
-        ExportTraceServiceResponse,
-    )
+def _serve_receiver(port: int) -> None:
+    """An OTLP/HTTP receiver on `port` that counts the spans it gets; a GET answers the count."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as otlp
 
     counted = [0]
 
     class Handler(BaseHTTPRequestHandler):
-        def _answer(self, body: bytes, content_type: str) -> None:
+        def _answer(self, body: bytes) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
         def do_POST(self) -> None:
-            request = ExportTraceServiceRequest()
+            request = otlp.ExportTraceServiceRequest()
             request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
             counted[0] += sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
-            self._answer(ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
+            self._answer(otlp.ExportTraceServiceResponse().SerializeToString())
 
         def do_GET(self) -> None:
-            self._answer(str(counted[0]).encode(), "text/plain")
+            self._answer(str(counted[0]).encode())
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
-@contextmanager
-def _receiver() -> Iterator[str]:
-    """The receiver's process, its endpoint; OTEL_EXPORTER_OTLP_ENDPOINT names it in the block."""
-    command = [sys.executable, "-m", "bench.tracing_cost", "--receiver"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    previous = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    try:
-        assert process.stdout is not None
-        endpoint = f"http://127.0.0.1:{process.stdout.readline().strip()}"
-        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
-        yield endpoint
-    finally:
-        os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT")
-        if previous is not None:
-            os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = previous
-        process.terminate()
-        process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
-
-
-async def measure(
-    options: Rounds, *, log: Callable[[str], None] = lambda _: None
-) -> dict[str, Any]:
+async def measure(options: Rounds, *, log: Callable[[str], None] = print) -> dict[str, Any]:
     """The CPU per request of each side, workload and concurrency (the median of the rounds),
     otlp's over none's (the median of each round's), the spans per request, and those the
     receiver got."""
     cells: list[dict[str, Any]] = []
     spans = dict.fromkeys(WORKLOADS, 0.0)
-    with _receiver() as receiver:
-        async with local_dynamodb() as (settings, work):
-            provider = tracer_provider(settings.model_copy(update={"otel_exporter": "otlp"}))
-            counted = CountedSpans()
-            provider.add_span_processor(counted)
-            apps = {
-                "none": create_app(settings),
-                "otlp": create_app(settings, tracer_provider=provider),
-            }
-            try:
-                async with running(*apps.values()):
-                    for name in WORKLOADS:
-                        callers = {side: caller(app, work[name].body) for side, app in apps.items()}
-                        for in_flight in IN_FLIGHT:
-                            flush = {"otlp": provider.force_flush}
-                            found = await interleaved(callers, options, in_flight, flush)
-                            cell = {"workload": name, "in_flight": in_flight}
-                            cells.append(cell | paired(found, "none", "otlp"))
-                        provider.force_flush()
-                        before = counted.ended
-                        await callers["otlp"]()
-                        spans[name] = float(counted.ended - before)
-                        log(f"tracing cost: {name} measured")
-                provider.force_flush()
-                answer = await asyncio.to_thread(urllib.request.urlopen, receiver, timeout=5)
-                received = int(answer.read())
-            finally:
-                provider.shutdown()
+    receiver = Process("the OTLP receiver", [sys.executable, "-m", "bench.tracing_cost", "{port}"])
+    receiver.start()
+    try:
+        receiver.wait_listening()
+        with mock.patch.dict(os.environ, {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}):
+            async with local_dynamodb() as (settings, work):
+                provider = tracer_provider(settings.model_copy(update={"otel_exporter": "otlp"}))
+                counted = CountedSpans()
+                provider.add_span_processor(counted)
+                apps = {
+                    "none": create_app(settings),
+                    "otlp": create_app(settings, tracer_provider=provider),
+                }
+                try:
+                    async with running(*apps.values()):
+                        for name in WORKLOADS:
+                            callers = {
+                                side: caller(app, work[name].body) for side, app in apps.items()
+                            }
+                            for in_flight in IN_FLIGHT:
+                                flush = {"otlp": provider.force_flush}
+                                found = await interleaved(callers, options, in_flight, flush)
+                                cell = {"workload": name, "in_flight": in_flight}
+                                cells.append(cell | paired(found, "none", "otlp"))
+                            provider.force_flush()
+                            before = counted.ended
+                            await callers["otlp"]()
+                            spans[name] = float(counted.ended - before)
+                            log(f"tracing cost: {name} measured")
+                    provider.force_flush()
+                    async with httpx.AsyncClient() as http:
+                        received = int((await http.get(receiver.url)).text)
+                finally:
+                    provider.shutdown()
+    finally:
+        receiver.stop()
     page = [float(cell["ratio"]) for cell in cells if cell["workload"] == "loan_page"]
     return {
         "requests_per_cell": options.requests,
@@ -170,7 +145,8 @@ def render(results: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--receiver"]:
-        _serve_receiver()
+    if sys.argv[1:2] and sys.argv[1].isdigit():
+        _serve_receiver(int(sys.argv[1]))
     else:
-        rounds_main("python -m bench.tracing_cost", DEFAULT, QUICK, measure, render)
+        options = QUICK if "--quick" in sys.argv else DEFAULT
+        print(render(quietly(measure(options, log=lambda line: print(line, file=sys.stderr)))))

@@ -1,17 +1,13 @@
 """P1, the engine floor: graphql-core executing `schema.graphql` with plain resolvers over the
-same `PaymentStore`, parse and validation cached per query text, no extensions, no checks of the
-caller. Payment fields are sync functions of the domain payment; only the root fields and
-`Loan.payments`, which read DynamoDB, are async.
-
-    python -m bench.peers.graphql_core PORT ITEMS
-
-serves it on the fake DynamoDB holding the items of file ITEMS (uvicorn with uvloop and
-httptools, no access log).
+same `PaymentStore`, parse and validation cached, no extensions, no checks of the caller; only
+the fields that read DynamoDB are async. `python -m bench.peers.graphql_core PORT ITEMS` serves
+it on the fake DynamoDB holding the items of file ITEMS (uvicorn, no access log).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import sys
@@ -20,21 +16,8 @@ from inspect import isawaitable
 from pathlib import Path
 from typing import Any
 
+import graphql
 import uvicorn
-from graphql import (
-    DocumentNode,
-    ExecutionResult,
-    GraphQLEnumType,
-    GraphQLObjectType,
-    GraphQLOutputType,
-    GraphQLResolveInfo,
-    GraphQLSchema,
-    build_schema,
-    execute,
-    get_named_type,
-    parse,
-    validate,
-)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -47,57 +30,27 @@ from domain.validation import format_timestamp
 from resolvers.node_ids import decode_node_id, loan_node_id, payment_node_id
 
 SDL = Path(__file__).resolve().parents[2] / "schema.graphql"
-
-Resolver = Callable[..., Any]
 # The context of every resolver is the store.
-Info = GraphQLResolveInfo[PaymentStore]
+Info = graphql.GraphQLResolveInfo[PaymentStore]
 
 
-def _payment_field(name: str, type_: GraphQLOutputType) -> Resolver | None:
+def _payment_field(name: str, type_: graphql.GraphQLOutputType) -> Callable[..., Any] | None:
     """A plain function of the domain payment for a scalar or enum field it holds."""
     attribute = re.sub(r"([A-Z])", r"_\1", name).lower()
-    named = get_named_type(type_)
+    named = graphql.get_named_type(type_)
     if attribute not in {field.name for field in dataclasses.fields(Payment)}:
         return None
-    if isinstance(named, GraphQLEnumType):
+    if isinstance(named, graphql.GraphQLEnumType):
         return lambda p, _: getattr(p, attribute).name
     if named.name == "DateTime":
-        return lambda p, _: (
-            None if (value := getattr(p, attribute)) is None else format_timestamp(value)
-        )
-    return None if isinstance(named, GraphQLObjectType) else lambda p, _: getattr(p, attribute)
-
-
-LOAN_FIELDS: dict[str, Resolver] = {
-    "id": lambda loan, _: loan_node_id(loan),
-    "loanId": lambda loan, _: loan.loan_id,
-    "userId": lambda loan, _: loan.user_id,
-}
-
-CONNECTION_FIELDS: dict[str, Resolver] = {
-    "edges": lambda page, _: page.edges,
-    "pageInfo": lambda page, _: page,
-}
-
-EDGE_FIELDS: dict[str, Resolver] = {
-    "cursor": lambda edge, _: edge.cursor,
-    "node": lambda edge, _: edge.node,
-}
-
-PAGE_INFO_FIELDS: dict[str, Resolver] = {
-    "hasNextPage": lambda page, _: page.has_next_page,
-    "hasPreviousPage": lambda page, _: page.has_previous_page,
-    "startCursor": lambda page, _: page.edges[0].cursor if page.edges else None,
-    "endCursor": lambda page, _: page.end_cursor,
-}
+        return lambda p, _: None if (at := getattr(p, attribute)) is None else format_timestamp(at)
+    return (
+        None if isinstance(named, graphql.GraphQLObjectType) else lambda p, _: getattr(p, attribute)
+    )
 
 
 async def _payment(_: None, info: Info, loanId: str, paymentId: str, userId: str) -> Payment | None:
     return await info.context.get(PaymentRef(userId, loanId, paymentId))
-
-
-def _loan(_: None, info: Info, loanId: str, userId: str) -> LoanRef:
-    return LoanRef(userId, loanId)
 
 
 async def _loan_payments(loan: LoanRef, info: Info, status: str | None = None, **page: Any) -> Page:
@@ -117,100 +70,79 @@ async def _nodes(_: None, info: Info, ids: list[str]) -> list[Payment | LoanRef 
     return [ref if isinstance(ref, LoanRef) else found[ref] for ref in refs]
 
 
-def _node_type(value: Any, *_: Any) -> str:
-    return "Loan" if isinstance(value, LoanRef) else "Payment"
+RESOLVERS: dict[str, dict[str, Callable[..., Any]]] = {
+    "Payment": {
+        "id": lambda p, _: payment_node_id(PaymentRef(p.user_id, p.loan_id, p.payment_id)),
+        "loan": lambda p, _: LoanRef(p.user_id, p.loan_id),
+    },
+    "Loan": {
+        "id": lambda loan, _: loan_node_id(loan),
+        "loanId": lambda loan, _: loan.loan_id,
+        "userId": lambda loan, _: loan.user_id,
+        "payments": _loan_payments,
+    },
+    "PaymentConnection": {"edges": lambda page, _: page.edges, "pageInfo": lambda page, _: page},
+    "PaymentEdge": {"cursor": lambda edge, _: edge.cursor, "node": lambda edge, _: edge.node},
+    "PageInfo": {
+        "hasNextPage": lambda page, _: page.has_next_page,
+        "hasPreviousPage": lambda page, _: page.has_previous_page,
+        "startCursor": lambda page, _: page.edges[0].cursor if page.edges else None,
+        "endCursor": lambda page, _: page.end_cursor,
+    },
+    "Query": {
+        "payment": _payment,
+        "loan": lambda _, info, loanId, userId: LoanRef(userId, loanId),
+        "paymentsByStatus": _payments_by_status,
+        "nodes": _nodes,
+    },
+}
 
 
-def _attach(schema: GraphQLSchema, type_name: str, resolvers: dict[str, Resolver]) -> None:
-    object_type = schema.get_type(type_name)
-    assert isinstance(object_type, GraphQLObjectType)
-    for field_name, resolver in resolvers.items():
-        object_type.fields[field_name].resolve = resolver
-
-
-def build() -> GraphQLSchema:
-    schema = build_schema(SDL.read_text())
-    payment = schema.get_type("Payment")
-    assert isinstance(payment, GraphQLObjectType)
-    fields = {name: _payment_field(name, field.type) for name, field in payment.fields.items()}
-    _attach(
-        schema,
-        "Payment",
-        {name: found for name, found in fields.items() if found}
-        | {
-            "id": lambda p, _: payment_node_id(PaymentRef(p.user_id, p.loan_id, p.payment_id)),
-            "loan": lambda p, _: LoanRef(p.user_id, p.loan_id),
-        },
+def build() -> graphql.GraphQLSchema:
+    schema = graphql.build_schema(SDL.read_text())
+    types: dict[str, Any] = {name: schema.get_type(name) for name in [*RESOLVERS, "Node"]}
+    plain = {name: _payment_field(name, f.type) for name, f in types["Payment"].fields.items()}
+    for name, resolvers in RESOLVERS.items():
+        found = resolvers | ({n: r for n, r in plain.items() if r} if name == "Payment" else {})
+        for field_name, resolver in found.items():
+            types[name].fields[field_name].resolve = resolver
+    types["Node"].resolve_type = lambda value, *_: (
+        "Loan" if isinstance(value, LoanRef) else "Payment"
     )
-    _attach(schema, "Loan", LOAN_FIELDS | {"payments": _loan_payments})
-    _attach(schema, "PaymentConnection", CONNECTION_FIELDS)
-    _attach(schema, "PaymentEdge", EDGE_FIELDS)
-    _attach(schema, "PageInfo", PAGE_INFO_FIELDS)
-    _attach(
-        schema,
-        "Query",
-        {
-            "payment": _payment,
-            "loan": _loan,
-            "paymentsByStatus": _payments_by_status,
-            "nodes": _nodes,
-        },
-    )
-    node = schema.get_type("Node")
-    node.resolve_type = _node_type  # type: ignore[union-attr]
     return schema
-
-
-class _Documents:
-    """Parsed and validated documents by query text; an invalid one answers its errors."""
-
-    def __init__(self, schema: GraphQLSchema) -> None:
-        self._schema = schema
-        self._cache: dict[str, DocumentNode | ExecutionResult] = {}
-
-    def get(self, query: str) -> DocumentNode | ExecutionResult:
-        found = self._cache.get(query)
-        if found is None:
-            document = parse(query)
-            errors = validate(self._schema, document)
-            found = ExecutionResult(None, errors) if errors else document
-            self._cache[query] = found
-        return found
 
 
 def create_app(store: PaymentStore) -> Starlette:
     schema = build()
-    documents = _Documents(schema)
 
-    async def graphql(request: Request) -> JSONResponse:
+    @functools.cache
+    def document(query: str) -> graphql.DocumentNode | graphql.ExecutionResult:
+        """Parsed and validated, by query text; an invalid one, its errors."""
+        parsed = graphql.parse(query)
+        errors = graphql.validate(schema, parsed)
+        return graphql.ExecutionResult(None, errors) if errors else parsed
+
+    async def answer(request: Request) -> JSONResponse:
         payload = json.loads(await request.body())
-        document = documents.get(payload["query"])
-        if isinstance(document, ExecutionResult):
-            return JSONResponse(document.formatted, status_code=400)
-        result = execute(
-            schema,
-            document,
-            variable_values=payload.get("variables"),
-            operation_name=payload.get("operationName"),
-            context_value=store,
+        parsed = document(payload["query"])
+        if isinstance(parsed, graphql.ExecutionResult):
+            return JSONResponse(parsed.formatted, status_code=400)
+        variables, operation = payload.get("variables"), payload.get("operationName")
+        result = graphql.execute(
+            schema, parsed, variable_values=variables, operation_name=operation, context_value=store
         )
         if isawaitable(result):
             result = await result
-        assert isinstance(result, ExecutionResult)
+        assert isinstance(result, graphql.ExecutionResult)
         return JSONResponse(result.formatted)
 
-    return Starlette(routes=[Route("/graphql", graphql, methods=["POST"])])
+    return Starlette(routes=[Route("/graphql", answer, methods=["POST"])])
 
 
 if __name__ == "__main__":
     from bench.fake_dynamodb import fake_store
 
+    app, port = create_app(fake_store(Path(sys.argv[2]))), int(sys.argv[1])
     uvicorn.run(
-        create_app(fake_store(Path(sys.argv[2]))),
-        host="127.0.0.1",
-        port=int(sys.argv[1]),
-        loop="uvloop",
-        http="httptools",
-        access_log=False,
-        log_level="warning",
+        app, port=port, loop="uvloop", http="httptools", access_log=False, log_level="warning"
     )

@@ -124,18 +124,3 @@ def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) 
         memory = run["service_memory"]
         assert len(memory["rss_mib_after_repetition"]) == repetitions
         assert memory["peak_rss_mib"] >= max(memory["rss_mib_after_repetition"]) > 0
-
-
-def test_payments_by_status_is_measured_at_1_4_and_16_shards(quick_run: QuickRun) -> None:
-    shards = quick_run.results["dynamodb_local"]["shards"]
-    assert list(shards["layouts"]) == ["1", "4", "16"]
-    # One Query per shard, counted by the service itself (and the pages were compared).
-    assert [layout["calls"] for layout in shards["layouts"].values()] == [
-        {"Query": 1},
-        {"Query": 4},
-        {"Query": 16},
-    ]
-    # The job ran: every payment listed was moved (none is in a shard of 4 yet).
-    moved = shards["reshard"]
-    assert moved["scanned"] > 0 and moved["moved"] == moved["scanned"]
-    assert "reshard 1 -> 4 shards" in quick_run.stdout
