@@ -38,13 +38,14 @@ API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
 
 PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
-TYPED_PACKAGES := domain datasource resolvers schema server bench tests
+TYPED_PACKAGES := domain datasource resolvers schema server harness bench tests
 
-.PHONY: help install run test test-races lint schema clean bench bench-tools
+.PHONY: help install run test test-fast test-races lint schema clean bench bench-tools
 
 help:
 	@echo "make run      serve the API on $(API_ADDRESS) (embedded DynamoDB Local)"
 	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
+	@echo "make test-fast   the tests not marked slow (no DynamoDB Local, Chromium, gateway, bench; ~5 min)"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql)"
@@ -115,6 +116,11 @@ run: $(RUN_STAMPS)
 # Any non-zero pytest status fails the target, including 5 ("no tests collected").
 test: install bench-tools
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) $(ARGS)
+
+# While developing: every test but those marked `slow` (tests/conftest.py marks them from the
+# fixtures they use: DynamoDB Local, Chromium, the federation gateway; and the bench's own).
+test-fast: install
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not slow" $(ARGS)
 
 # Proof that the races are stable: every test marked `race` (DynamoDB Local only), repeated.
 RACE_RUNS ?= 30

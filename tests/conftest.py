@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from moto.server import ThreadedMotoServer
@@ -21,21 +22,41 @@ from tests.backends import CURSOR_SECRET, REGION, TEST_KEY, Backend, backend_con
 from tests.moto_idempotency import transactions_idempotent_by_token
 from tests.moto_memory import models_untracked
 
+# What makes a test slow, by the fixtures it uses: a DynamoDB Local (a JVM), a headless Chromium,
+# the federation gateway (Node processes). Tests that start processes of their own, or run
+# hypothesis or the bench at length, are marked `slow` by hand.
+DYNAMODB_LOCAL_FIXTURES = frozenset(
+    {"ddblocal_endpoint", "ddblocal_backend", "ddblocal_config", "ddblocal_store"}
+)
+SLOW_FIXTURES = DYNAMODB_LOCAL_FIXTURES | {"chromium_executable", "federated_graph"}
+BENCH_TESTS = Path(__file__).parent / "bench"
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A race runs on DynamoDB Local only: moto's conditional writes are not atomic across its
-    threads, so on moto both racers can win. A race test that could reach moto is refused."""
+    """Markers from the fixtures a test uses: `ddblocal` for a test on DynamoDB Local, `slow`
+    for one on DynamoDB Local, Chromium or the gateway, or of the bench (`make test-fast` runs
+    the rest). A race runs on DynamoDB Local only: moto's conditional writes are not atomic
+    across its threads, so on moto both racers can win. A race test that could reach moto is
+    refused."""
     for item in items:
-        if item.get_closest_marker("race") is None:
-            continue
         fixtures = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        on_moto = any(name.startswith("moto") for name in fixtures) or (
-            callspec is not None and callspec.params.get("backend") == "moto"
-        )
+        backend = callspec.params.get("backend") if callspec is not None else None
+        if fixtures & DYNAMODB_LOCAL_FIXTURES or backend == "ddblocal":
+            item.add_marker(pytest.mark.ddblocal)
+        if (
+            fixtures & SLOW_FIXTURES
+            or item.get_closest_marker("ddblocal") is not None
+            or item.path.is_relative_to(BENCH_TESTS)
+        ):
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("race") is None:
+            continue
+        on_moto = any(name.startswith("moto") for name in fixtures) or backend == "moto"
         if on_moto or "ddblocal_backend" not in fixtures:
             raise pytest.UsageError(f"{item.nodeid} is a race: give it a DynamoDB Local fixture")
         item.add_marker(pytest.mark.ddblocal)
+        item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", autouse=True)

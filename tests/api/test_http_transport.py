@@ -195,6 +195,7 @@ async def test_get_and_post_give_the_same_bytes(api: Api) -> None:
     assert posted.headers["content-type"] == got.headers["content-type"]
 
 
+@pytest.mark.slow  # waits out uvicorn's default keep-alive on a real server
 async def test_an_idle_connection_is_kept_open_longer_than_uvicorns_default(
     ddblocal_backend: Backend,
 ) -> None:

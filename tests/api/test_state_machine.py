@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import boto3
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -631,6 +632,7 @@ async def open_api(stack: AsyncExitStack, config: DynamoConfig) -> Api:
     return api
 
 
+@pytest.mark.slow  # hypothesis's stateful runs: about two minutes
 def test_payment_lifecycle_state_machine(moto_config: DynamoConfig) -> None:
     dynamodb = boto3.client(
         "dynamodb",

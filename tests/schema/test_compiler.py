@@ -442,6 +442,7 @@ def documents(draw: st.DrawFn) -> str:
     return " ".join([f"{head} {{ {body} }}", *fragments])
 
 
+@pytest.mark.slow  # 300 drawn documents
 @settings(
     max_examples=300,
     deadline=None,

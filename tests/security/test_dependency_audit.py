@@ -21,6 +21,7 @@ BIN = Path(sys.executable).parent  # uv and pip-audit are dev dependencies, besi
 AUDIT_TIMEOUT_SECONDS = 30
 
 
+@pytest.mark.slow  # asks PyPI about every locked package
 def test_no_locked_dependency_has_a_known_vulnerability(tmp_path: Path) -> None:
     requirements = export_lock(tmp_path / "requirements.txt")
     report = run_pip_audit(requirements, tmp_path / "audit.json")

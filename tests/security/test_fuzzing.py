@@ -149,10 +149,13 @@ CLIENT_SCHEMA = AS_SERVICE.client_schema
 
 # schemathesis's GraphQL strategies call the `random` module now and then (not our code), which
 # Hypothesis reports as a deprecation: with warnings as errors that failed a run at random.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Do not use the `random` module inside strategies"
-    ":hypothesis.errors.HypothesisDeprecationWarning"
-)
+pytestmark = [
+    pytest.mark.slow,  # schemathesis's and hypothesis's runs over every field
+    pytest.mark.filterwarnings(
+        "ignore:Do not use the `random` module inside strategies"
+        ":hypothesis.errors.HypothesisDeprecationWarning"
+    ),
+]
 FUZZ_SETTINGS = settings(
     deadline=None,
     derandomize=True,  # the same examples on every run, so CI is reproducible
