@@ -1,6 +1,6 @@
 """The one low-level DynamoDB client, built from `DynamoConfig` with explicit pool, timeouts
 and retries (the SDK defaults: 10 connections, 60 s timeouts, legacy retries), and with the
-service's own parser of DynamoDB's data answers (`datasource.responses`).
+service's own parser of DynamoDB's data answers (`datasource.aiobotocore_adapter`).
 
 `open_streams_client` builds the DynamoDB Streams client (`datasource.streams`) from the same
 config, with botocore's own parser: its answers are few and its records stay in DynamoDB JSON."""
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import aioboto3
 from aiobotocore.config import AioConfig
 
+from datasource.aiobotocore_adapter import check_fast_parsing, fast_session
 from datasource.config import DynamoConfig
-from datasource.responses import check_fast_parsing, fast_session
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient

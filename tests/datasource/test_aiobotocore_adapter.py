@@ -15,9 +15,9 @@ from botocore.parsers import JSONParser
 
 import datasource.client
 from datasource import PaymentStore
+from datasource.aiobotocore_adapter import FastParsingMissing
 from datasource.client import open_client
 from datasource.items import Item, to_item
-from datasource.responses import FastParsingMissing
 from domain.payment import LoanRef
 from tests.backends import REGION, TEST_KEY, Backend, backend_config
 from tests.payment_samples import ref_of, sample_payment
@@ -253,3 +253,14 @@ async def test_a_client_without_the_fast_parser_is_refused(
     with pytest.raises(FastParsingMissing, match="response parser"):
         async with open_client(backend_config(moto_backend.endpoint_url, "any")):
             pass
+
+
+def test_an_aiobotocore_of_another_release_line_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aiobotocore
+
+    from datasource.aiobotocore_adapter import check_fast_parsing
+
+    monkeypatch.setattr(aiobotocore, "__version__", "3.0.0")
+
+    with pytest.raises(FastParsingMissing, match="release line"):
+        check_fast_parsing(None)  # type: ignore[arg-type]

@@ -14,12 +14,17 @@ read), the control plane (DescribeTable's timestamps), and any operation not lis
 comes in through aiobotocore's own extension point, the session's `response_parser_factory`
 component; `check_fast_parsing` refuses a client on which it is not in place, so an upgrade that
 moves the hook stops the service at start instead of leaving it slow.
+
+This is the one module that names aiobotocore's and botocore's private attributes
+(`_do_parse`, `_inject_response_metadata`, `_defaults`, `client._endpoint`); `check_fast_parsing`
+also refuses an aiobotocore outside the release line it was tested with (`TESTED_RELEASE`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import aiobotocore
 import orjson
 from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
 from aiobotocore.session import AioSession
@@ -43,6 +48,8 @@ FAST_OPERATIONS = frozenset(
     }
 )
 _PARSER_FACTORY = "response_parser_factory"
+# The release line whose private names this module reads (pyproject.toml bounds it too).
+TESTED_RELEASE = "2.25."
 _JSON_PROTOCOL = "json"
 
 
@@ -93,12 +100,19 @@ class FastParsingMissing(RuntimeError):
 
 
 def check_fast_parsing(client: DynamoDBClient) -> None:
-    """Refuse a client whose answers would not go through `DynamoDBJSONParser`."""
+    """Refuse a client whose answers would not go through `DynamoDBJSONParser`, or an aiobotocore
+    of a release line this module was not tested with."""
+    if not aiobotocore.__version__.startswith(TESTED_RELEASE):
+        raise FastParsingMissing(
+            f"aiobotocore {aiobotocore.__version__} is not of the release line "
+            f"{TESTED_RELEASE}x that datasource/aiobotocore_adapter.py was tested with: check "
+            "the private names it reads, then update TESTED_RELEASE"
+        )
     factory = getattr(getattr(client, "_endpoint", None), "_response_parser_factory", None)
     parser = factory.create_parser(_JSON_PROTOCOL) if factory is not None else None
     if not isinstance(parser, DynamoDBJSONParser):
         raise FastParsingMissing(
             "the DynamoDB client does not use the service's response parser (aiobotocore's "
-            "response_parser_factory hook moved?): check datasource/responses.py against the "
-            "installed aiobotocore"
+            "response_parser_factory hook moved?): check datasource/aiobotocore_adapter.py "
+            "against the installed aiobotocore"
         )
