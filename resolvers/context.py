@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context as TraceContext
     from opentelemetry.trace import Span, Tracer
 
-    from resolvers.live import EventHub
+    from resolvers.event_hub import EventHub
 
 
 @dataclass

@@ -1,10 +1,5 @@
-"""Live updates: the events of this instance's change feed, fanned out to its subscribers.
-
-Every instance reads the table's change feed (`datasource.streams`) and publishes each stored
-event here; each subscription holds a bounded queue of the events that match its filter (user,
-loan, payment). A subscriber that falls `queue_size` events behind is dropped, never allowed to
-grow memory: its connection is closed with `SLOW_CONSUMER` (`Subscriber.close`), and a client
-resubscribes with `afterVersion` to pick up where it was.
+"""Live updates: where a subscription starts, and what it yields (the fan-out of this
+instance's events to its subscribers is `resolvers.event_hub`).
 
 `payment_events` is what the GraphQL subscription yields, and where it starts (SPEC §10):
 
@@ -29,140 +24,17 @@ stored, as DynamoDB Local's does (DynamoDB's shows it in near-real time).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 
 from domain import validation
 from domain.errors import InvalidInput
 from domain.history import PaymentEvent
 from domain.payment import PaymentRef
 from resolvers.context import Context
+from resolvers.event_hub import EventFilter
 
-logger = logging.getLogger("loc_payments.live")
-
-# The WebSocket close code of a subscriber that fell too far behind (an application code, in
-# graphql-transport-ws's 4000-4999 range, unused by the protocol itself).
-SLOW_CONSUMER_CODE = 4413
-SLOW_CONSUMER_REASON = "subscriber too slow: resubscribe with afterVersion"
 # One history page per read while replaying.
 REPLAY_PAGE = 100
-
-
-@dataclass(frozen=True, slots=True)
-class EventFilter:
-    """Which events a subscription wants; None matches any value."""
-
-    user_id: str | None = None
-    loan_id: str | None = None
-    payment_id: str | None = None
-
-    def matches(self, event: PaymentEvent) -> bool:
-        return (
-            (self.user_id is None or self.user_id == event.user_id)
-            and (self.loan_id is None or self.loan_id == event.loan_id)
-            and (self.payment_id is None or self.payment_id == event.payment_id)
-        )
-
-
-class Subscriber:
-    """One subscription's queue of matching events."""
-
-    def __init__(
-        self,
-        wanted: EventFilter,
-        *,
-        queue_size: int,
-        close: Callable[[int, str], Awaitable[None]] | None,
-    ) -> None:
-        self.wanted = wanted
-        self._queue: asyncio.Queue[PaymentEvent | None] = asyncio.Queue(maxsize=queue_size)
-        self._close = close
-        self._closing: asyncio.Future[None] | None = None
-        self.dropped = False
-
-    def offer(self, event: PaymentEvent) -> None:
-        if self.dropped or not self.wanted.matches(event):
-            return
-        try:
-            self._queue.put_nowait(event)
-        except asyncio.QueueFull:
-            self._drop()
-
-    def _drop(self) -> None:
-        self.dropped = True
-        # Wake the reader, whose queue is full: the end marker replaces the oldest event.
-        self._queue.get_nowait()
-        self._queue.put_nowait(None)
-        logger.warning("dropped a subscriber %s events behind", self._queue.maxsize)
-        if self._close is not None:
-            self._closing = asyncio.ensure_future(
-                self._close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON)
-            )
-
-    def end(self) -> None:
-        """No more events: the subscription completes once it has sent those queued."""
-        with contextlib.suppress(asyncio.QueueFull):
-            self._queue.put_nowait(None)
-
-    async def next(self) -> PaymentEvent | None:
-        """The next event, or None once the subscriber was dropped."""
-        return await self._queue.get()
-
-
-class EventHub:
-    """This instance's subscribers, and the publishing of each event to those it matches.
-
-    The feed tells it when each round of reads begins and when a round has published all it
-    read up to the stream's head (`round_started`, `round_finished`): a subscriber that starts
-    at the stream's head is pending until a round begun after it registered has finished."""
-
-    def __init__(self, *, queue_size: int) -> None:
-        self._queue_size = queue_size
-        self._subscribers: set[Subscriber] = set()
-        # Pending subscribers, with the number of rounds begun when each registered.
-        self._pending: dict[Subscriber, int] = {}
-        self._rounds_started = 0
-
-    def publish(self, event: PaymentEvent) -> None:
-        for subscriber in tuple(self._subscribers):
-            subscriber.offer(event)
-
-    def subscribe(
-        self,
-        wanted: EventFilter,
-        close: Callable[[int, str], Awaitable[None]] | None = None,
-        *,
-        at_stream_head: bool = False,
-    ) -> Subscriber:
-        """A subscriber of the events published from now on; `at_stream_head`: of those the
-        feed reads in rounds begun from now on."""
-        subscriber = Subscriber(wanted, queue_size=self._queue_size, close=close)
-        if at_stream_head:
-            self._pending[subscriber] = self._rounds_started
-        else:
-            self._subscribers.add(subscriber)
-        return subscriber
-
-    def unsubscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.discard(subscriber)
-        self._pending.pop(subscriber, None)
-
-    def round_started(self) -> None:
-        self._rounds_started += 1
-
-    def round_finished(self) -> None:
-        """The round last started has published everything the stream held when it began."""
-        for subscriber, registered in tuple(self._pending.items()):
-            if registered < self._rounds_started:
-                del self._pending[subscriber]
-                self._subscribers.add(subscriber)
-
-    def close_all(self) -> None:
-        """End every subscription: each sends `complete` (the service is stopping)."""
-        for subscriber in (*self._subscribers, *self._pending):
-            subscriber.end()
 
 
 async def payment_events(

@@ -1,7 +1,7 @@
 """This instance's live updates: the table's change feed read into the subscribers' hub.
 
 One reader per instance follows every shard of the table's DynamoDB Stream
-(`datasource.streams`) and publishes each stored event to `resolvers.live.EventHub`, which fans
+(`datasource.streams`) and publishes each stored event to `resolvers.event_hub.EventHub`, which fans
 it out to this instance's subscriptions. A write through any instance reaches every instance's
 subscribers. With `live_updates` off (or on the benchmark's fake DynamoDB, which has no stream)
 the hub exists but nothing feeds it.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datasource import PaymentStore
 from datasource.client import open_streams_client
 from datasource.streams import ChangeSource, DynamoDBStreamSource
-from resolvers.live import EventHub
+from resolvers.event_hub import EventHub
 from server.settings import Settings
 
 

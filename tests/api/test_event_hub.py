@@ -1,4 +1,4 @@
-"""The fan-out of live events (`resolvers.live`): filters, bounded queues, slow consumers."""
+"""The fan-out of live events (`resolvers.event_hub`): filters, bounded queues, slow consumers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 
 from domain.audit import Actor, ActorKind
 from domain.history import PaymentEvent, event_of
-from resolvers.live import SLOW_CONSUMER_CODE, EventFilter, EventHub, Subscriber
+from resolvers.event_hub import SLOW_CONSUMER_CODE, EventFilter, EventHub, Subscriber
 from tests.payment_samples import sample_payment
 
 ACTOR = Actor(ActorKind.SERVICE, "hub-tests")

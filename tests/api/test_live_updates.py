@@ -24,7 +24,7 @@ from gql.transport.exceptions import TransportConnectionFailed, TransportQueryEr
 from gql.transport.websockets import WebsocketsTransport
 from websockets.exceptions import ConnectionClosed
 
-from resolvers.live import SLOW_CONSUMER_CODE
+from resolvers.event_hub import SLOW_CONSUMER_CODE
 from tests.api.conftest import ALICE, RESULT_FIELDS, SERVICE, token
 from tests.backends import Backend
 from tests.conftest import _fresh_table
