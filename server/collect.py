@@ -24,7 +24,9 @@ exact; the failures made by a page that did not finish are in the audit trail, n
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
+import hashlib
 import json
 import logging
 from collections import Counter
@@ -204,6 +206,16 @@ async def _decide_page(
     return [task.result() for task in tasks]
 
 
+def _move_key(run_id: str, payment: Payment) -> str:
+    """The idempotency key of a run's move of a payment at the version it read: a digest, since
+    ids written out (a UUID's all-digit groups, dashes between) can read as a card number, which
+    every key is refused for."""
+    named = f"{run_id}/{payment.payment_id}/{payment.version}".encode()
+    return "collect-" + base64.urlsafe_b64encode(hashlib.sha256(named).digest()).decode().rstrip(
+        "="
+    )
+
+
 async def _decide(
     store: PaymentStore, run: CollectionRun, payment: Payment, *, run_id: str
 ) -> tuple[Outcome, bytes | None]:
@@ -217,7 +229,7 @@ async def _decide(
         return Outcome.FAILED, None
     request = TransitionRequest.checked(PaymentStatus.FAILED, reason)
     # One key per run and version read: a try sent again after UNAVAILABLE is applied once.
-    key = f"collect-{run_id}-{payment.payment_id}-v{payment.version}"
+    key = _move_key(run_id, payment)
     claim = move_claim(key, payment.ref, request, now=now)
     try:
         for attempt in range(1, MOVE_TRIES + 1):

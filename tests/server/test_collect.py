@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,8 +16,9 @@ import server.checkpoint
 import server.collect
 from datasource import Page, PaymentStore
 from datasource.items import to_item
+from domain import validation
 from domain.enums import PaymentMethod, PaymentStatus
-from domain.errors import StorageUnavailable
+from domain.errors import InvalidInput, StorageUnavailable
 from domain.history import PaymentEvent, event_of
 from domain.idempotency import WriteOutcome
 from domain.payment import Payment
@@ -192,7 +194,8 @@ async def test_a_failure_whose_answer_was_lost_is_sent_again_and_applied_once(
 
     assert final.counts == CollectionCounts(scanned=1, failed=1)
     # The same key both times: the run's, for the version it read.
-    assert keys == [f"collect-{final.run_id}-{spent.payment_id}-v{spent.version}"] * 2
+    assert keys == [server.collect._move_key(final.run_id, spent)] * 2
+    assert len(set(keys)) == 1 and keys[0].startswith("collect-")
     stored = await store.get(ref_of(spent))
     assert stored is not None
     assert (stored.status, stored.version) == (S.FAILED, spent.version + 1)
@@ -333,3 +336,22 @@ async def test_a_thousand_retries_with_a_crash_halfway_are_each_failed_or_report
     # and be read back as no longer in RETRY (skipped), or, later still, be a conflict.
     never_listed = 1000 - counts.scanned
     assert len(to_fail) == counts.failed + counts.skipped + counts.conflicts + never_listed
+
+
+def test_a_moves_key_never_reads_as_a_card_number() -> None:
+    # A UUID whose groups are all digits, written out, is a long digit run with dashes between:
+    # a key holding it was refused as holding a card number (a collection run failed on one).
+    def refused(payment_id: str) -> bool:
+        try:
+            validation.idempotency_key("idempotencyKey", f"collect-run-{payment_id}-v7")
+        except InvalidInput:
+            return True
+        return False
+
+    candidates = (f"abcdef01-2345-7{n:03d}-8567-abcdefabcdef" for n in range(1000))
+    payment_id = next(candidate for candidate in candidates if refused(candidate))
+    payment = SimpleNamespace(payment_id=payment_id, version=7)
+
+    key = server.collect._move_key("20261203T094500-12345678", payment)  # type: ignore[arg-type]
+
+    assert validation.idempotency_key("idempotencyKey", key) == key
