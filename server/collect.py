@@ -208,8 +208,8 @@ async def _decide_page(
 
 def _move_key(run_id: str, payment: Payment) -> str:
     """The idempotency key of a run's move of a payment at the version it read: a digest, since
-    ids written out (a UUID's all-digit groups, dashes between) can read as a card number, which
-    every key is refused for."""
+    the run id written out (a UUID's 32 hex digits) can hold a Luhn-valid run of 13 to 19
+    digits, which every key is refused for as a card number."""
     named = f"{run_id}/{payment.payment_id}/{payment.version}".encode()
     return "collect-" + base64.urlsafe_b64encode(hashlib.sha256(named).digest()).decode().rstrip(
         "="
