@@ -8,7 +8,10 @@ the write produced. Every write emits both through `resolvers.workflow`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -16,6 +19,23 @@ from domain.payment import Payment
 from domain.validation import format_timestamp
 
 audit_log = logging.getLogger("loc_payments.audit")
+
+# Set only inside `unlogged()`: a context variable, so that it quiets the task that set it (and
+# the tasks it starts), never a request served meanwhile.
+_unlogged: ContextVar[bool] = ContextVar("unlogged_writes", default=False)
+
+
+@contextlib.contextmanager
+def unlogged() -> Iterator[None]:
+    """The writes made inside emit no audit log line; their history is stored as always.
+
+    For the demonstration data of a local start, which would otherwise print some forty lines
+    ahead of what a person needs to read (`server.demo_data` says what it wrote in one)."""
+    token = _unlogged.set(True)
+    try:
+        yield
+    finally:
+        _unlogged.reset(token)
 
 
 class ActorKind(StrEnum):
@@ -35,6 +55,8 @@ class Actor:
 
 
 def audit_write(before: Payment | None, after: Payment, actor: Actor) -> None:
+    if _unlogged.get():
+        return
     event = "payment.created" if before is None else "payment.transitioned"
     audit_log.info(
         "%s %s/%s/%s %s -> %s",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -33,10 +34,11 @@ from server.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, 
 from server.logs import configure_logging
 from server.reshard_command import add_arguments as add_reshard_arguments
 from server.reshard_command import run_reshard
-from server.runtime import tune_garbage_collector, uvicorn_options
+from server.runtime import serve_app, tune_garbage_collector
 from server.settings import TABLE_AND_REGION, Settings
 
 STARTUP_TOKEN_USER = "local-developer"
+server_log = logging.getLogger("loc_payments.server")
 TEMPLATE_PATH = "infra/table.template.json"
 TEMPLATE_COMMAND = f"loc-payments template > {TEMPLATE_PATH}"
 
@@ -84,9 +86,16 @@ def table_template() -> str:
     return json.dumps(cloudformation_template(names), indent=2) + "\n"
 
 
+def _announce(settings: Settings) -> None:
+    """Once the server listens: a log line for the log pipeline, then (locally) the banner,
+    which is what a person at the terminal needs, so it prints last."""
+    server_log.info("serving http://%s:%d/graphql", settings.host, settings.port)
+    if settings.uses_development_jwt_secret:
+        _print_development_access(settings)
+
+
 def serve(settings: Settings) -> int:
     # Imported here so that `token` works without loading the web stack.
-    import uvicorn
     from prometheus_client import start_http_server
 
     from schema.trusted_documents import ManifestsRefused
@@ -108,8 +117,6 @@ def serve(settings: Settings) -> int:
         except ManifestsRefused as refused:
             print(f"loc-payments: {refused}", file=sys.stderr)
             return 1
-        if settings.uses_development_jwt_secret:
-            _print_development_access(settings)
         if settings.metrics == "port":
             # Scraped on its own port, so /metrics never shares the API's listener.
             start_http_server(
@@ -117,8 +124,13 @@ def serve(settings: Settings) -> int:
             )
         tune_garbage_collector()
         # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
-        uvicorn.run(app, **uvicorn_options(host=settings.host, port=settings.port))
-    return 0
+        try:
+            started = serve_app(
+                app, host=settings.host, port=settings.port, announce=lambda: _announce(settings)
+            )
+        except KeyboardInterrupt:
+            return 0
+    return 0 if started else 1
 
 
 def _token(settings: Settings, arguments: argparse.Namespace) -> int:

@@ -5,15 +5,18 @@ so all eight statuses between them. Some have confirmation ids and applications;
 returned and waits to be presented again; one payment of each method was presented as often as
 allowed and then failed. Written through the one workflow of every write (`resolvers.workflow`),
 like any other payment, and every confirmation id is a payment's own, as a user's must be.
+Their writes are stored in each payment's history as always, but not audit-logged one by one:
+the start logs one line saying what it wrote (`summary`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from datasource import PaymentStore
-from domain.audit import Actor, ActorKind
+from domain.audit import Actor, ActorKind, unlogged
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.idempotency import claim_for, move_claim
 from domain.payment import Payment, new_payment
@@ -25,6 +28,7 @@ ACH = PaymentMethod.ACH
 PINLESS = PaymentMethod.PINLESS
 # Who the audit trail names for the demonstration payments.
 DEMO = Actor(ActorKind.JOB, "loc-payments-demo-data")
+demo_log = logging.getLogger("loc_payments.demo")
 
 
 def _move(
@@ -108,7 +112,35 @@ def _plan(max_attempts: int) -> _Plan:
 async def seed_demo_payments(
     store: PaymentStore, *, clock: Callable[[], datetime], max_attempts: int
 ) -> list[Payment]:
-    """Every write under an idempotency key of its own: seeding again writes nothing new."""
+    """Every write under an idempotency key of its own: seeding again writes nothing new.
+
+    Logs one line, `summary(...)`, in place of an audit line per write."""
+    with unlogged():
+        seeded = await _seed(store, clock=clock, max_attempts=max_attempts)
+    demo_log.info("%s", summary(seeded))
+    return seeded
+
+
+def summary(payments: Sequence[Payment]) -> str:
+    """`demonstration data: 13 payments of user-1 (loan-1) and user-2 (loan-2) in all 8
+    statuses; each payment's history holds its writes`."""
+    loans = sorted({(payment.user_id, payment.loan_id) for payment in payments})
+    owners = " and ".join(f"{user} ({loan})" for user, loan in loans)
+    statuses = {payment.status for payment in payments}
+    reached = (
+        f"all {len(statuses)} statuses"
+        if statuses == set(PaymentStatus)
+        else f"{len(statuses)} statuses"
+    )
+    return (
+        f"demonstration data: {len(payments)} payments of {owners} in {reached}; "
+        "each payment's history holds its writes"
+    )
+
+
+async def _seed(
+    store: PaymentStore, *, clock: Callable[[], datetime], max_attempts: int
+) -> list[Payment]:
     seeded = []
     for number, (user, loan, method, cents, moves) in enumerate(_plan(max_attempts), start=1):
         payment = new_payment(

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import gc
+import logging
+import socket
+from collections.abc import Callable
 from typing import Any
+
+import uvicorn
+from starlette.types import ASGIApp
 
 # A page of payments allocates thousands of short-lived objects; with CPython's default
 # threshold (700) the young generation is collected several times per request. A much larger
@@ -41,3 +47,33 @@ def uvicorn_options(*, host: str, port: int) -> dict[str, Any]:
         "server_header": False,
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
     }
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """uvicorn's server, calling `announce` once it listens: after the app's startup (where a
+    local start writes its demonstration data), so that what it prints is the last thing shown."""
+
+    def __init__(self, config: uvicorn.Config, announce: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self._announce()
+
+
+def serve_app(app: ASGIApp, *, host: str, port: int, announce: Callable[[], None]) -> bool:
+    """Serve until SIGINT/SIGTERM (uvicorn drains, then returns); False if it never started
+    (the port taken, the app's startup failed: uvicorn has logged why).
+
+    uvicorn's own INFO lines (process started, waiting for startup, running on, shutting down)
+    are quiet unless the log level is DEBUG: `announce` says where the service listens."""
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        uvicorn_log.setLevel(logging.WARNING)
+    server = _AnnouncingServer(
+        uvicorn.Config(app, **uvicorn_options(host=host, port=port)), announce
+    )
+    server.run()
+    return server.started

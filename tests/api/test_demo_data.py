@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 
 import boto3
+import pytest
 
 from datasource import DynamoConfig
 from domain.enums import PaymentMethod, PaymentStatus
@@ -107,4 +109,25 @@ async def test_each_loan_has_one_payment_in_every_status_its_method_can_reach(
         PaymentStatus.SKIPPED,
         PaymentStatus.FAILED,
         PaymentStatus.CHARGED_BACK,
+    ]
+
+
+async def test_the_demonstration_data_logs_one_line_not_a_line_per_write(
+    moto_config: DynamoConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    fresh = dataclasses.replace(moto_config, table_name=f"demo-{uuid.uuid4().hex[:12]}")
+
+    with caplog.at_level(logging.INFO):
+        async with api_client(fresh, seed_demo_data=True) as api:
+            await api.create(user="user-9")
+
+    demo = [r.getMessage() for r in caplog.records if r.name == "loc_payments.demo"]
+    assert demo == [
+        "demonstration data: 13 payments of user-1 (loan-1) and user-2 (loan-2) in all 8 "
+        "statuses; each payment's history holds its writes"
+    ]
+    # The seeding's writes are quiet; a request's write afterwards is audited as always.
+    audited = [r for r in caplog.records if r.name == "loc_payments.audit"]
+    assert [(r.__dict__["user_id"], r.__dict__["event"]) for r in audited] == [
+        ("user-9", "payment.created")
     ]

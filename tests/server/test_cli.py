@@ -7,6 +7,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import jwt
@@ -124,13 +125,13 @@ def _serve(
     )
 
 
-def _customer_token_line(command: list[str], *, cwd: Path) -> str:
-    """The banner's last line, from a `serve` whose DynamoDB refuses connections: the banner is
-    printed before the app first reaches DynamoDB."""
+def _customer_token_line(command: list[str], *, cwd: Path, dynamodb: str) -> str:
+    """The banner's last line, from a `serve` on moto (the banner prints once it listens)."""
     environment = {
         **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
         "LOC_PORT": str(_free_port()),
-        "LOC_DYNAMODB_ENDPOINT": "http://127.0.0.1:9",
+        "LOC_DYNAMODB_ENDPOINT": dynamodb,
+        "LOC_TABLE_NAME": f"banner-{uuid.uuid4().hex[:12]}",
     }
     server = _serve(command, cwd=cwd, environment=environment, stderr=subprocess.DEVNULL)
     try:
@@ -144,18 +145,19 @@ def _customer_token_line(command: list[str], *, cwd: Path) -> str:
         server.communicate()
 
 
-def test_the_banner_gives_the_token_command_as_it_can_be_pasted() -> None:
+@pytest.mark.slow
+def test_the_banner_gives_the_token_command_as_it_can_be_pasted(moto_endpoint: str) -> None:
     venv = Path(sys.executable).parents[1]
     relative = f"{venv.name}/bin/loc-payments"
 
-    assert _customer_token_line([relative], cwd=venv.parent) == (
+    assert _customer_token_line([relative], cwd=venv.parent, dynamodb=moto_endpoint) == (
         f"{relative} token --user <user id>"
     )
     python = Path(sys.executable)
     shown = python.relative_to(REPO) if python.is_relative_to(REPO) else python
-    assert _customer_token_line([sys.executable, "-m", "server"], cwd=REPO) == (
-        f"{shown} -m server token --user <user id>"
-    )
+    assert _customer_token_line(
+        [sys.executable, "-m", "server"], cwd=REPO, dynamodb=moto_endpoint
+    ) == (f"{shown} -m server token --user <user id>")
 
 
 def _free_port() -> int:
