@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -16,6 +16,7 @@ from datasource.client import open_client
 from domain.errors import StorageUnavailable
 from domain.payment import PaymentRef
 from tests.backends import CURSOR_SECRET
+from tests.datasource.sent_requests import sends_counted
 from tests.proxy import Proxy, proxy_to
 
 REF = PaymentRef("alice", "loan-1", "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b")
@@ -47,11 +48,12 @@ def test_failures_in_a_row_open_it_and_an_answer_resets_the_count() -> None:
     assert (breaker.state, breaker.opens, breaker.seconds_open) == ("closed", 1, 2.5)
 
 
-async def closed(breaker: CircuitBreaker, *, within: float) -> None:
-    """Until the probe closes the breaker; fails after `within` seconds."""
+async def until(condition: Callable[[], bool], what: str, *, within: float = 5.0) -> None:
+    """Until `condition()` holds (the probe runs on its own in the loop); fails after `within`
+    seconds, a bound for a loaded machine, not a measurement."""
     deadline = time.monotonic() + within
-    while breaker.state != "closed":
-        assert time.monotonic() < deadline, "the breaker stayed open"
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {within} s: {what}"
         await asyncio.sleep(0.02)
 
 
@@ -60,6 +62,7 @@ class Guarded:
     store: PaymentStore
     breaker: CircuitBreaker
     proxy: Proxy
+    clock: Clock  # the breaker's: how long it stays open is the test's to say
 
 
 @pytest.fixture
@@ -74,13 +77,14 @@ async def guarded(moto_config: DynamoConfig) -> AsyncIterator[Guarded]:
             connect_timeout=0.5,
             read_timeout=2.0,
         )
-        breaker = CircuitBreaker(failures=3, probe_interval=0.05)
+        clock = Clock()
+        breaker = CircuitBreaker(failures=3, probe_interval=0.05, clock=clock)
         async with open_client(config) as client:
             store = PaymentStore(
                 client, table_name=config.table_name, cursor_secret=CURSOR_SECRET, breaker=breaker
             )
             try:
-                yield Guarded(store, breaker, proxy)
+                yield Guarded(store, breaker, proxy, clock)
             finally:
                 await breaker.close()
 
@@ -97,19 +101,18 @@ async def test_cut_connections_open_it_and_it_refuses_at_once_until_dynamodb_ans
 
     assert breaker.state == "open"
     connections = proxy.connections
-    started = time.perf_counter()
-    with pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
+    with sends_counted(store) as sent, pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
         await store.get(REF)
-    assert time.perf_counter() - started < 0.05
-    # Refused before it was sent; meanwhile the probe keeps trying (and failing).
-    await asyncio.sleep(0.2)
+    assert sent == []  # refused before anything went out
+    # Meanwhile the probe keeps trying (and failing): two tries, and it is still open.
+    await until(lambda: proxy.connections >= connections + 2, "the probe tried twice")
     assert breaker.state == "open"
+    guarded.clock.now += 42.0
 
     proxy.mode = "forward"
-    await closed(breaker, within=3.0)
-    assert proxy.connections > connections  # the probe's
+    await until(lambda: breaker.state == "closed", "the probe closed the breaker")
     assert await store.get(REF) is None
-    assert breaker.opens == 1 and breaker.seconds_open > 0.2
+    assert (breaker.opens, breaker.seconds_open) == (1, 42.0)
 
 
 async def test_a_dynamodb_that_never_answers_opens_it_as_budgets_run_out(
@@ -124,15 +127,15 @@ async def test_a_dynamodb_that_never_answers_opens_it_as_budgets_run_out(
         started = time.perf_counter()
         with deadline.budget(0.5), pytest.raises(StorageUnavailable, match="time budget"):
             await store.get(REF)
-        assert 0.5 <= time.perf_counter() - started < 1.0
+        # Ended by its budget (the message), not before it; the read timeout is 2 s.
+        assert time.perf_counter() - started >= 0.5
     assert breaker.state == "open"
-    started = time.perf_counter()
-    with pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
+    with sends_counted(store) as sent, pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
         await store.get(REF)
-    assert time.perf_counter() - started < 0.05
+    assert sent == []  # refused before anything went out
 
     proxy.mode = "forward"
-    await closed(breaker, within=3.0)
+    await until(lambda: breaker.state == "closed", "the probe closed the breaker")
     assert await store.get(REF) is None
 
 

@@ -18,6 +18,7 @@ from datasource.client import open_client
 from domain.errors import StorageUnavailable
 from domain.payment import Payment, PaymentRef
 from tests.backends import CURSOR_SECRET
+from tests.datasource.sent_requests import sends_counted
 from tests.datasource.stored_items import put_all
 from tests.payment_samples import ref_of, sample_payment
 from tests.proxy import proxy_to
@@ -153,6 +154,7 @@ class Held:
         self.sent = asyncio.Event()
         self.calls = 0
         self.cancelled = False
+        self.was_cancelled = asyncio.Event()
 
     async def __call__(self, **parameters: Any) -> Any:
         self.calls += 1
@@ -161,6 +163,7 @@ class Held:
             await self.release.wait()
         except asyncio.CancelledError:
             self.cancelled = True
+            self.was_cancelled.set()
             raise
         return await self._real(**parameters)
 
@@ -184,7 +187,10 @@ async def test_each_caller_waits_within_its_own_budget(
     started = time.perf_counter()
     with pytest.raises(StorageUnavailable, match="time budget"):
         await within(0.2, hurried)
-    assert 0.2 <= time.perf_counter() - started < 0.5
+    # Not before its budget ran out; and it did not wait for the shared call, which is still
+    # held (no upper bound in seconds: on a loaded machine the loop itself can be late).
+    assert time.perf_counter() - started >= 0.2
+    assert held.calls == 1 and not held.release.is_set()
     assert not late.done() and not held.cancelled  # the other caller still waits for it
 
     held.release.set()
@@ -204,12 +210,15 @@ async def test_a_call_nobody_waits_for_any_more_is_cancelled(
     callers = [asyncio.create_task(shared.batch_get([ref_of(p)])) for p in payments]
     await held.sent.wait()
     callers[0].cancel()
-    await asyncio.sleep(0.05)
+    await asyncio.gather(callers[0], return_exceptions=True)
+    # The first caller is gone; give the loop a few turns to cancel the call if it would.
+    for _ in range(10):
+        await asyncio.sleep(0)
     assert not held.cancelled  # one caller still waits
     callers[1].cancel()
     await asyncio.gather(*callers, return_exceptions=True)
-    await asyncio.sleep(0.05)
-    assert held.cancelled
+    async with asyncio.timeout(5):
+        await held.was_cancelled.wait()
 
 
 @pytest.fixture
@@ -250,7 +259,6 @@ async def test_each_caller_whose_budget_ran_out_unanswered_is_a_failure_for_the_
     answers = await asyncio.gather(*map(within_budget, payments), return_exceptions=True)
     assert all(isinstance(answer, StorageUnavailable) for answer in answers), answers
     assert store.breaker is not None and store.breaker.state == "open"
-    started = time.perf_counter()
-    with pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
+    with sends_counted(store) as sent, pytest.raises(StorageUnavailable, match=OPEN_MESSAGE):
         await store.batch_get([ref_of(payments[0])])
-    assert time.perf_counter() - started < 0.05
+    assert sent == []  # refused at once: before anything went out
