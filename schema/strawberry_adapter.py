@@ -59,6 +59,11 @@ def graphql_schema(schema: strawberry.Schema) -> GraphQLSchema:
     return schema._schema
 
 
+def resolve_info(info: strawberry.Info) -> GraphQLResolveInfo[Any]:
+    """graphql-core's info behind Strawberry's, for what only it has (`async_helpers`)."""
+    return info._raw_info
+
+
 def _definition(graphql_field: GraphQLField) -> StrawberryField | None:
     definition = graphql_field.extensions.get(_BACKREF)
     return definition if isinstance(definition, StrawberryField) else None

@@ -343,8 +343,9 @@ class WordsQuery:
     @strawberry.field
     async def doubled(self, info: strawberry.Info) -> list[int]:
         """graphql-core's helpers for resolvers, which a plan gives too."""
-        info._raw_info.async_helpers.track([asyncio.sleep(0)])
-        results: list[int] = await info._raw_info.async_helpers.gather([_doubled(1), _doubled(2)])
+        helpers = strawberry_adapter.resolve_info(info).async_helpers
+        helpers.track([asyncio.sleep(0)])
+        results: list[int] = await helpers.gather([_doubled(1), _doubled(2)])
         return results
 
 

@@ -44,10 +44,11 @@ from graphql import (
 
 from datasource import DynamoConfig
 from schema import build_schema
+from schema.strawberry_adapter import graphql_schema
 from tests.api.conftest import Api, api_client, stored_items
 from tests.backends import Backend
 
-SCHEMA = build_schema()._schema
+SCHEMA = graphql_schema(build_schema())
 
 # Every input, by name: the kind of value it takes. An ID, String or Int input missing here fails.
 KINDS = {

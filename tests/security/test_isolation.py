@@ -42,10 +42,11 @@ from graphql import (
 
 from datasource import DynamoConfig
 from schema import build_schema
+from schema.strawberry_adapter import graphql_schema
 from tests.api.conftest import ALICE, BOB, SERVICE, Api, api_client, error_codes, stored_items
 from tests.backends import Backend
 
-SCHEMA = build_schema()._schema
+SCHEMA = graphql_schema(build_schema())
 ROOTS = ("Query", "Mutation")
 
 # How each argument that aims at data is filled, by its name. An `ID` argument that is not here
