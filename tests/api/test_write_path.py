@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import re
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from datasource import DynamoConfig
 from domain import validation
-from tests.api.conftest import Api, api_client, payment_items
+from tests.api.conftest import Api
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE_PACKAGES = ("domain", "datasource", "resolvers", "schema", "server")
@@ -59,26 +54,6 @@ async def test_a_lookup_checks_its_ids_once(api: Api, monkeypatch: pytest.Monkey
     # more): once each.
     assert sorted(identifiers) == ["loanId", "userId"]
     assert payment_ids == ["paymentId"]
-
-
-async def test_every_demonstration_write_is_audited_as_a_job(
-    moto_config: DynamoConfig, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.INFO, logger="loc_payments.audit")
-    fresh = dataclasses.replace(moto_config, table_name=f"demo-{uuid.uuid4().hex[:12]}")
-    async with api_client(fresh, seed_demo_data=True):
-        pass
-    events: list[dict[str, Any]] = [
-        record.__dict__ for record in caplog.records if record.name == "loc_payments.audit"
-    ]
-    stored = payment_items(fresh)
-    # A payment's version counts its writes: its creation and each move.
-    assert len(events) == sum(int(item["loc_version"]["N"]) for item in stored)
-    assert {(event["actor_kind"], event["actor_id"]) for event in events} == {
-        ("job", "loc-payments-demo-data")
-    }
-    creations = [event for event in events if event["event"] == "payment.created"]
-    assert len(creations) == len(stored)
 
 
 def test_only_the_workflow_writes_payments() -> None:
