@@ -3,7 +3,8 @@
 The history of record is the stored events (`domain.history`), written in the write's own
 transaction; the log line, on its own logger, carries the same facts to the log pipeline: which
 payment, from which status to which, why, who (the actor's kind and id), when, and the version
-the write produced. Every write emits both through `resolvers.workflow`.
+the write produced. Every write emits both through `resolvers.workflow`, but the demonstration
+data's, which a local start logs as one line (`unlogged`).
 """
 
 from __future__ import annotations
