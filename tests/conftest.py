@@ -22,6 +22,12 @@ from tests.backends import CURSOR_SECRET, REGION, TEST_KEY, Backend, backend_con
 from tests.moto_idempotency import transactions_idempotent_by_token
 from tests.moto_memory import models_untracked
 
+# Helpers that assert, moved out of the test modules that share them (which pytest rewrites):
+# rewritten too, so that a failed assert in one still shows what it compared.
+pytest.register_assert_rewrite(
+    "tests.api.live_instances", "tests.api.raw_table", "tests.api.websocket_client"
+)
+
 # What makes a test slow, by the fixtures it uses: a DynamoDB Local (a JVM), a headless Chromium,
 # the federation gateway (Node processes). Tests that start processes of their own, or run
 # hypothesis or the bench at length, are marked `slow` by hand.

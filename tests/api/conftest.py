@@ -1,12 +1,18 @@
-"""An HTTP client on the real ASGI app, backed by moto, with tokens for every kind of caller."""
+"""An HTTP client on the real ASGI app, backed by moto, with tokens for every kind of caller; and
+a DynamoDB that only fails (`faulty`)."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import json
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -19,6 +25,7 @@ from starlette.applications import Starlette
 from datasource import DynamoConfig
 from server.app import create_app
 from server.settings import DEV_JWT_SECRET, Settings
+from tests.api.faults import THROTTLED, FaultyDynamoDB
 
 PAYMENT_FIELDS = """
     id paymentId userId loanId amountCents status method process confirmationId
@@ -233,3 +240,42 @@ def stored_items(config: DynamoConfig) -> list[dict[str, Any]]:
 def payment_items(config: DynamoConfig) -> list[dict[str, Any]]:
     """The payment items alone, without the other kinds of item the table holds."""
     return [item for item in stored_items(config) if item["SK"]["S"].startswith("LOAN#")]
+
+
+@pytest.fixture
+def faulty() -> Iterator[FaultyDynamoDB]:
+    """A `FaultyDynamoDB` (tests/api/faults.py) listening on a port of its own, for the tests of
+    reads and writes under faults (`test_faults.py`) and of their traces (`test_tracing.py`)."""
+    fault = FaultyDynamoDB()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            fault.requests.append(self.headers.get("X-Amz-Target", ""))
+            if fault.mode == "slow":
+                time.sleep(fault.delay)
+            body = json.dumps(THROTTLED).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/x-amz-json-1.0")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            # A slow answer finds the client gone (it timed out): that is the point.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    fault.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    # These tests give DynamoDB budgets of tenths of a second. In the full suite, a full
+    # collection freeing earlier tests' apps can stall this process for longer than that before
+    # the first request is sent (CI saw a throttled mutation answer with no request made), so
+    # that garbage is collected here, before the clock starts.
+    gc.collect()
+    yield fault
+    server.shutdown()
+    server.server_close()

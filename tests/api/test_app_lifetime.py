@@ -11,7 +11,7 @@ import weakref
 
 from datasource import DynamoConfig
 from tests.api.conftest import PAYMENT_FIELDS, api_client
-from tests.api.test_queries import LOAN_PAGE
+from tests.api.documents import LOAN_PAGE
 
 PAYMENT = f"""query($userId: ID, $loanId: ID!, $paymentId: ID!) {{
   payment(userId: $userId, loanId: $loanId, paymentId: $paymentId) {{ {PAYMENT_FIELDS} }} }}"""

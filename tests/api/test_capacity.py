@@ -10,7 +10,7 @@ import pytest
 
 from datasource import DynamoConfig
 from tests.api.conftest import Api, Clock, api_client
-from tests.api.test_observability import metric
+from tests.api.metrics import metric
 
 pytestmark = pytest.mark.ddblocal
 

@@ -19,7 +19,6 @@ import asyncio
 import dataclasses
 from typing import Any
 
-import boto3
 import pytest
 
 from datasource import DynamoConfig, PaymentStore
@@ -29,80 +28,19 @@ from domain.errors import Conflict
 from domain.payment import PaymentRef
 from domain.transitions import TransitionRequest
 from resolvers.workflow import move_payment
-from tests.api.conftest import PAYMENT_FIELDS, RESULT_FIELDS, Api, api_client, error_codes
+from tests.api.conftest import Api, api_client, error_codes
+from tests.api.races import LOSER_TYPES, READ, SKIP, SUBMIT, TARGET
+from tests.api.raw_table import event_items, partition, raw_client, raw_item, versions
 from tests.payment_samples import LATER
 
 ROUNDS = 10
 WRITERS_PER_MOVE = 25  # of each move, so 50 writers a round
 
-SUBMIT = f"""mutation($input: SubmitPaymentInput!) {{
-  result: submitPayment(input: $input) {{ {RESULT_FIELDS} }}
-}}"""
-SKIP = f"""mutation($input: SkipPaymentInput!) {{
-  result: skipPayment(input: $input) {{ {RESULT_FIELDS} }}
-}}"""
-READ = f"""query($u: ID!, $l: ID!, $p: ID!) {{
-  payment(userId: $u, loanId: $l, paymentId: $p) {{ {PAYMENT_FIELDS} }}
-}}"""
 HISTORY = """query($u: ID!, $l: ID!, $p: ID!) {
   payment(userId: $u, loanId: $l, paymentId: $p) {
     history(first: 10) { complete edges { node { version fromStatus toStatus reason } } }
   }
 }"""
-TARGET = {SUBMIT: "ACHSENT", SKIP: "SKIPPED"}
-LOSER_TYPES = {"ConflictError": "CONFLICT", "InvalidTransitionError": "INVALID_TRANSITION"}
-
-
-def raw_client(config: DynamoConfig) -> Any:
-    """A plain boto3 client on the test's table: what DynamoDB holds, bypassing the service."""
-    return boto3.client(
-        "dynamodb",
-        region_name=config.region,
-        endpoint_url=config.endpoint_url,
-        aws_access_key_id=config.aws_access_key_id,
-        aws_secret_access_key=config.aws_secret_access_key,
-    )
-
-
-def raw_item(config: DynamoConfig, payment: dict[str, Any]) -> dict[str, Any]:
-    """The payment's item exactly as DynamoDB holds it (a strongly consistent GetItem)."""
-    key = {
-        "PK": {"S": f"USER#{payment['userId']}"},
-        "SK": {"S": f"LOAN#{payment['loanId']}#PAYMENT#{payment['paymentId']}"},
-    }
-    item: dict[str, Any] = raw_client(config).get_item(
-        TableName=config.table_name, Key=key, ConsistentRead=True
-    )["Item"]
-    return item
-
-
-def partition(config: DynamoConfig, user: str, prefix: str = "") -> list[dict[str, Any]]:
-    """The user's items whose sort key starts with `prefix`, in key order (strongly consistent;
-    these tests store far less than a page)."""
-    values = {":pk": {"S": f"USER#{user}"}}
-    condition = "PK = :pk"
-    if prefix:  # DynamoDB refuses an empty key value, even as a prefix
-        values[":prefix"] = {"S": prefix}
-        condition += " AND begins_with(SK, :prefix)"
-    response = raw_client(config).query(
-        TableName=config.table_name,
-        KeyConditionExpression=condition,
-        ExpressionAttributeValues=values,
-        ConsistentRead=True,
-    )
-    assert "LastEvaluatedKey" not in response
-    items: list[dict[str, Any]] = response["Items"]
-    return items
-
-
-def event_items(config: DynamoConfig, payment: dict[str, Any]) -> list[dict[str, Any]]:
-    """The payment's event items, oldest first, as DynamoDB holds them."""
-    prefix = f"HISTORY#LOAN#{payment['loanId']}#PAYMENT#{payment['paymentId']}#V#"
-    return partition(config, payment["userId"], prefix)
-
-
-def versions(events: list[dict[str, Any]]) -> list[int]:
-    return [int(event["loc_version"]["N"]) for event in events]
 
 
 async def listed_history(api: Api, payment: dict[str, Any]) -> dict[str, Any]:

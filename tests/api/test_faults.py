@@ -2,87 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import json
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from datasource import DynamoConfig
-from server.settings import DEV_JWT_SECRET
 from tests.api.conftest import api_client, error_codes
-
-THROTTLED = {
-    "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
-    "message": "Rate of requests exceeds the allowed throughput.",
-}
-
-
-@dataclass
-class FaultyDynamoDB:
-    """An HTTP endpoint that speaks just enough DynamoDB to fail: throttle, or answer too late."""
-
-    mode: str = "throttle"
-    delay: float = 0.0
-    requests: list[str] = field(default_factory=list)
-    url: str = ""
-
-
-@pytest.fixture
-def faulty() -> Iterator[FaultyDynamoDB]:
-    fault = FaultyDynamoDB()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            fault.requests.append(self.headers.get("X-Amz-Target", ""))
-            if fault.mode == "slow":
-                time.sleep(fault.delay)
-            body = json.dumps(THROTTLED).encode()
-            self.send_response(400)
-            self.send_header("Content-Type", "application/x-amz-json-1.0")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            # A slow answer finds the client gone (it timed out): that is the point.
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    fault.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    # These tests give DynamoDB budgets of tenths of a second. In the full suite, a full
-    # collection freeing earlier tests' apps can stall this process for longer than that before
-    # the first request is sent (CI saw a throttled mutation answer with no request made), so
-    # that garbage is collected here, before the clock starts.
-    gc.collect()
-    yield fault
-    server.shutdown()
-    server.server_close()
-
-
-def faulty_settings(fault: FaultyDynamoDB) -> dict[str, Any]:
-    return {
-        "env": "test",
-        "auth_jwt_secret": DEV_JWT_SECRET,
-        "cursor_secret": "a-test-cursor-secret-of-enough-bytes",
-        "dynamodb_read_timeout": 0.3,
-        "dynamodb_connect_timeout": 0.3,
-        "dynamodb_max_attempts": 2,
-        # These tests are about the SDK's own retries: a budget that never cuts them short.
-        "dynamodb_budget": 60.0,
-    }
-
+from tests.api.faults import FaultyDynamoDB, faulty_settings
 
 READS = [
     'query { loan(userId: "alice", loanId: "loan-1") { payments { edges { cursor } } } }',

@@ -11,8 +11,7 @@ import pytest
 
 from datasource import DynamoConfig
 from tests.api.conftest import ALICE, Api, Clock, api_client, stored_items
-
-REQUEST = {"userId": "alice", "loanId": "loan-1", "amountCents": 2500, "method": "ACH"}
+from tests.api.races import REQUEST
 
 
 def payments(config: DynamoConfig) -> list[dict[str, Any]]:

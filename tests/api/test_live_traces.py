@@ -18,7 +18,7 @@ from gql.graphql_request import GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
 from tests.api.conftest import RESULT_FIELDS, SERVICE
-from tests.api.test_live_updates import EVENTS, Instance, Subscription, instances
+from tests.api.live_instances import EVENTS, Instance, Subscription, instances
 from tests.backends import Backend
 from tests.otlp_receiver import ReceivedSpan, receiving
 

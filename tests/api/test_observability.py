@@ -14,6 +14,7 @@ from datasource import DynamoConfig
 from server.logs import configure_logging
 from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS
 from tests.api.conftest import SERVICE, Api, api_client
+from tests.api.metrics import metric
 
 LIST = "query Retries { paymentsByStatus(status: RETRY) { edges { cursor } } }"
 
@@ -99,16 +100,6 @@ async def test_an_idempotent_replay_writes_no_audit_event(
     for _ in range(3):
         await api.mutate("createPayment", {**request, "idempotencyKey": "k-1"})
     assert len(records(caplog, "loc_payments.audit")) == 1
-
-
-def metric(text: str, name: str, **labels: str) -> float:
-    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith(f"{name}{{") and all(
-            f'{key}="{value}"' in line for key, value in labels.items()
-        ):
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no {name}{{{wanted}}} in\n{text}")
 
 
 async def test_metrics(api: Api) -> None:

@@ -6,20 +6,9 @@ import re
 from typing import Any
 
 from tests.api.conftest import ALICE, BOB, PAYMENT_FIELDS, Api, error_codes
+from tests.api.documents import LOAN_PAGE
 
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
-
-LOAN_PAGE = """
-query($userId: ID, $loanId: ID!, $status: PaymentStatus, $first: Int, $after: String) {
-  loan(userId: $userId, loanId: $loanId) {
-    id loanId userId
-    payments(status: $status, first: $first, after: $after) {
-      edges { cursor node { paymentId status amountCents } }
-      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-    }
-  }
-}
-"""
 
 
 async def all_pages(api: Api, variables: dict[str, Any], *, as_: str) -> list[list[str]]:

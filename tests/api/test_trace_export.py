@@ -10,7 +10,7 @@ import pytest
 
 from datasource import DynamoConfig
 from tests.api.conftest import api_client
-from tests.api.test_tracing import PAYMENT
+from tests.api.documents import PAYMENT
 from tests.otlp_receiver import receiving, silent_collector
 
 # The processor sends what it has every 20 ms, so the tests wait little.

@@ -22,14 +22,10 @@ from tests.api.conftest import (
     error_codes,
     stored_items,
 )
-from tests.api.test_faults import FaultyDynamoDB, faulty, faulty_settings  # noqa: F401
+from tests.api.documents import PAYMENT
+from tests.api.faults import FaultyDynamoDB, faulty_settings
 from tests.spans import Spans
 
-PAYMENT = """query Payment($u: ID, $l: ID!, $p: ID!) {
-  payment(userId: $u, loanId: $l, paymentId: $p) {
-    paymentId status amountCents loan { loanId } history(first: 5) { edges { node { version } } }
-  }
-}"""
 LOAN_PAGE = """query LoanPage($u: ID, $l: ID!) {
   loan(userId: $u, loanId: $l) {
     payments(first: 10) { edges { node { paymentId status amountCents loan { loanId } } } }
@@ -298,7 +294,7 @@ async def test_an_event_item_keeps_the_trace_of_the_request_that_wrote_it(
 
 
 async def test_a_throttled_call_records_each_attempt_and_its_retries(
-    faulty: FaultyDynamoDB,  # noqa: F811
+    faulty: FaultyDynamoDB,
     spans: Spans,
 ) -> None:
     config = DynamoConfig(table_name="payments", region="us-west-2", endpoint_url=faulty.url)
@@ -322,7 +318,7 @@ async def test_a_throttled_call_records_each_attempt_and_its_retries(
 
 
 async def test_the_breakers_refusal_is_a_failed_call_span(
-    faulty: FaultyDynamoDB,  # noqa: F811
+    faulty: FaultyDynamoDB,
     spans: Spans,
 ) -> None:
     # No answer within the read timeout: each try is a failure of the breaker (5 open it).

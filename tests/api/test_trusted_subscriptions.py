@@ -12,7 +12,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from tests.api.conftest import SERVICE, token
-from tests.api.test_websocket_protocol import (
+from tests.api.websocket_client import (
     TRANSPORT_WS,
     acknowledged,
     close_of,

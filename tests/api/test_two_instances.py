@@ -14,7 +14,8 @@ of them in turn, so each race is fought half in one process and half in the othe
   loser is refused at the conditional write.
 
 The single-process versions of these races are in `test_concurrent_transitions.py` and
-`test_idempotency.py`; their helpers read the table here too.
+`test_idempotency.py`; the helpers they share with this module (`races.py`, `raw_table.py`)
+send the races' requests and read the table here too.
 """
 
 from __future__ import annotations
@@ -30,18 +31,8 @@ import pytest
 
 from datasource import DynamoConfig
 from tests.api.conftest import RESULT_FIELDS, SERVICE, TEST_BUDGET
-from tests.api.test_concurrent_transitions import (
-    LOSER_TYPES,
-    READ,
-    SKIP,
-    SUBMIT,
-    TARGET,
-    event_items,
-    partition,
-    raw_item,
-    versions,
-)
-from tests.api.test_idempotency import REQUEST
+from tests.api.races import LOSER_TYPES, READ, REQUEST, SKIP, SUBMIT, TARGET
+from tests.api.raw_table import event_items, partition, raw_item, versions
 from tests.backends import Backend
 from tests.conftest import _fresh_table
 from tests.servers import served

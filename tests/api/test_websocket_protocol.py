@@ -4,28 +4,30 @@ token's expiry closing a socket at `exp` (SPEC §7), on both protocols."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import jwt
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.asyncio.client import connect
 
-from tests.api.conftest import SERVICE, token
+from tests.api.conftest import token
+from tests.api.websocket_client import (
+    LEGACY_WS,
+    TRANSPORT_WS,
+    acknowledged,
+    close_of,
+    receive,
+    send,
+)
 from tests.backends import Backend
 from tests.conftest import _fresh_table
 from tests.servers import served
 
 pytestmark = pytest.mark.ddblocal
 
-TRANSPORT_WS = "graphql-transport-ws"
-LEGACY_WS = "graphql-ws"
 INIT_TIMEOUT = 1.0  # the server's LOC_WEBSOCKET_INIT_TIMEOUT here
-WAIT = 10.0
 EVENTS = "subscription { paymentEvents { version } }"
 
 
@@ -39,31 +41,6 @@ async def ws_url(ddblocal_backend: Backend) -> AsyncIterator[str]:
             yield url.replace("http://", "ws://") + "/graphql"
     finally:
         await ddblocal_backend.client.delete_table(TableName=table_name)
-
-
-async def send(socket: ClientConnection, message: Any) -> None:
-    await socket.send(message if isinstance(message, str) else json.dumps(message))
-
-
-async def receive(socket: ClientConnection) -> dict[str, Any]:
-    message: dict[str, Any] = json.loads(await asyncio.wait_for(socket.recv(), WAIT))
-    return message
-
-
-async def acknowledged(socket: ClientConnection, bearer: str = SERVICE) -> None:
-    await send(
-        socket, {"type": "connection_init", "payload": {"Authorization": f"Bearer {bearer}"}}
-    )
-    assert await receive(socket) == {"type": "connection_ack"}
-
-
-async def close_of(socket: ClientConnection) -> tuple[int, str]:
-    """The code and reason the server closed with; every message before it is read past."""
-    with pytest.raises(ConnectionClosed) as ended:
-        while True:
-            await asyncio.wait_for(socket.recv(), WAIT)
-    assert ended.value.rcvd is not None, ended.value
-    return ended.value.rcvd.code, ended.value.rcvd.reason
 
 
 def subscribe(operation_id: Any, **payload: Any) -> dict[str, Any]:

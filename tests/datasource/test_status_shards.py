@@ -3,21 +3,21 @@ one Query per shard, and lists that stay complete while payments are in two layo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from datasource import Page, PaymentStore, count_calls
+from datasource import PaymentStore, count_calls
 from datasource.table import GSI2PK
 from domain import keys
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
 from domain.history import event_of
 from domain.keys import StatusLayout
-from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
 from tests.backends import CURSOR_SECRET, Backend
 from tests.conftest import _fresh_table
+from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
 from tests.datasource.stored_items import all_items, put_all
 from tests.payment_samples import sample_payment
 
@@ -37,33 +37,6 @@ async def store_of(backend: Backend) -> AsyncIterator[StoreOf]:
 
     yield store
     await backend.client.delete_table(TableName=table_name)
-
-
-def mixed_payments(count: int) -> list[Payment]:
-    """Payments of several users, loans and statuses, created in order (ids are UUIDv7)."""
-    statuses = (S.PENDING, S.RETRY, S.PENDING, S.ACHSENT)
-    return [
-        sample_payment(
-            user_id=f"user-{n % 5}", loan_id=f"loan-{n % 3}", status=statuses[n % len(statuses)]
-        )
-        for n in range(count)
-    ]
-
-
-async def every_page(store: PaymentStore, status: PaymentStatus, first: int) -> list[Page]:
-    pages = [await store.payments_by_status(status=status, first=first, after=None)]
-    while pages[-1].has_next_page:
-        after = pages[-1].end_cursor
-        pages.append(await store.payments_by_status(status=status, first=first, after=after))
-    return pages
-
-
-def ids(pages: Sequence[Page]) -> list[list[str]]:
-    return [[edge.node.payment_id for edge in page.edges] for page in pages]
-
-
-def newest_first(payments: Sequence[Payment], status: PaymentStatus) -> list[str]:
-    return [p.payment_id for p in reversed(payments) if p.status is status]
 
 
 @pytest.mark.parametrize("shards", [1, 4, 16])

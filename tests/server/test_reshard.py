@@ -24,8 +24,8 @@ from server.cli import main
 from server.reshard import ReshardCheckpoint, load_reshard_checkpoint, reshard
 from tests.backends import CURSOR_SECRET, TEST_KEY, Backend
 from tests.conftest import _fresh_table
+from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
 from tests.datasource.stored_items import all_items, put_all
-from tests.datasource.test_status_shards import every_page, ids, mixed_payments, newest_first
 
 S = PaymentStatus
 StoreOf = Callable[[StatusLayout], PaymentStore]
