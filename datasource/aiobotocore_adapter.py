@@ -16,18 +16,22 @@ component; `check_fast_parsing` refuses a client on which it is not in place, so
 moves the hook stops the service at start instead of leaving it slow.
 
 This is the one module that names aiobotocore's and botocore's private attributes
-(`_do_parse`, `_inject_response_metadata`, `_defaults`, `client._endpoint`); `check_fast_parsing`
-also refuses an aiobotocore outside the release line it was tested with (`TESTED_RELEASE`).
+(`_do_parse`, `_inject_response_metadata`, `_defaults`, `client._endpoint`, the http session's
+`_verify`); `check_fast_parsing` also refuses an aiobotocore outside the release line it was
+tested with (`TESTED_RELEASE`). It also shares one loader of botocore's data files between sessions
+(`fast_session`), through botocore's public `data_loader` component.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import aiobotocore
 import orjson
 from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
 from aiobotocore.session import AioSession
+from botocore.loaders import Loader, create_loader
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -48,6 +52,7 @@ FAST_OPERATIONS = frozenset(
     }
 )
 _PARSER_FACTORY = "response_parser_factory"
+_DATA_LOADER = "data_loader"
 # The release line whose private names this module reads (pyproject.toml bounds it too).
 TESTED_RELEASE = "2.25."
 _JSON_PROTOCOL = "json"
@@ -88,10 +93,23 @@ class DynamoDBParserFactory(AioResponseParserFactory):  # type: ignore[misc]
         return self._json_parser
 
 
+# One loader for every session of the process (per AWS_DATA_PATH, as botocore makes it): a
+# botocore session otherwise reads and decodes its JSON files again (endpoints, partitions,
+# DynamoDB's service model: 0.1 s of a client's 0.15 s), which the tests and the bench pay for
+# each app they start. A loader reads only the data files and caches what it decoded.
+@functools.cache
+def _shared_loader(data_path: str | None) -> Loader:
+    return create_loader(data_path)
+
+
 def fast_session() -> AioSession:
-    """A botocore session whose clients decode DynamoDB's data answers with `DynamoDBJSONParser`."""
+    """A botocore session whose clients decode DynamoDB's data answers with `DynamoDBJSONParser`,
+    on the process's one loader of botocore's data files."""
     session = AioSession()
     session.register_component(_PARSER_FACTORY, DynamoDBParserFactory())
+    session.register_component(
+        _DATA_LOADER, _shared_loader(session.get_config_variable("data_path"))
+    )
     return session
 
 
@@ -116,3 +134,10 @@ def check_fast_parsing(client: DynamoDBClient) -> None:
             "response_parser_factory hook moved?): check datasource/aiobotocore_adapter.py "
             "against the installed aiobotocore"
         )
+
+
+def verifies_tls(client: DynamoDBClient) -> bool:
+    """Whether the client checks the endpoint's certificate (aiobotocore's http session keeps
+    botocore's `verify`: the CA bundle's path, or False)."""
+    session = getattr(getattr(client, "_endpoint", None), "http_session", None)
+    return bool(getattr(session, "_verify", True))
