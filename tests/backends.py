@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from datasource import DynamoConfig
+from datasource.table import create_table_if_missing
 
 REGION = "us-west-2"
 # DynamoDB Local refuses access keys with `_` or `-`.
@@ -31,3 +33,11 @@ def backend_config(endpoint_url: str, table_name: str) -> DynamoConfig:
         aws_access_key_id=TEST_KEY,
         aws_secret_access_key=TEST_KEY,
     )
+
+
+async def fresh_table(backend: Backend) -> str:
+    """A new table of its own on the backend, named `test-<uuid>`."""
+    table_name = f"test-{uuid.uuid4().hex}"
+    # moto's transactions copy the table's stream records too: no stream where none is read.
+    await create_table_if_missing(backend.client, table_name, stream=backend.name != "moto")
+    return table_name

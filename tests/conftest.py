@@ -8,7 +8,6 @@ session); every test gets a fresh table of its own, deleted afterwards. moto's i
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,8 +16,14 @@ from moto.server import ThreadedMotoServer
 
 from datasource import DynamoConfig, PaymentStore
 from datasource.client import open_client
-from datasource.table import create_table_if_missing
-from tests.backends import CURSOR_SECRET, REGION, TEST_KEY, Backend, backend_config
+from tests.backends import (
+    CURSOR_SECRET,
+    REGION,
+    TEST_KEY,
+    Backend,
+    backend_config,
+    fresh_table,
+)
 from tests.moto_idempotency import transactions_idempotent_by_token
 from tests.moto_memory import models_untracked
 
@@ -114,17 +119,10 @@ async def ddblocal_backend(ddblocal_endpoint: str) -> AsyncIterator[Backend]:
         yield Backend("ddblocal", ddblocal_endpoint, client)
 
 
-async def _fresh_table(backend: Backend) -> str:
-    table_name = f"test-{uuid.uuid4().hex}"
-    # moto's transactions copy the table's stream records too: no stream where none is read.
-    await create_table_if_missing(backend.client, table_name, stream=backend.name != "moto")
-    return table_name
-
-
 @pytest.fixture
 async def moto_config(moto_backend: Backend) -> AsyncIterator[DynamoConfig]:
     """A DynamoConfig on moto whose table was made for this test alone."""
-    table_name = await _fresh_table(moto_backend)
+    table_name = await fresh_table(moto_backend)
     yield moto_backend.config(table_name)
     await moto_backend.client.delete_table(TableName=table_name)
 
@@ -132,7 +130,7 @@ async def moto_config(moto_backend: Backend) -> AsyncIterator[DynamoConfig]:
 @pytest.fixture
 async def ddblocal_config(ddblocal_backend: Backend) -> AsyncIterator[DynamoConfig]:
     """A DynamoConfig on DynamoDB Local whose table was made for this test alone."""
-    table_name = await _fresh_table(ddblocal_backend)
+    table_name = await fresh_table(ddblocal_backend)
     yield ddblocal_backend.config(table_name)
     await ddblocal_backend.client.delete_table(TableName=table_name)
 
@@ -161,6 +159,6 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 @pytest.fixture
 async def store(backend: Backend) -> AsyncIterator[PaymentStore]:
     """A store on a fresh table, on each backend."""
-    table_name = await _fresh_table(backend)
+    table_name = await fresh_table(backend)
     yield PaymentStore(backend.client, table_name=table_name, cursor_secret=CURSOR_SECRET)
     await backend.client.delete_table(TableName=table_name)

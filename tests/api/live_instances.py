@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 
 from tests.api.conftest import RESULT_FIELDS, SERVICE
-from tests.backends import Backend
-from tests.conftest import _fresh_table
+from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 # A short poll, so that the tests wait little; the default is the README's.
@@ -66,7 +65,7 @@ class Instance:
 @asynccontextmanager
 async def instances(backend: Backend, count: int, **settings: str) -> AsyncIterator[list[Instance]]:
     """`count` servers on one new table, each reading its stream."""
-    table_name = await _fresh_table(backend)
+    table_name = await fresh_table(backend)
     options = {"stream_poll_interval": POLL_SECONDS, "max_attempts": MAX_ATTEMPTS, **settings}
     async with served(backend.endpoint_url, table_name, count, **options) as urls:
         yield [Instance(url) for url in urls]

@@ -19,8 +19,7 @@ import pytest
 
 from datasource import DynamoConfig
 from tests.api.conftest import PROD_SETTINGS, SERVICE, api_client, prod_token
-from tests.backends import Backend
-from tests.conftest import _fresh_table
+from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "trusted-documents" / "manifests"
@@ -120,7 +119,7 @@ async def apollo_client(url: str, *options: str) -> dict[str, Any]:
 async def test_apollo_clients_automatic_persisted_queries_miss_register_and_hit(
     ddblocal_backend: Backend, options: tuple[str, ...]
 ) -> None:
-    table_name = await _fresh_table(ddblocal_backend)
+    table_name = await fresh_table(ddblocal_backend)
     try:
         async with served(ddblocal_backend.endpoint_url, table_name) as [url]:
             ran = await apollo_client(f"{url}/graphql", *options)

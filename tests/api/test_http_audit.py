@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.backends import Backend
-from tests.conftest import _fresh_table
+from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +42,7 @@ async def audit(url: str) -> list[dict[str, Any]]:
 async def test_every_audit_of_the_graphql_over_http_specification_passes(
     ddblocal_backend: Backend,
 ) -> None:
-    table_name = await _fresh_table(ddblocal_backend)
+    table_name = await fresh_table(ddblocal_backend)
     try:
         async with served(ddblocal_backend.endpoint_url, table_name) as [url]:
             results = await audit(f"{url}/graphql")

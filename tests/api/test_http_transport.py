@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from tests.api.conftest import SERVICE, Api
-from tests.backends import Backend
-from tests.conftest import _fresh_table
+from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 PAYMENT_QUERY = 'query Named { loan(userId: "alice", loanId: "loan-1") { loanId } }'
@@ -201,7 +200,7 @@ async def test_an_idle_connection_is_kept_open_longer_than_uvicorns_default(
 ) -> None:
     """A client (or a load balancer) that keeps a connection idle for 6 s may send on it again:
     uvicorn's default would have closed it after 5 s, racing that request."""
-    table_name = await _fresh_table(ddblocal_backend)
+    table_name = await fresh_table(ddblocal_backend)
     try:
         async with served(ddblocal_backend.endpoint_url, table_name) as [url]:
             host, port = url.removeprefix("http://").split(":")

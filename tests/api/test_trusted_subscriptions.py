@@ -19,8 +19,7 @@ from tests.api.websocket_client import (
     receive,
     send,
 )
-from tests.backends import Backend
-from tests.conftest import _fresh_table
+from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 pytestmark = pytest.mark.ddblocal
@@ -36,7 +35,7 @@ async def ws_url(
 ) -> AsyncIterator[str]:
     manifest = tmp_path_factory.mktemp("documents") / "persisted-documents.json"
     manifest.write_text(json.dumps({"events-v1": EVENTS}))
-    table_name = await _fresh_table(ddblocal_backend)
+    table_name = await fresh_table(ddblocal_backend)
     try:
         async with served(
             ddblocal_backend.endpoint_url,

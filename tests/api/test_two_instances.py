@@ -33,8 +33,7 @@ from datasource import DynamoConfig
 from tests.api.conftest import RESULT_FIELDS, SERVICE, TEST_BUDGET
 from tests.api.races import LOSER_TYPES, READ, REQUEST, SKIP, SUBMIT, TARGET
 from tests.api.raw_table import event_items, partition, raw_item, versions
-from tests.backends import Backend
-from tests.conftest import _fresh_table
+from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 WRITERS = 50  # per race, half through each instance
@@ -122,7 +121,7 @@ class Service:
 
 @pytest.fixture(scope="module")
 async def service(ddblocal_backend: Backend) -> AsyncIterator[Service]:
-    table_name = await _fresh_table(ddblocal_backend)
+    table_name = await fresh_table(ddblocal_backend)
     limits = httpx.Limits(max_connections=2 * WRITERS, max_keepalive_connections=2 * WRITERS)
     try:
         async with (

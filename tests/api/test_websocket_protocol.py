@@ -21,8 +21,7 @@ from tests.api.websocket_client import (
     receive,
     send,
 )
-from tests.backends import Backend
-from tests.conftest import _fresh_table
+from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 pytestmark = pytest.mark.ddblocal
@@ -33,7 +32,7 @@ EVENTS = "subscription { paymentEvents { version } }"
 
 @pytest.fixture(scope="module")
 async def ws_url(ddblocal_backend: Backend) -> AsyncIterator[str]:
-    table_name = await _fresh_table(ddblocal_backend)
+    table_name = await fresh_table(ddblocal_backend)
     try:
         async with served(
             ddblocal_backend.endpoint_url, table_name, websocket_init_timeout=str(INIT_TIMEOUT)

@@ -15,8 +15,7 @@ from domain.enums import PaymentStatus
 from domain.history import event_of
 from domain.keys import StatusLayout
 from domain.transitions import TransitionRequest, apply_transition
-from tests.backends import CURSOR_SECRET, Backend
-from tests.conftest import _fresh_table
+from tests.backends import CURSOR_SECRET, Backend, fresh_table
 from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
 from tests.datasource.stored_items import all_items, put_all
 from tests.payment_samples import sample_payment
@@ -28,7 +27,7 @@ StoreOf = Callable[[StatusLayout], PaymentStore]
 @pytest.fixture
 async def store_of(backend: Backend) -> AsyncIterator[StoreOf]:
     """Stores on one fresh table, each with its own GSI2 layout."""
-    table_name = await _fresh_table(backend)
+    table_name = await fresh_table(backend)
 
     def store(layout: StatusLayout) -> PaymentStore:
         return PaymentStore(

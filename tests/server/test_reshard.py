@@ -22,8 +22,7 @@ from domain.payment import Payment
 from server.checkpoint import CheckpointRefused
 from server.cli import main
 from server.reshard import ReshardCheckpoint, load_reshard_checkpoint, reshard
-from tests.backends import CURSOR_SECRET, TEST_KEY, Backend
-from tests.conftest import _fresh_table
+from tests.backends import CURSOR_SECRET, TEST_KEY, Backend, fresh_table
 from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
 from tests.datasource.stored_items import all_items, put_all
 
@@ -33,7 +32,7 @@ StoreOf = Callable[[StatusLayout], PaymentStore]
 
 @pytest.fixture
 async def table(backend: Backend) -> AsyncIterator[str]:
-    table_name = await _fresh_table(backend)
+    table_name = await fresh_table(backend)
     yield table_name
     await backend.client.delete_table(TableName=table_name)
 
