@@ -93,12 +93,11 @@ def test_the_readme_links_to_pages_and_headings_that_exist() -> None:
 def test_the_performance_figures_are_the_latest_runs(site: Path) -> None:
     results = json.loads(LATEST.read_text())
     performance = (site / "performance" / "index.html").read_text()
-    shards = (site / "scale-and-cost" / "index.html").read_text()
 
     assert f"at commit <code>{results['commit']}</code>" in performance
     assert "Targets (issues 6, 11 and 31)" in performance
-    for layout in results["dynamodb_local"]["shards"]["layouts"].values():
-        assert f"{layout['service']['p50_ms']:.1f} ms" in shards
+    for cell in results["tracing"]["cells"] + results["documents"]["cells"]:
+        assert f"{cell['ratio']:.2f}" in performance
     for page in site.glob("*/index.html"):
         assert "<!-- bench:" not in page.read_text(), page
 

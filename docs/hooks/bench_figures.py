@@ -7,8 +7,6 @@ latest run's figures, so no figure in prose outlives the run it came from:
 |-------------|----------------------------------------------------------|------------------|
 | `run`       | a sentence: command, commit, duration, machine, its load | `machine`, …     |
 | `table`     | the table `make bench` prints (`bench.report.render`)    | the whole run    |
-| `shards`    | paymentsByStatus at each GSI2 layout                     | `dynamodb_local` |
-| `reshard`   | the reshard's rate, in a sentence                        | `dynamodb_local` |
 | `live`      | the live-updates pass, in a sentence                     | `live`           |
 | `tracing`   | CPU per request with traces off and exported             | `tracing`        |
 | `documents` | CPU per request by trusted-document id and by text       | `documents`      |
@@ -101,34 +99,6 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
-def _shards(results: Results) -> str:
-    local = results.get("dynamodb_local")
-    if local is None or "shards" not in local:
-        return _absent(results, "GSI2 shards figures (make bench no longer makes that pass)")
-    rows = [
-        [
-            count,
-            ", ".join(f"{calls} `{api}`" for api, calls in layout["calls"].items()),
-            f"{layout['service']['p50_ms']:.1f} ms",
-            f"{layout['service']['p99_ms']:.1f} ms",
-        ]
-        for count, layout in local["shards"]["layouts"].items()
-    ]
-    return _markdown_table(["GSI2 shards", "DynamoDB calls a page", "p50", "p99"], rows)
-
-
-def _reshard(results: Results) -> str:
-    local = results.get("dynamodb_local")
-    if local is None or "shards" not in local:
-        return _absent(results, "reshard figures (make bench no longer makes that pass)")
-    moved = local["shards"]["reshard"]
-    return (
-        f"moved {moved['payments_per_second']:,.0f} payments a second on DynamoDB Local (16 "
-        f"moves in flight; {moved['scanned']:,} of the {local['scale_payments']:,} in the "
-        f"{moved['seconds']:.0f} s the bench gives it; commit `{results['commit']}`)"
-    )
-
-
 def _live(results: Results) -> str:
     live = results.get("live")
     if live is None:
@@ -192,8 +162,6 @@ def _documents(results: Results) -> str:
 RENDERERS: dict[str, Callable[[Results], str]] = {
     "run": _run,
     "table": _table,
-    "shards": _shards,
-    "reshard": _reshard,
     "live": _live,
     "tracing": _tracing,
     "documents": _documents,
