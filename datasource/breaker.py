@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -56,9 +57,13 @@ _probing: ContextVar[bool] = ContextVar("dynamodb_breaker_probe", default=False)
 @dataclass(slots=True)
 class _Call:
     """The call this task is making: the breaker of its client, and whether any attempt got an
-    answer (set by the hooks, read when its operation's budget runs out)."""
+    answer (set by the hooks, read when its operation's budget runs out).
 
-    breaker: CircuitBreaker
+    The breaker is held weakly: a context outlives its call in whatever was scheduled during
+    the call (the HTTP pool's timers copy it), and through the breaker's probe it would keep
+    the store and its client alive after the app that owned them stopped."""
+
+    breaker: weakref.ref[CircuitBreaker]
     answered: bool = False
 
 
@@ -129,7 +134,7 @@ class CircuitBreaker:
         return self._opened_at is not None and not _probing.get()
 
     def _refuse_when_open(self, **_: Any) -> None:
-        _call.set(_Call(self))
+        _call.set(_Call(weakref.ref(self)))
         if self.refuses():
             raise StorageUnavailable(OPEN_MESSAGE)
 
@@ -188,8 +193,9 @@ def budget_ran_out() -> None:
     an answer, that is a failure of the breaker of the client it went out on. (A call that was
     answered, throttled say, and ran out of time between retries says nothing of the kind.)"""
     call = _call.get()
-    if call is not None and not call.answered:
-        call.breaker.failure("a call got no answer within its operation's time budget")
+    breaker = None if call is None or call.answered else call.breaker()
+    if breaker is not None:
+        breaker.failure("a call got no answer within its operation's time budget")
 
 
 @contextlib.contextmanager

@@ -4,8 +4,11 @@ and a probe closes it as soon as DynamoDB answers again."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
+import gc
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from datasource import DynamoConfig, PaymentStore, deadline
 from datasource.breaker import OPEN_MESSAGE, CircuitBreaker
 from datasource.client import open_client
+from datasource.store import open_store
 from domain.errors import StorageUnavailable
 from domain.payment import PaymentRef
 from tests.backends import CURSOR_SECRET
@@ -142,3 +146,29 @@ async def test_a_dynamodb_that_never_answers_opens_it_as_budgets_run_out(
 async def test_a_store_without_a_breaker_is_not_guarded(moto_store: PaymentStore) -> None:
     assert moto_store.breaker is None
     assert await moto_store.get(REF) is None
+
+
+async def test_what_a_call_scheduled_does_not_keep_the_store_alive(
+    moto_config: DynamoConfig,
+) -> None:
+    """A callback scheduled during a call (the HTTP pool's timers are) holds a copy of the
+    call's context; once the store is closed, that copy must not keep its breaker, and through
+    the breaker's probe the store and its client, alive."""
+    left_over: list[contextvars.Context] = []
+
+    async def served_once() -> tuple[weakref.ref[object], weakref.ref[object]]:
+        async with open_store(moto_config, cursor_secret=CURSOR_SECRET) as store:
+            store.client.meta.events.register(
+                "before-send.dynamodb",
+                lambda **_: left_over.append(contextvars.copy_context()),
+                unique_id="tests-left-over-context",
+            )
+            assert await store.get(REF) is None
+            assert store.breaker is not None
+            return weakref.ref(store), weakref.ref(store.breaker)
+
+    store, breaker = await asyncio.create_task(served_once())
+    gc.collect()
+
+    assert left_over, "no call was made"
+    assert (store(), breaker()) == (None, None)
