@@ -95,8 +95,9 @@ class DynamoDBParserFactory(AioResponseParserFactory):  # type: ignore[misc]
 
 # One loader for every session of the process (per AWS_DATA_PATH, as botocore makes it): a
 # botocore session otherwise reads and decodes its JSON files again (endpoints, partitions,
-# DynamoDB's service model: 0.1 s of a client's 0.15 s), which the tests and the bench pay for
-# each app they start. A loader reads only the data files and caches what it decoded.
+# DynamoDB's service model: most of the time it takes to open a client), which the tests and the
+# bench pay for each app they start. A loader reads only the data files and caches what it
+# decoded.
 @functools.cache
 def _shared_loader(data_path: str | None) -> Loader:
     return create_loader(data_path)

@@ -63,8 +63,8 @@ def _client_arguments(config: DynamoConfig) -> dict[str, Any]:
             "aws_secret_access_key": config.aws_secret_access_key,
         }
     # A plain-HTTP endpoint (DynamoDB Local, moto) has no TLS to verify: without this the client
-    # still loads the CA bundle (44 ms, a third of opening a client). Any https endpoint, AWS's
-    # included, is verified as always.
+    # still loads the CA bundle, the dearest step of opening a client once botocore's data files
+    # are shared. Any https endpoint, AWS's included, is verified as always.
     plain_http = config.endpoint_url is not None and config.endpoint_url.startswith("http://")
     return {
         "region_name": config.region,
