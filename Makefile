@@ -19,8 +19,9 @@ HTTP_AUDIT_PKG := http-audit
 # The federation gateway of the tests (npm packages @graphql-hive/gateway and
 # @theguild/federation-composition; see the README's Federation).
 FEDERATION_PKG := federation
-# The front-end clients of the trusted-documents tests: Apollo Client for its persisted-query
-# link (the manifest generators are dev dependencies, for `npm run generate` there only).
+# The front-end clients of the real-client tests: Apollo Client for its persisted-query link,
+# and GraphQL Code Generator and relay-compiler, which also compile against the served schema
+# (and make the manifests, `npm run generate` there).
 TRUSTED_DOCUMENTS_PKG := trusted-documents
 # Stamps record a finished install; they are older than a lock file changed since, so make
 # installs again after a pull that changed dependencies.
@@ -109,9 +110,9 @@ $(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lo
 	@echo "Installed the federation gateway from $(FEDERATION_PKG)/package-lock.json"
 
 $(TRUSTED_DOCUMENTS_STAMP): $(TRUSTED_DOCUMENTS_PKG)/package.json $(TRUSTED_DOCUMENTS_PKG)/package-lock.json
-	@npm ci --prefix $(TRUSTED_DOCUMENTS_PKG) --omit=dev --no-audit --no-fund --loglevel=error > /dev/null
+	@npm ci --prefix $(TRUSTED_DOCUMENTS_PKG) --no-audit --no-fund --loglevel=error > /dev/null
 	@touch $@
-	@echo "Installed Apollo Client from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
+	@echo "Installed Apollo Client, GraphQL Code Generator and relay-compiler from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
 
 run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve

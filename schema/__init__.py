@@ -17,7 +17,13 @@ from strawberry.types.graphql import OperationType
 from resolvers.context import Context
 from schema import strawberry_adapter
 from schema.compiler import compile_operation
-from schema.federation import FEDERATION_VERSION, FederatedSchema
+from schema.federation import (
+    FEDERATION_VERSION,
+    FederatedSchema,
+    public_schema,
+    public_sdl,
+    subgraph_sdl,
+)
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
 from schema.operations import Observer, OperationRunner
@@ -36,7 +42,11 @@ class PaymentsSchema(FederatedSchema):
     variables), which would reveal the schema piece by piece. `observers` are what the server
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
     on DynamoDB (`datasource.deadline`); `trace_documents` puts each operation's document in its
-    span (`schema.tracing`). Operations run by their compiled plans (`schema.compiler`)."""
+    span (`schema.tracing`). Operations run by their compiled plans (`schema.compiler`).
+
+    `subgraph` serves the schema as a federation subgraph (`_service`, `_entities`, federation's
+    directives and scalars); without it, the public schema, which holds none of them
+    (`schema.federation`)."""
 
     def __init__(
         self,
@@ -46,6 +56,7 @@ class PaymentsSchema(FederatedSchema):
         observers: Sequence[Observer] = (),
         dynamodb_budget: float | None = None,
         trace_documents: bool = False,
+        subgraph: bool = False,
     ) -> None:
         strawberry_adapter.check_version()
         super().__init__(
@@ -56,11 +67,14 @@ class PaymentsSchema(FederatedSchema):
             config=StrawberryConfig(scalar_map={datetime: DATETIME}),
             federation_version=FEDERATION_VERSION,
         )
+        subgraph_schema = strawberry_adapter.graphql_schema(self)
+        self.subgraph = subgraph
+        self.served = subgraph_schema if subgraph else public_schema(subgraph_schema)
         self._operations = OperationRunner(
-            strawberry_adapter.graphql_schema(self),
+            self.served,
             limits=limits or QueryLimits(),
             production=production,
-            compile_operation=functools.partial(compile_operation, self),
+            compile_operation=functools.partial(compile_operation, self, served=self.served),
             on_errors=self.process_errors,
             observers=observers,
             dynamodb_budget=dynamodb_budget,
@@ -111,6 +125,11 @@ class PaymentsSchema(FederatedSchema):
             allowed=allowed_operation_types or DEFAULT_ALLOWED_OPERATION_TYPES,
         )
 
+    def as_str(self) -> str:
+        """The SDL of what this schema serves: schema.graphql, or with `subgraph`
+        schema.subgraph.graphql."""
+        return subgraph_sdl(self) if self.subgraph else public_sdl(self.served)
+
     def prepare_trusted(self, query: str) -> list[GraphQLError]:
         """Prepare a trusted document for good (`OperationRunner.pin`); its problems, if any."""
         return self._operations.pin(query)
@@ -135,6 +154,7 @@ def build_schema(
     observers: Sequence[Observer] = (),
     dynamodb_budget: float | None = None,
     trace_documents: bool = False,
+    subgraph: bool = False,
 ) -> PaymentsSchema:
     return PaymentsSchema(
         limits,
@@ -142,4 +162,5 @@ def build_schema(
         observers=observers,
         dynamodb_budget=dynamodb_budget,
         trace_documents=trace_documents,
+        subgraph=subgraph,
     )

@@ -5,9 +5,7 @@ and schema.subgraph.graphql."""
 import argparse
 
 from schema import build_schema
-from schema.federation import subgraph_sdl
 
 parser = argparse.ArgumentParser(prog="python -m schema", description=__doc__)
 parser.add_argument("--subgraph", action="store_true", help="the federation subgraph's SDL")
-schema = build_schema()
-print(subgraph_sdl(schema) if parser.parse_args().subgraph else schema.as_str())
+print(build_schema(subgraph=parser.parse_args().subgraph).as_str())

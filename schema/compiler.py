@@ -98,10 +98,16 @@ class _NotCovered(Exception):
 
 
 def compile_operation(
-    schema: strawberry.Schema, document: DocumentNode, operation_name: str | None
+    schema: strawberry.Schema,
+    document: DocumentNode,
+    operation_name: str | None,
+    *,
+    served: GraphQLSchema | None = None,
 ) -> Plan:
-    """The plan of the operation `operation_name` (or the only one) of a valid `document`."""
-    graphql = strawberry_adapter.graphql_schema(schema)
+    """The plan of the operation `operation_name` (or the only one) of a valid `document`,
+    against `served` (by default the graphql-core schema `schema` built; the public schema
+    is a view of it, `schema.federation.public_schema`)."""
+    graphql = served or strawberry_adapter.graphql_schema(schema)
     operation, fragments = _definitions(document, operation_name)
     plan = Plan(schema, graphql, document, operation_name, operation, fragments)
     try:

@@ -1,20 +1,25 @@
 """The schema as an Apollo Federation 2 subgraph (SPEC §15), by Strawberry's own federation.
 
-    Payment      @key(fields: "id")                     resolved here, through the payments loader
-    Loan         @key(fields: "userId loanId")          resolved here: a loan is its ids (no read)
-    Installment  @key(fields: "id", resolvable: false)  named by PaymentApplication.installment,
-                                                        resolved by the loans service
+    Payment      @key(fields: "id")                                resolved here, through the
+                                                                   payments loader
+    Loan         @key(fields: "userId loanId")                     resolved here: a loan is its
+                                                                   ids (no read)
+    Installment  @key(fields: "installmentId", resolvable: false)  named by
+                                                                   PaymentApplication.installment,
+                                                                   resolved by the loans service
 
 `_entities` resolves what a gateway sends by the rules of `node`: a customer's representation of
 another user's payment or loan is null, as is a payment that does not exist, and a malformed one
 is INVALID_INPUT at its place in the list. The payments of one `_entities` are read in one batch
 with the request's other lookups (`resolvers.loaders`).
 
-Two prints of the one schema: `subgraph_sdl`, what `_service { sdl }` answers a composer (pinned
-by schema.subgraph.graphql), and `as_str`, the schema as its clients see it (schema.graphql):
-introspection shows no directive applications, so that print leaves federation's out. In
-production `_service` is refused as introspection is (`NoSubgraphSdlRule`): a gateway there
-serves a supergraph composed from the pinned SDL, and needs only `_entities`.
+Two schemas of the one set of types (SPEC §6, §15): the subgraph, which `/subgraph` serves and
+`_service { sdl }` prints for a composer (`subgraph_sdl`, pinned by schema.subgraph.graphql), and
+the public schema (`public_schema`), which `/graphql` serves: the subgraph without federation's
+root fields, types and directives, so that introspection of `/graphql` is schema.graphql
+(`public_sdl`) and a client's code generator meets no name it did not ask for. In production
+`_service` is refused as introspection is (`NoSubgraphSdlRule`): a gateway there serves a
+supergraph composed from the pinned SDL, and needs only `_entities`.
 """
 
 from __future__ import annotations
@@ -23,15 +28,17 @@ from typing import Literal
 
 import strawberry
 from graphql import (
-    DirectiveNode,
     FieldNode,
     GraphQLError,
-    SchemaDefinitionNode,
-    StringValueNode,
+    GraphQLObjectType,
+    GraphQLSchema,
     ValidationRule,
-    Visitor,
-    parse,
-    visit,
+    is_introspection_type,
+    is_specified_directive,
+    is_specified_scalar_type,
+    print_directive,
+    print_type,
+    specified_directives,
 )
 from strawberry.federation.schema import FederationAny
 from strawberry.printer import print_schema
@@ -46,6 +53,8 @@ Info = strawberry.Info[Context, None]
 # The newest Federation version @theguild/federation-composition (0.27) composes; Strawberry's
 # default, 2.11, it refuses (UNKNOWN_FEDERATION_LINK_VERSION). Only @key is used: 2.0's.
 FEDERATION_VERSION: Literal["2.9"] = "2.9"
+# The root fields a gateway asks a subgraph; never in the public schema.
+FEDERATION_FIELDS = frozenset({"_service", "_entities"})
 
 
 class FederatedSchema(strawberry.federation.Schema):
@@ -62,10 +71,6 @@ class FederatedSchema(strawberry.federation.Schema):
             )
             for ref in entity_refs(representations)
         ]
-
-    def as_str(self) -> str:
-        """The schema as its clients see it: the subgraph SDL without federation's directives."""
-        return without_federation(subgraph_sdl(self))
 
 
 def subgraph_sdl(schema: strawberry.federation.Schema) -> str:
@@ -88,56 +93,48 @@ class NoSubgraphSdlRule(ValidationRule):
             )
 
 
-class _FederationDirectives(Visitor):
-    """The source spans of `@link` and the directives it imports, each with its leading space."""
-
-    def __init__(self, names: set[str]) -> None:
-        super().__init__()
-        self.names = names
-        self.spans: list[tuple[int, int]] = []
-
-    def enter_directive(self, node: DirectiveNode, *_: object) -> None:
-        if node.name.value in self.names and node.loc is not None:
-            self.spans.append((node.loc.start - 1, node.loc.end))
-
-
-def without_federation(sdl: str) -> str:
-    """`sdl` with its `schema @link(...)` definition and every directive that `@link` imports
-    cut out where they stand, the rest exactly as printed."""
-    document = parse(sdl)
-    names = {"link"}
-    spans: list[tuple[int, int]] = []
-    for definition in document.definitions:
-        if not isinstance(definition, SchemaDefinitionNode):
-            continue
-        for directive in definition.directives or ():
-            if directive.name.value != "link":
-                raise ValueError(f"a schema directive other than @link: @{directive.name.value}")
-            names.update(_imports(directive))
-        roots = {op.operation.value: op.type.name.value for op in definition.operation_types}
-        if any(name != kind.capitalize() for kind, name in roots.items()):
-            raise ValueError(f"root types not named after their operations: {roots}")
-        assert definition.loc is not None
-        spans.append((definition.loc.start, definition.loc.end + len("\n\n")))
-    collector = _FederationDirectives(names)
-    visit(document, collector)
-    spans.extend(collector.spans)
-    kept, position = [], 0
-    for start, end in sorted(spans):
-        if start >= position:  # not inside a span already cut (the schema definition's @link)
-            kept.append(sdl[position:start])
-            position = end
-    kept.append(sdl[position:])
-    return "".join(kept)
+def public_schema(subgraph: GraphQLSchema) -> GraphQLSchema:
+    """The schema a client sees: `subgraph` without `_service`, `_entities`, the scalars and
+    types only they reach (`_Any`, `_Entity`, `_Service`) and federation's directives with their
+    types (`@key`, `@link`, `_FieldSet`, `link__*`). Every other type is the subgraph's own
+    object, so resolvers and compiled plans serve both."""
+    query = subgraph.query_type
+    assert query is not None  # a federation schema always has one
+    public_query = GraphQLObjectType(
+        query.name,
+        fields={name: f for name, f in query.fields.items() if name not in FEDERATION_FIELDS},
+        interfaces=query.interfaces,
+        description=query.description,
+        extensions=query.extensions,
+        ast_node=query.ast_node,
+    )
+    # Only what the public roots and their implementations reach is collected: federation's
+    # types hang off its fields and directives alone.
+    implementations = [
+        named
+        for named in subgraph.type_map.values()
+        if isinstance(named, GraphQLObjectType) and named.interfaces
+    ]
+    return GraphQLSchema(
+        query=public_query,
+        mutation=subgraph.mutation_type,
+        subscription=subgraph.subscription_type,
+        types=implementations,
+        directives=specified_directives,
+        description=subgraph.description,
+    )
 
 
-def _imports(link: DirectiveNode) -> set[str]:
-    for argument in link.arguments or ():
-        if argument.name.value == "import":
-            values = getattr(argument.value, "values", ())
-            return {
-                value.value.removeprefix("@")
-                for value in values
-                if isinstance(value, StringValueNode)
-            }
-    return set()
+def public_sdl(schema: GraphQLSchema) -> str:
+    """The SDL of schema.graphql: every type by name, each as graphql-core prints it, so that a
+    schema built from introspection prints the same text as the schema it was read from."""
+    types = sorted(
+        (
+            named
+            for named in schema.type_map.values()
+            if not is_introspection_type(named) and not is_specified_scalar_type(named)
+        ),
+        key=lambda named: named.name,
+    )
+    directives = [d for d in schema.directives if not is_specified_directive(d)]
+    return "\n\n".join([*map(print_directive, directives), *map(print_type, types)])

@@ -36,11 +36,13 @@ class Node:
 
 @strawberry.federation.type(
     name="Installment",
-    keys=[Key(fields=FieldSet("id"), resolvable=False)],
+    keys=[Key(fields=FieldSet("installmentId"), resolvable=False)],
     description="An installment of a loan, which the loans service resolves.",
 )
 class InstallmentType:
-    id: strawberry.ID
+    # Not `id`: Relay takes every `id` for a global one (a Node's), and an installment's id is
+    # the loans service's own.
+    installment_id: strawberry.ID
 
 
 @strawberry.type(name="PaymentApplication")
@@ -56,7 +58,7 @@ class PaymentApplicationType:
 
     @strawberry.field(description="The installment paid; through a gateway, with its fields.")
     def installment(self, root: strawberry.Parent[Application]) -> InstallmentType:
-        return InstallmentType(id=strawberry.ID(root.installment_id))
+        return InstallmentType(installment_id=strawberry.ID(root.installment_id))
 
 
 def _loan_id(root: strawberry.Parent[LoanRef]) -> strawberry.ID:

@@ -1,4 +1,9 @@
-"""The Starlette application: `/graphql`, `/healthz`, `/readyz`, on one shared store.
+"""The Starlette application: `/graphql`, `/subgraph`, `/healthz`, `/readyz`, on one shared store.
+
+`/graphql` serves the public schema (schema.graphql), `/subgraph` the same schema as a
+federation subgraph (schema.subgraph.graphql, for a gateway): one set of types and resolvers,
+the same callers, limits, document policy and protocols, each its own endpoint so that a client
+downloading the schema by introspection never meets federation's names (SPEC §6, §15).
 
 The store is opened by the app's lifespan and held on `app.state.store`; the endpoints read it
 from there. `/graphql` bounds request bodies itself (`LOC_MAX_REQUEST_BYTES`): a Content-Length
@@ -134,15 +139,8 @@ def graphql_routes(
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
 ) -> list[BaseRoute]:
-    """`/graphql` over HTTP, and over WebSocket for subscriptions (and any operation)."""
-    schema = build_schema(
-        query_limits(settings),
-        production=settings.production,
-        observers=[metrics.observe],
-        dynamodb_budget=settings.dynamodb_budget,
-        trace_documents=settings.otel_graphql_document,
-    )
-    documents = trusted_documents(settings, schema)
+    """`/graphql` and `/subgraph` over HTTP, and over WebSocket for subscriptions (and any
+    operation); GraphiQL (outside `prod`) explores `/graphql`."""
     graphiql = (
         None
         if settings.production
@@ -150,7 +148,41 @@ def graphql_routes(
             endpoint="/graphql", headers=functools.partial(_graphiql_headers, settings, token_clock)
         )
     )
-    graphql = PaymentsGraphQL(
+    routes: list[BaseRoute] = []
+    for path, subgraph in (("/graphql", False), ("/subgraph", True)):
+        endpoint = graphql_endpoint(
+            settings,
+            metrics=metrics,
+            clock=clock,
+            token_clock=token_clock,
+            subgraph=subgraph,
+            graphiql=None if subgraph else graphiql,
+        )
+        # Every method: the view answers those it does not serve (405, with a GraphQL response).
+        routes += [Route(path, endpoint), WebSocketRoute(path, endpoint)]
+    if graphiql is not None:
+        routes.append(Route(f"{GRAPHIQL_ASSETS}/{{digest}}/{{name}}", graphiql.asset))
+    return routes
+
+
+def graphql_endpoint(
+    settings: Settings,
+    *,
+    metrics: Metrics,
+    clock: Callable[[], datetime],
+    token_clock: Callable[[], float],
+    subgraph: bool,
+    graphiql: GraphiQLPage | None,
+) -> PaymentsGraphQL:
+    schema = build_schema(
+        query_limits(settings),
+        production=settings.production,
+        observers=[metrics.observe],
+        dynamodb_budget=settings.dynamodb_budget,
+        trace_documents=settings.otel_graphql_document,
+        subgraph=subgraph,
+    )
+    return PaymentsGraphQL(
         schema,
         auth=AuthConfig.from_settings(settings),
         token_clock=token_clock,
@@ -158,7 +190,7 @@ def graphql_routes(
         clock=clock,
         accounting_allowed=settings.debug_dynamodb_header_allowed,
         graphiql=graphiql,
-        documents=documents,
+        documents=trusted_documents(settings, schema),
         text_via_get=not settings.production,
         max_body_bytes=settings.max_request_bytes,
         max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
@@ -166,14 +198,6 @@ def graphql_routes(
         connection_init_wait=timedelta(seconds=settings.websocket_init_timeout),
         strong_reads=settings.strong_reads,
     )
-    routes: list[BaseRoute] = [
-        # Every method: the view answers those it does not serve (405, with a GraphQL response).
-        Route("/graphql", graphql),
-        WebSocketRoute("/graphql", graphql),
-    ]
-    if graphiql is not None:
-        routes.append(Route(f"{GRAPHIQL_ASSETS}/{{digest}}/{{name}}", graphiql.asset))
-    return routes
 
 
 def query_limits(settings: Settings) -> QueryLimits:

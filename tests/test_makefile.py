@@ -109,5 +109,6 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"Installed Chromium from {packages['browser']}/package-lock.json",
         f"Installed the GraphQL-over-HTTP audit from {packages['http-audit']}/package-lock.json",
         f"Installed the federation gateway from {packages['federation']}/package-lock.json",
-        f"Installed Apollo Client from {packages['trusted-documents']}/package-lock.json",
+        "Installed Apollo Client, GraphQL Code Generator and relay-compiler from "
+        f"{packages['trusted-documents']}/package-lock.json",
     ]

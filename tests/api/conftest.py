@@ -4,6 +4,7 @@ a DynamoDB that only fails (`faulty`)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import threading
@@ -90,6 +91,11 @@ class Clock:
 class Api:
     http: httpx.AsyncClient
     app: Starlette
+    # `/graphql`, or `/subgraph` (`at`): the same schema as a federation subgraph.
+    endpoint: str = "/graphql"
+
+    def at(self, endpoint: str) -> Api:
+        return dataclasses.replace(self, endpoint=endpoint)
 
     async def post(
         self,
@@ -105,7 +111,7 @@ class Api:
         if debug:
             headers["X-Debug-DynamoDB"] = "1"
         response = await self.http.post(
-            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+            self.endpoint, json={"query": query, "variables": variables or {}}, headers=headers
         )
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()

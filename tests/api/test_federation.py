@@ -1,10 +1,13 @@
-"""The schema as a federation subgraph, through the API: `_service`, `_entities` by the rules of
-`node`, batched (counted by `extensions.dynamodb`), and costed per representation."""
+"""The schema as a federation subgraph, through the API at `/subgraph`: `_service`, `_entities`
+by the rules of `node`, batched (counted by `extensions.dynamodb`), and costed per
+representation; `/graphql` holds none of federation's names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from domain.payment import PaymentRef
 from resolvers.node_ids import payment_node_id
@@ -18,6 +21,12 @@ ENTITIES = """query($representations: [_Any!]!) {
     ... on Loan { userId loanId }
   }
 }"""
+
+
+@pytest.fixture
+def api(api: Api) -> Api:
+    """Every test here asks the subgraph's endpoint, as a gateway does."""
+    return api.at("/subgraph")
 
 
 def payment_rep(payment: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +150,7 @@ async def test_a_malformed_representation_is_invalid_input_at_its_place(api: Api
         ("Payment", "representations[0]"),
         ({"id": payment["id"]}, "representations[1].__typename"),
         ({"__typename": "Refund", "id": payment["id"]}, "representations[2].__typename"),
-        ({"__typename": "Installment", "id": "inst-1"}, "representations[3].__typename"),
+        ({"__typename": "Installment", "installmentId": "inst-1"}, "representations[3].__typename"),
         ({"__typename": "Payment"}, "representations[4].id"),
         ({"__typename": "Payment", "id": "not-a-node-id"}, "representations[5].id"),
         ({"__typename": "Payment", "id": payment["loan"]["id"]}, "representations[6].id"),
@@ -198,10 +207,13 @@ async def test_an_application_names_its_installment_for_the_loans_service(api: A
     payment = await api.create(user="alice", loan="loan-1", method="PINLESS")
     await api.move("completePayment", payment, confirmationId="conf-1")
     query = """query($id: ID!) { node(id: $id) { ... on Payment {
-      applications { installmentId installment { __typename id } } } } }"""
+      applications { installmentId installment { __typename installmentId } } } } }"""
 
     data = await api.data(query, {"id": payment["id"]}, as_=ALICE)
 
     assert data["node"]["applications"] == [
-        {"installmentId": "inst-1", "installment": {"__typename": "Installment", "id": "inst-1"}}
+        {
+            "installmentId": "inst-1",
+            "installment": {"__typename": "Installment", "installmentId": "inst-1"},
+        }
     ]

@@ -1,6 +1,7 @@
 """The GraphQL-over-HTTP specification, audited (SPEC §13): the npm package graphql-http, pinned by
 `http-audit/package-lock.json`, runs every one of its `serverAudits` against a real
-`python -m server serve`; every MUST, SHOULD and MAY audit must pass."""
+`python -m server serve`, at `/graphql` and at the federation subgraph's `/subgraph` (the same
+protocols, §15); every MUST, SHOULD and MAY audit must pass."""
 
 from __future__ import annotations
 
@@ -39,13 +40,14 @@ async def audit(url: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.ddblocal
+@pytest.mark.parametrize("path", ["/graphql", "/subgraph"])
 async def test_every_audit_of_the_graphql_over_http_specification_passes(
-    ddblocal_backend: Backend,
+    ddblocal_backend: Backend, path: str
 ) -> None:
     table_name = await fresh_table(ddblocal_backend)
     try:
         async with served(ddblocal_backend.endpoint_url, table_name) as [url]:
-            results = await audit(f"{url}/graphql")
+            results = await audit(f"{url}{path}")
     finally:
         await ddblocal_backend.client.delete_table(TableName=table_name)
 

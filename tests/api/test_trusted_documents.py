@@ -347,7 +347,9 @@ async def test_a_trusted_documents_request_does_no_parse_or_validation(
         by_id = list(calls)
         await request(api, {"query": NOT_TRUSTED}, as_=SERVICE)
 
-    assert at_start.count("parse") == 3  # each distinct text of the manifests, once
+    # Each distinct text of the manifests, once for each endpoint's schema (`/graphql` and the
+    # federation subgraph's `/subgraph`).
+    assert at_start.count("parse") == 3 * 2
     assert by_id == []
     assert calls == ["parse", "validate"]
 

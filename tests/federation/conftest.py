@@ -61,7 +61,7 @@ def compose(subgraphs: Sequence[Subgraph], directory: Path) -> str:
 
 
 async def subgraph_sdl(http: httpx.AsyncClient, url: str) -> str:
-    response = await http.post(f"{url}/graphql", json={"query": "{ _service { sdl } }"})
+    response = await http.post(url, json={"query": "{ _service { sdl } }"})
     response.raise_for_status()
     sdl: str = response.json()["data"]["_service"]["sdl"]
     return sdl
@@ -101,9 +101,11 @@ async def federated_graph(
         httpx.AsyncClient() as http,
     ):
         await loans.wait_ready(http, "/graphql?query=%7B__typename%7D")
+        # The payments service's subgraph is `/subgraph`: `/graphql` holds no federation.
+        loans_url = f"{loans.url}/graphql"
         subgraphs = [
-            Subgraph("payments", f"{payments}/graphql", SUBGRAPH_SDL.read_text()),
-            Subgraph("loans", f"{loans.url}/graphql", await subgraph_sdl(http, loans.url)),
+            Subgraph("payments", f"{payments}/subgraph", SUBGRAPH_SDL.read_text()),
+            Subgraph("loans", loans_url, await subgraph_sdl(http, loans_url)),
         ]
         try:
             supergraph = compose(subgraphs, directory)
@@ -115,7 +117,7 @@ async def federated_graph(
         async with processes(gateway):
             await gateway.wait_ready(http, "/readiness")
             yield FederatedGraph(
-                f"{gateway.url}/graphql", f"{payments}/graphql", f"{loans.url}/graphql", subgraphs
+                f"{gateway.url}/graphql", f"{payments}/subgraph", loans_url, subgraphs
             )
     await ddblocal_backend.client.delete_table(TableName=table_name)
 

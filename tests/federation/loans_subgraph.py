@@ -45,18 +45,20 @@ class Payment:
     id: strawberry.ID
 
 
-@strawberry.federation.type(keys=["id"])
+@strawberry.federation.type(keys=["installmentId"])
 class Installment:
-    id: strawberry.ID
+    installment_id: strawberry.ID
     due_date: date
 
+    # Strawberry passes a representation's fields as they are named in it (`installmentId`).
     @classmethod
-    def resolve_reference(cls, id: strawberry.ID) -> Installment:
-        return cls(id=id, due_date=due_date(id))
+    def resolve_reference(cls, **key: str) -> Installment:
+        installment_id = strawberry.ID(key["installmentId"])
+        return cls(installment_id=installment_id, due_date=due_date(installment_id))
 
     @strawberry.field
     def payments(self) -> list[Payment | None]:
-        return [Payment(id=payment_id) for payment_id in APPLIED[self.id]]
+        return [Payment(id=payment_id) for payment_id in APPLIED[self.installment_id]]
 
 
 def due_date(installment_id: str) -> date:
@@ -68,8 +70,8 @@ def due_date(installment_id: str) -> date:
 @strawberry.type
 class Query:
     @strawberry.field
-    def installment(self, id: strawberry.ID) -> Installment:
-        return Installment.resolve_reference(id)
+    def installment(self, installment_id: strawberry.ID) -> Installment:
+        return Installment.resolve_reference(installmentId=installment_id)
 
 
 @strawberry.type

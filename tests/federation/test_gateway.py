@@ -29,7 +29,7 @@ LOAN_WITH_BOTH = """query($loanId: ID!) { loan(loanId: $loanId) {
 } }"""
 ANOTHER_USERS_LOAN = """query($userId: ID!, $loanId: ID!) { loan(userId: $userId, loanId: $loanId) {
   balanceCents payments(first: 5) { edges { node { amountCents } } } } }"""
-INSTALLMENT_PAYMENTS = """query($id: ID!) { installment(id: $id) {
+INSTALLMENT_PAYMENTS = """query($id: ID!) { installment(installmentId: $id) {
   dueDate payments { amountCents status } } }"""
 CREATE = """mutation($input: CreatePaymentInput!) { createPayment(input: $input) {
   ... on PaymentPayload { payment { id userId loanId paymentId } } } }"""

@@ -44,8 +44,9 @@ from schema import build_schema, completion, strawberry_adapter
 from schema.compiler import compile_operation
 
 NOW = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)
-SCHEMA = build_schema()
-GRAPHQL = strawberry_adapter.graphql_schema(SCHEMA)
+# The subgraph's schema: the public one's fields and federation's `_entities` too.
+SCHEMA = build_schema(subgraph=True)
+GRAPHQL = SCHEMA.served
 
 
 def payment(number: int = 0, **changes: Any) -> Payment:
@@ -264,7 +265,7 @@ RESOLVED: dict[str, str] = {
     '{__typename: "Loan", userId: "u", loanId: "l"}, {__typename: "Payment", id: "not-a-node-id"}, '
     '"not an object"]) { __typename ... on Loan { loanId } ... on Payment { paymentId } } }',
     "an-installment": 'query($p: ID!) { payment(userId: "u", loanId: "l", paymentId: $p) '
-    "{ applications { installmentId installment { __typename id } } } }",
+    "{ applications { installmentId installment { __typename installmentId } } } }",
 }
 
 

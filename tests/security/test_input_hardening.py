@@ -44,11 +44,12 @@ from graphql import (
 
 from datasource import DynamoConfig
 from schema import build_schema
-from schema.strawberry_adapter import graphql_schema
 from tests.api.conftest import Api, api_client, stored_items
 from tests.backends import Backend
 
-SCHEMA = graphql_schema(build_schema())
+# The subgraph's schema, every field of the public one and federation's `_entities` too, asked
+# at its endpoint: the two endpoints share their types and resolvers.
+SCHEMA = build_schema(subgraph=True).served
 
 # Every input, by name: the kind of value it takes. An ID, String or Int input missing here fails.
 KINDS = {
@@ -426,7 +427,8 @@ async def prepare(api: Api, config: DynamoConfig) -> Setup:
 @pytest.fixture(scope="module")
 async def setup(moto_backend: Backend) -> AsyncIterator[Setup]:
     config = moto_backend.config(f"test-hardening-{uuid.uuid4().hex}")
-    async with api_client(config) as api:
+    async with api_client(config) as public:
+        api = public.at("/subgraph")
         yield await prepare(api, config)
     await moto_backend.client.delete_table(TableName=config.table_name)
 
@@ -602,8 +604,8 @@ def sdk_wire_log() -> Iterator[list[logging.LogRecord]]:
 
 @pytest.fixture
 async def fresh(moto_config: DynamoConfig) -> AsyncIterator[Setup]:
-    async with api_client(moto_config) as api:
-        yield await prepare(api, moto_config)
+    async with api_client(moto_config) as public:
+        yield await prepare(public.at("/subgraph"), moto_config)
 
 
 def feeds(leaf: Leaf) -> list[Any]:

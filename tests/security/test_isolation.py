@@ -42,11 +42,12 @@ from graphql import (
 
 from datasource import DynamoConfig
 from schema import build_schema
-from schema.strawberry_adapter import graphql_schema
 from tests.api.conftest import ALICE, BOB, SERVICE, Api, api_client, error_codes, stored_items
 from tests.backends import Backend
 
-SCHEMA = graphql_schema(build_schema())
+# The subgraph's schema, every field of the public one and federation's `_entities` too, asked
+# at its endpoint: the two endpoints share their types and resolvers.
+SCHEMA = build_schema(subgraph=True).served
 ROOTS = ("Query", "Mutation")
 
 # How each argument that aims at data is filled, by its name. An `ID` argument that is not here
@@ -360,7 +361,8 @@ def forged(cursor: str) -> str:
 @pytest.fixture(scope="module")
 async def world(moto_backend: Backend) -> AsyncIterator[World]:
     config = moto_backend.config(f"test-isolation-{uuid.uuid4().hex}")
-    async with api_client(config) as api:
+    async with api_client(config) as public:
+        api = public.at("/subgraph")
         yield await seed(api, config)
     await moto_backend.client.delete_table(TableName=config.table_name)
 

@@ -29,9 +29,10 @@ async def test_the_subgraph_sdl_is_off_like_introspection(prod: Api) -> None:
     service = prod_token("gateway", service=True)
     entities = """query($representations: [_Any!]!) {
       _entities(representations: $representations) { ... on Loan { loanId } } }"""
+    subgraph = prod.at("/subgraph")
 
-    sdl = await prod.post("{ _service { sdl } }", as_=service)
-    loans = await prod.post(
+    sdl = await subgraph.post("{ _service { sdl } }", as_=service)
+    loans = await subgraph.post(
         entities,
         {"representations": [{"__typename": "Loan", "userId": "u", "loanId": "l"}]},
         as_=service,
