@@ -41,7 +41,7 @@ PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
 TYPED_PACKAGES := domain datasource resolvers schema server harness bench tests
 
-.PHONY: help install run test test-fast test-races lint schema clean bench bench-tools
+.PHONY: help install run test test-fast test-races lint schema clean bench bench-tools test-tools
 
 help:
 	@echo "make run      serve the API on $(API_ADDRESS) (embedded DynamoDB Local)"
@@ -99,6 +99,15 @@ bench-tools: $(NODE_PEER_STAMP)
 		&& echo "Installed wrk (Debian's package)"; } \
 		|| { echo "make bench needs wrk (Debian's package wrk): install it and run again" >&2; exit 1; }
 
+# redis-server from Debian's package, the broker of the fleet tests (and of `make bench`'s fleet
+# pass), installed as root when missing, as wrk is; `make run` needs none.
+test-tools:
+	@command -v redis-server > /dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null \
+		&& (apt-get install -y -qq redis-server > /dev/null 2>&1 \
+			|| (apt-get update -qq > /dev/null && apt-get install -y -qq redis-server > /dev/null)) \
+		&& echo "Installed redis-server (Debian's package)"; } \
+		|| { echo "make test needs redis-server (Debian's package redis-server): install it and run again" >&2; exit 1; }
+
 $(HTTP_AUDIT_STAMP): $(HTTP_AUDIT_PKG)/package.json $(HTTP_AUDIT_PKG)/package-lock.json
 	@npm ci --prefix $(HTTP_AUDIT_PKG) --no-audit --no-fund --loglevel=error > /dev/null
 	@touch $@
@@ -118,7 +127,7 @@ run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
 
 # Any non-zero pytest status fails the target, including 5 ("no tests collected").
-test: install bench-tools
+test: install bench-tools test-tools
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) $(ARGS)
 
 # While developing: every test but those marked `slow` (tests/conftest.py marks them from the
@@ -145,7 +154,7 @@ schema: install
 
 # The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/).
 # Options after ARGS, e.g. make bench ARGS='--no-local' or ARGS='--quick'.
-bench: install bench-tools
+bench: install bench-tools test-tools
 	$(VENV)/bin/python -m bench $(ARGS)
 
 clean:

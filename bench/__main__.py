@@ -170,6 +170,9 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     if local is not None:
         log("live updates: subscribers on two instances, writes through both")
         results["live"] = await live.measure(live.QUICK if quick else live.LiveOptions(), log=log)
+        log("live updates of a fleet: three instances through a Redis broker, one stream reader")
+        fleet = live.QUICK_FLEET if quick else live.FLEET
+        results["live_fleet"] = await live.measure(fleet, log=log)
         tracing = tracing_cost.QUICK if quick else tracing_cost.DEFAULT
         results["tracing"] = await tracing_cost.measure(tracing, log=log)
         documents = documents_cost.QUICK if quick else documents_cost.DEFAULT

@@ -1,7 +1,10 @@
 """`python -m bench.live [--subscribers 100] [--writes 1000] [--instances 2] [--users 10]
-[--writers 4]`: how long a write takes to reach its subscribers, and that none is lost.
+[--writers 4] [--broker 1]`: how long a write takes to reach its subscribers, and that none is
+lost.
 
-N services on one DynamoDB Local table, each reading its stream; each subscriber (gql over
+N services on one DynamoDB Local table, each reading its stream; with `--broker 1` a fleet
+(SPEC §17): one of them reads the stream under a lease and every instance reads the events from
+a Redis broker (Debian's `redis-server`, started here). Each subscriber (gql over
 graphql-transport-ws) subscribes to one user's `paymentEvents` on one instance. Probe payments
 are written until every subscriber saw one (they are not counted); then the writers write
 through the instances in turn, `createPayment` and for every other payment a move. A delivery's
@@ -37,6 +40,7 @@ from gql.transport.websockets import WebsocketsTransport
 from bench import data
 from datasource.table import create_table_if_missing
 from harness.processes import Service, serving
+from harness.redis_server import RedisServer
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_JWT_SECRET, Settings
 
@@ -63,9 +67,13 @@ class LiveOptions:
     instances: int = 2
     users: int = 10
     writers: int = 4
+    broker: int = 0  # 1: through a Redis broker, one stream reader (an int for the CLI)
 
 
 QUICK = LiveOptions(subscribers=4, writes=20, users=2)
+# `make bench`'s fleet pass: three instances through the broker.
+FLEET = LiveOptions(instances=3, broker=1)
+QUICK_FLEET = dataclasses.replace(QUICK, instances=3, broker=1)
 _stderr: Log = functools.partial(print, file=sys.stderr, flush=True)
 
 
@@ -231,12 +239,18 @@ async def measure(
     with contextlib.ExitStack() as stack:
         if endpoint_url is None:
             endpoint_url = stack.enter_context(EmbeddedDynamoDB(data_dir=None)).endpoint_url
+        fleet: dict[str, str] = {}
+        if options.broker:
+            broker = RedisServer()
+            broker.start()
+            stack.callback(broker.stop)
+            fleet = {"live_broker_url": broker.redis_url}
         async with data.raw_client(endpoint_url) as client:
             await create_table_if_missing(client, table)
             try:
                 async with (
                     httpx.AsyncClient(timeout=30, limits=limits) as http,
-                    serving(endpoint_url, table, options.instances) as instances,
+                    serving(endpoint_url, table, options.instances, **fleet) as instances,
                 ):
                     log(f"DynamoDB Local and {len(instances)} instance(s) ready")
                     found = await _measure(options, Writes(http, token), instances, log)

@@ -19,24 +19,27 @@ record yet is re-opened at LATEST: what was written while it could not be read i
 other failure marks the source unhealthy; it waits (a capped backoff) and tries the same round
 again until cancelled.
 
-Rounds: a `ReadRounds` given to `run` is told when each round begins, and when a round has
+What it reads goes to a `StreamSink` (`run`): after each GetRecords call, the payment events it
+read and where the shard now stands (`ShardPosition`), together, so that a sink that keeps the
+positions (a checkpoint) and the events in one step can hand the reading over to another process
+that resumes exactly there (`positions`, SPEC §17). A sink that refuses a delivery (raises) gets
+the same records again. The sink is also told when each round begins, and when a round has
 finished having read every open shard to its head (each call gave fewer records than it may;
-none closed), so that everything the stream held when the round began is published: a live
+none closed), so that everything the stream held when the round began is delivered: a live
 subscription that starts at the stream's head waits for one such round begun after it.
 
 Limits: DynamoDB advises at most two simultaneous readers per shard and allows 5 GetRecords calls
-per second per shard. N service instances, each polling every `poll_interval` seconds, make
-N / `poll_interval` calls per second per shard: keep that under 5 (two instances at 0.5 s), and
-beyond two readers expect throttling, which botocore retries and which counts as unhealthy when it
-outlasts the retries. Past that many instances, a fan-out service (Kinesis Data Streams, see
-`ChangeSource`) belongs between the table and the instances.
+per second per shard. One source polling every `poll_interval` seconds makes 1 / `poll_interval`
+calls per second per shard. Without a broker every instance runs one (keep N / `poll_interval`
+under 5: two instances at 0.5 s); with one (`server.live_fleet`) a single instance of the fleet
+does, holding a lease, whatever the number of instances.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,7 +58,44 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("loc_payments.streams")
 
-Publish = Callable[[PaymentEvent], None]
+
+@dataclass(frozen=True, slots=True)
+class ShardPosition:
+    """Where a reader stands in a shard: after `sequence` (the last record it read), or at
+    `iterator` (an iterator not yet used, while the shard gave no record: valid 15 minutes);
+    `closed` once read to its end."""
+
+    sequence: str | None = None
+    iterator: str | None = None
+    closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """A payment event read from the stream: decoded, as its item was stored, and the record's
+    sequence number."""
+
+    event: PaymentEvent
+    image: dict[str, Any]
+    sequence: str
+
+
+class StreamSink(Protocol):
+    """Where a source's reads go (see the module's docstring)."""
+
+    async def round_started(self) -> None: ...
+
+    async def deliver(
+        self, shard_id: str, events: Sequence[Received], position: ShardPosition
+    ) -> None:
+        """The events one call read from `shard_id`, in order, and where the shard stands after
+        them. Raising refuses them: the source reads them again."""
+        ...
+
+    async def round_finished(self) -> None:
+        """The round last started read the stream to its head and delivered what it read."""
+        ...
+
 
 # The sort-key prefix of every payment event (`domain.keys`).
 EVENT_PREFIX = "HISTORY#"
@@ -69,32 +109,26 @@ _STALE_ITERATOR = frozenset({"ExpiredIteratorException", "TrimmedDataAccessExcep
 _GONE = "ResourceNotFoundException"
 
 
-class ReadRounds(Protocol):
-    """Told of a source's rounds of reads (the hub of live updates)."""
-
-    def round_started(self) -> None: ...
-
-    def round_finished(self) -> None:
-        """The round last started read the stream to its head and published what it read."""
-        ...
-
-
 class ChangeSource(Protocol):
-    """Where live payment events come from: `run` hands each new event to `publish` until it is
-    cancelled, and tells `rounds` of its rounds of reads. The DynamoDB Stream of the table is one
-    source; a Kinesis Data Streams source (the table's changes sent to Kinesis, for more readers
-    than a DynamoDB Stream allows) would implement the same two members."""
+    """Where live payment events come from: `run` hands what it reads to `sink` until it is
+    cancelled. The DynamoDB Stream of the table is one source; a Kinesis Data Streams source
+    (the table's changes sent to Kinesis) would implement the same two members."""
 
     @property
     def healthy(self) -> bool:
         """False while the source cannot reach its stream (and before it first has)."""
         ...
 
-    async def run(self, publish: Publish, rounds: ReadRounds | None = None) -> None: ...
+    async def run(self, sink: StreamSink) -> None: ...
 
 
 class StreamMissing(RuntimeError):
     """The table has no stream: `create_table_if_missing` (or the template) turns it on."""
+
+
+class SinkRefused(RuntimeError):
+    """The sink could not take a delivery now (its broker is down): the records are read
+    again, after a wait."""
 
 
 @dataclass(slots=True)
@@ -120,8 +154,12 @@ class DynamoDBStreamSource:
         poll_interval: float,
         backoff: Backoff | None = None,
         tracer: Tracer | None = None,
+        positions: Mapping[str, ShardPosition] | None = None,
     ) -> None:
-        """With a tracer, each event read is a span linked to its write (`tracing.received`)."""
+        """With a tracer, each event read is a span linked to its write (`tracing.received`).
+        `positions` (a checkpoint of another reader's, by shard id) resumes where that reader
+        stood: a shard it holds is read from there, a shard it does not whose parent it holds is
+        new (read from its start), any other is placed as at a first start."""
         self._dynamodb = dynamodb_client
         self._tracer = tracer
         self._streams = streams_client
@@ -130,6 +168,8 @@ class DynamoDBStreamSource:
         self._backoff = backoff or Backoff(base=0.1, cap=MAX_RETRY_DELAY)
         self._stream_arn: str | None = None
         self._shards: dict[str, _Shard] = {}
+        self._resumed = dict(positions or {})
+        self._resumed_parents = frozenset(self._resumed)
         self._described = False  # the shards open at start are known
         self._describe_due = True
         self._healthy = False
@@ -144,20 +184,18 @@ class DynamoDBStreamSource:
         """Set once every shard open at start has its iterator: writes from then on are seen."""
         return self._ready
 
-    async def run(self, publish: Publish, rounds: ReadRounds | None = None) -> None:
-        """Poll until cancelled. `publish` must not raise: what it raises ends the run."""
+    async def run(self, sink: StreamSink) -> None:
+        """Poll until cancelled. What the sink raises, but `SinkRefused`, ends the run."""
         failures = 0
         done = 0
         while True:
             try:
                 if self._stream_arn is None or self._describe_due or done % DESCRIBE_EVERY == 0:
                     await self._describe()
-                if rounds is not None:
-                    rounds.round_started()
-                at_head = await self._poll_round(publish)
-                if rounds is not None and at_head:
-                    rounds.round_finished()
-            except (BotoCoreError, ClientError, StreamMissing) as error:
+                await sink.round_started()
+                if await self._poll_round(sink):
+                    await sink.round_finished()
+            except (BotoCoreError, ClientError, StreamMissing, SinkRefused) as error:
                 self._healthy = False
                 if isinstance(error, ClientError) and error.response["Error"]["Code"] == _GONE:
                     self._stream_arn = None  # the table or its stream was deleted: look again
@@ -200,12 +238,8 @@ class DynamoDBStreamSource:
                 if shard_id in self._shards:
                     continue
                 open_now = "EndingSequenceNumber" not in found["SequenceNumberRange"]
-                self._shards[shard_id] = _Shard(
-                    shard_id,
-                    found.get("ParentShardId"),
-                    start="LATEST" if first else "TRIM_HORIZON",
-                    # What closed before we started is history, not news.
-                    closed=first and not open_now,
+                self._shards[shard_id] = self._placed(
+                    shard_id, found.get("ParentShardId"), first=first, open_now=open_now
                 )
             if "LastEvaluatedShardId" not in description:
                 break
@@ -222,9 +256,35 @@ class DynamoDBStreamSource:
             # Turned off, and read to its end: look for the table's next stream from now on.
             self._stream_arn = None
 
-    async def _poll_round(self, publish: Publish) -> bool:
+    def _placed(
+        self, shard_id: str, parent_id: str | None, *, first: bool, open_now: bool
+    ) -> _Shard:
+        """A shard found by `_describe`: where its reading starts."""
+        resumed = self._resumed.pop(shard_id, None)
+        if resumed is not None:
+            # Without a sequence the shard gave its reader no record: its iterator, if still
+            # valid, else from now (what came before that reader's start is history).
+            return _Shard(
+                shard_id,
+                parent_id,
+                start="LATEST",
+                iterator=None if resumed.sequence else resumed.iterator,
+                last_sequence=resumed.sequence,
+                closed=resumed.closed,
+            )
+        if first and parent_id is not None and parent_id in self._resumed_parents:
+            return _Shard(shard_id, parent_id, start="TRIM_HORIZON")
+        return _Shard(
+            shard_id,
+            parent_id,
+            start="LATEST" if first else "TRIM_HORIZON",
+            # What closed before we started is history, not news.
+            closed=first and not open_now,
+        )
+
+    async def _poll_round(self, sink: StreamSink) -> bool:
         """One call on every due shard; whether each was read to its head."""
-        polls = [self._poll(shard, publish) for shard in self._due()]
+        polls = [self._poll(shard, sink) for shard in self._due()]
         # Every shard's call finishes, whatever the others do; then the first failure counts.
         results = await asyncio.gather(*polls, return_exceptions=True)
         for result in results:
@@ -232,7 +292,7 @@ class DynamoDBStreamSource:
                 raise result
         return all(results)
 
-    async def _poll(self, shard: _Shard, publish: Publish) -> bool:
+    async def _poll(self, shard: _Shard, sink: StreamSink) -> bool:
         """Whether the shard is read to its head: fewer records than asked, still open."""
         if shard.iterator is None:
             shard.iterator = await self._open(shard)
@@ -245,23 +305,36 @@ class DynamoDBStreamSource:
                 raise
             shard.iterator = None  # re-opened after its last record in the next round
             return False
-        for record in answer["Records"]:
-            shard.last_sequence = record["dynamodb"]["SequenceNumber"]
+        records = answer["Records"]
+        received = []
+        for record in records:
             event = _event_of(record)
             if event is not None:
+                sequence = record["dynamodb"]["SequenceNumber"]
                 with tracing.received(
-                    self._tracer,
-                    event,
-                    table_name=self._table_name,
-                    sequence_number=shard.last_sequence,
+                    self._tracer, event, table_name=self._table_name, sequence_number=sequence
                 ):
-                    publish(event)
-        shard.iterator = answer.get("NextShardIterator")
-        if shard.iterator is None:
+                    received.append(Received(event, record["dynamodb"]["NewImage"], sequence))
+        last_sequence = (
+            records[-1]["dynamodb"]["SequenceNumber"] if records else shard.last_sequence
+        )
+        next_iterator = answer.get("NextShardIterator")
+        await sink.deliver(
+            shard.shard_id,
+            received,
+            ShardPosition(
+                sequence=last_sequence,
+                iterator=next_iterator,
+                closed=next_iterator is None,
+            ),
+        )
+        # Delivered: only now does the shard move on (a refused delivery is read again).
+        shard.last_sequence, shard.iterator = last_sequence, next_iterator
+        if next_iterator is None:
             # Read to its end: its children (if any) come next.
             shard.closed = self._describe_due = True
             return False
-        return len(answer["Records"]) < RECORDS_PER_CALL
+        return len(records) < RECORDS_PER_CALL
 
     async def _open(self, shard: _Shard) -> str:
         where = {"ShardIteratorType": shard.start}

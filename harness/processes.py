@@ -154,6 +154,13 @@ class Process:
         self._log.seek(0)
         return self._log.read().decode(errors="replace")[-limit:]
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM kill ends it; `start` may run it again (same port)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
     def stop(self) -> None:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:

@@ -1,7 +1,7 @@
 """The fan-out of this instance's live events to its subscribers (SPEC §10).
 
-Every instance reads the table's change feed (`server.live_feed`) and publishes each stored
-event to its `EventHub`; each subscription holds a bounded queue of the events that match its
+Every instance's feed (`server.live_feed`: the table's stream, or a fleet's broker) publishes each
+stored event to its `EventHub`; each subscription holds a bounded queue of the events that match its
 filter (user, loan, payment). A subscriber that falls `queue_size` events behind is dropped,
 never allowed to grow memory: its connection is closed with `SLOW_CONSUMER_CODE`
 (`Subscriber.close`), and a client resubscribes with `afterVersion` to pick up where it was.
@@ -24,6 +24,9 @@ logger = logging.getLogger("loc_payments.live")
 # graphql-transport-ws's 4000-4999 range, unused by the protocol itself).
 SLOW_CONSUMER_CODE = 4413
 SLOW_CONSUMER_REASON = "subscriber too slow: resubscribe with afterVersion"
+# The same code when this instance's feed had a gap (SPEC §17: the broker restarted, failed over
+# or trimmed what this instance had not read): what a subscriber missed is in DynamoDB.
+FEED_GAP_REASON = "live updates were interrupted: resubscribe with afterVersion"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +70,22 @@ class Subscriber:
             self._drop()
 
     def _drop(self) -> None:
-        self.dropped = True
-        # Wake the reader, whose queue is full: the end marker replaces the oldest event.
-        self._queue.get_nowait()
-        self._queue.put_nowait(None)
         logger.warning("dropped a subscriber %s events behind", self._queue.maxsize)
+        self.interrupt(SLOW_CONSUMER_REASON)
+
+    def interrupt(self, reason: str) -> None:
+        """End it after the events queued before (as many as leave room for the end marker),
+        and close its connection with `SLOW_CONSUMER_CODE`: the client resubscribes with
+        `afterVersion` from the last version it got, so what it gets has no hole."""
+        if self.dropped:
+            return
+        self.dropped = True
+        queued = [self._queue.get_nowait() for _ in range(self._queue.qsize())]
+        for kept in queued[: self._queue.maxsize - 1]:
+            self._queue.put_nowait(kept)
+        self._queue.put_nowait(None)
         if self._close is not None:
-            self._closing = asyncio.ensure_future(
-                self._close(SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON)
-            )
+            self._closing = asyncio.ensure_future(self._close(SLOW_CONSUMER_CODE, reason))
 
     def end(self) -> None:
         """No more events: the subscription completes once it has sent those queued."""
@@ -134,6 +144,22 @@ class EventHub:
             if registered < self._rounds_started:
                 del self._pending[subscriber]
                 self._subscribers.add(subscriber)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a subscriber at the stream's head waits for a round to finish."""
+        return bool(self._pending)
+
+    def interrupt_all(self, reason: str) -> None:
+        """Close every subscription with `SLOW_CONSUMER_CODE` (the feed had a gap)."""
+        for subscriber in (*self._subscribers, *self._pending):
+            subscriber.interrupt(reason)
+        if self._subscribers or self._pending:
+            logger.warning(
+                "closed %d subscriptions: %s", len(self._subscribers) + len(self._pending), reason
+            )
+        self._subscribers.clear()
+        self._pending.clear()
 
     def close_all(self) -> None:
         """End every subscription: each sends `complete` (the service is stopping)."""

@@ -255,7 +255,14 @@ async def readyz(request: Request, *, table_name: str) -> JSONResponse:
             {"status": "unavailable", "reason": type(error).__name__}, status_code=503
         )
     live: LiveFeed = request.app.state.live
-    return JSONResponse({"status": "ok", "table": table_name, "liveUpdates": live.state})
+    return JSONResponse(
+        {
+            "status": "ok",
+            "table": table_name,
+            "liveUpdates": live.state,
+            "streamReader": live.reads_stream,
+        }
+    )
 
 
 async def metrics_page(request: Request) -> Response:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -123,6 +124,12 @@ class Settings(BaseSettings):
     websocket_keep_alive_interval: Annotated[float, Field(gt=0)] = 15.0
     # Seconds a socket may stay open without `connection_init` (then 4408).
     websocket_init_timeout: Annotated[float, Field(gt=0)] = 10.0
+    # A fleet's live updates (SPEC §17): the broker (`redis://` or `rediss://`, with AUTH as
+    # `rediss://:<token>@host:6379`), how many entries its stream keeps, and the seconds the one
+    # stream reader's lease lasts unless renewed (a dead reader is replaced within that).
+    live_broker_url: SecretStr | None = None
+    live_broker_stream_length: Annotated[int, Field(ge=1000)] = 100_000
+    live_lease_seconds: Annotated[float, Field(ge=1)] = 10.0
 
     @field_validator("trusted_documents", mode="before")
     @classmethod
@@ -177,6 +184,12 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"LOC_AUTH_JWT_PUBLIC_KEY_FILE: no file at {self.auth_jwt_public_key_file}"
             )
+        broker = self.live_broker_url
+        if broker is not None and urlsplit(broker.get_secret_value()).scheme not in (
+            "redis",
+            "rediss",
+        ):
+            raise ValueError("LOC_LIVE_BROKER_URL must be a redis:// or rediss:// URL")
         for name, secret in (
             ("AUTH_JWT_SECRET", self.auth_jwt_secret),
             ("CURSOR_SECRET", self.cursor_secret),

@@ -16,6 +16,7 @@ from moto.server import ThreadedMotoServer
 
 from datasource import DynamoConfig, PaymentStore
 from datasource.client import open_client
+from harness.redis_server import RedisServer
 from tests.backends import (
     CURSOR_SECRET,
     REGION,
@@ -162,3 +163,14 @@ async def store(backend: Backend) -> AsyncIterator[PaymentStore]:
     table_name = await fresh_table(backend)
     yield PaymentStore(backend.client, table_name=table_name, cursor_secret=CURSOR_SECRET)
     await backend.client.delete_table(TableName=table_name)
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A Redis server of the test's own (Debian's `redis-server`, nothing on disk)."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -5,8 +5,10 @@
               a DynamoDB that accepts and never replies)
     reset     every connection is cut as soon as it is used (a refused or dropped connection)
 
-The mode applies at once to open connections too (the client's pool keeps them alive). Beside the
-mode, by DynamoDB operation (its `X-Amz-Target`), whatever the mode:
+The mode applies at once to open connections too (the client's pool keeps them alive). Every
+request is counted by its `X-Amz-Target` (`calls`, e.g. `DynamoDBStreams_20120810.GetRecords`).
+`retarget` sends new connections elsewhere (a Redis primary endpoint after a failover: the proxy
+carries any TCP protocol). Beside the mode, by DynamoDB operation, whatever the mode:
 
     lose_answers_to   the request reaches DynamoDB, which applies it; its answer never comes back
     hold              the request waits in the proxy until `release()`, then goes on: DynamoDB
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Literal
 from urllib.parse import urlsplit
@@ -36,6 +39,7 @@ class Proxy:
         self.held = 0  # requests held so far
         self._released = asyncio.Event()
         self.connections = 0
+        self.calls: Counter[str] = Counter()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -82,6 +86,14 @@ class Proxy:
         finally:
             self._tasks.discard(task)
 
+    def retarget(self, target_url: str) -> None:
+        """New connections go to `target_url`; open ones are cut, as a failover cuts them."""
+        target = urlsplit(target_url)
+        assert target.hostname is not None and target.port is not None
+        self._target = (target.hostname, target.port)
+        for task in list(self._tasks):
+            task.cancel()
+
     def release(self) -> None:
         """Send on every request held, and hold no more."""
         self.hold = set()
@@ -97,6 +109,8 @@ class Proxy:
         answering: list[str] | None = None,
     ) -> None:
         while data := await source.read(65536):
+            if asked is not None:
+                self.calls.update(target.decode() for target in _TARGETS.findall(data))
             if self.mode == "reset":
                 sink.transport.abort()
                 other.transport.abort()
@@ -115,6 +129,7 @@ class Proxy:
 
 
 _TARGET = re.compile(rb"x-amz-target: *DynamoDB_\d+\.(\w+)", re.IGNORECASE)
+_TARGETS = re.compile(rb"x-amz-target: *(DynamoDB\w*\.\w+)", re.IGNORECASE)
 
 
 def _operation(request: bytes) -> str | None:

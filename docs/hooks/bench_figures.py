@@ -8,6 +8,7 @@ latest run's figures, so no figure in prose outlives the run it came from:
 | `run`       | a sentence: command, commit, duration, machine, its load | `machine`, …     |
 | `table`     | the table `make bench` prints (`bench.report.render`)    | the whole run    |
 | `live`      | the live-updates pass, in a sentence                     | `live`           |
+| `live-fleet`| the fleet's live-updates pass beside it, in a sentence   | `live_fleet`     |
 | `tracing`   | CPU per request with traces off and exported             | `tracing`        |
 | `documents` | CPU per request by trusted-document id and by text       | `documents`      |
 
@@ -118,6 +119,23 @@ def _live(results: Results) -> str:
     )
 
 
+def _live_fleet(results: Results) -> str:
+    fleet, live = results.get("live_fleet"), results.get("live")
+    if fleet is None or live is None:
+        return _absent(results, "the fleet's live-updates figures")
+    settings, latency = fleet["settings"], fleet["latency_ms"]
+    return (
+        f"{settings['subscribers']} subscribers on {settings['instances']} instances through the "
+        f"Redis broker, one of them reading the stream: delivery p50 {latency['p50']:,.0f} ms, "
+        f"p99 {latency['p99']:,.0f} ms, max {latency['max']:,.0f} ms, beside p50 "
+        f"{live['latency_ms']['p50']:,.0f} ms and p99 {live['latency_ms']['p99']:,.0f} ms with "
+        f"{live['settings']['instances']} instances each reading the stream; "
+        f"{fleet['delivered']:,} of {fleet['expected']:,} messages delivered, "
+        f"{fleet['missing']:,} missing, {fleet['duplicates']:,} repeated (commit "
+        f"`{results['commit']}`)."
+    )
+
+
 def _tracing(results: Results) -> str:
     tracing = results.get("tracing")
     if tracing is None:
@@ -163,6 +181,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "run": _run,
     "table": _table,
     "live": _live,
+    "live-fleet": _live_fleet,
     "tracing": _tracing,
     "documents": _documents,
 }

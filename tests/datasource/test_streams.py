@@ -8,7 +8,7 @@ import dataclasses
 import logging
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from datasource import DynamoConfig, PaymentStore
 from datasource import streams as streams_module
 from datasource.batch import Backoff
 from datasource.client import open_streams_client
-from datasource.streams import ChangeSource, DynamoDBStreamSource
+from datasource.streams import ChangeSource, DynamoDBStreamSource, Received, ShardPosition
 from datasource.table import create_table_if_missing, table_definition
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.history import PaymentEvent, event_of
@@ -51,11 +51,36 @@ async def eventually(check: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.02)
 
 
+@dataclasses.dataclass
+class Collected:
+    """A `StreamSink` that keeps the events it is given, the last position of each shard, and
+    tells `rounds` (if any) of the rounds."""
+
+    published: list[PaymentEvent]
+    rounds: Any = None
+    positions: dict[str, ShardPosition] = dataclasses.field(default_factory=dict)
+
+    async def round_started(self) -> None:
+        if self.rounds is not None:
+            self.rounds.round_started()
+
+    async def deliver(
+        self, shard_id: str, events: Sequence[Received], position: ShardPosition
+    ) -> None:
+        self.published.extend(received.event for received in events)
+        self.positions[shard_id] = position
+
+    async def round_finished(self) -> None:
+        if self.rounds is not None:
+            self.rounds.round_finished()
+
+
 @contextlib.asynccontextmanager
 async def running(
-    source: ChangeSource, publish: Callable[[PaymentEvent], None]
+    source: ChangeSource, publish: list[PaymentEvent] | Collected
 ) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(source.run(publish))
+    sink = publish if isinstance(publish, Collected) else Collected(publish)
+    task = asyncio.create_task(source.run(sink))
     try:
         yield task
     finally:
@@ -83,7 +108,7 @@ async def test_each_new_payment_event_is_published_once_in_order_and_nothing_els
             table_name=ddblocal_config.table_name,
             poll_interval=POLL_INTERVAL,
         )
-        async with running(source, published.append) as task:
+        async with running(source, published) as task:
             await asyncio.wait_for(source.ready.wait(), WAIT)
             assert source.healthy
 
@@ -160,7 +185,7 @@ async def test_a_round_finishes_only_once_it_published_what_was_stored_before_it
             table_name=ddblocal_config.table_name,
             poll_interval=0.3,
         )
-        task = asyncio.create_task(source.run(published.append, rounds))
+        task = asyncio.create_task(source.run(Collected(published, rounds)))
         try:
             await asyncio.wait_for(source.ready.wait(), WAIT)
             for _ in range(7):
@@ -251,7 +276,7 @@ async def test_an_unreachable_stream_is_unhealthy_and_retried_until_it_answers(
             poll_interval=POLL_INTERVAL,
             backoff=Backoff(base=0.01, cap=0.05),
         )
-        async with running(source, published.append) as task:
+        async with running(source, published) as task:
             await eventually(lambda: warnings() >= 3, "three failed tries, each logged")
             assert not source.healthy
             assert not source.ready.is_set()
@@ -280,7 +305,7 @@ async def test_a_stream_turned_off_is_unhealthy_and_the_next_one_is_read_from_it
             poll_interval=POLL_INTERVAL,
             backoff=Backoff(base=0.01, cap=0.05),
         )
-        async with running(source, published.append):
+        async with running(source, published):
             await asyncio.wait_for(source.ready.wait(), WAIT)
 
             await client.update_table(
@@ -330,7 +355,7 @@ async def test_an_expired_iterator_is_reopened_after_the_last_record_read(
             table_name=ddblocal_config.table_name,
             poll_interval=POLL_INTERVAL,
         )
-        async with running(source, published.append):
+        async with running(source, published):
             await asyncio.wait_for(source.ready.wait(), WAIT)
             first = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
             await eventually(lambda: len(published) == 1, "the first event")
@@ -353,3 +378,79 @@ async def test_an_expired_iterator_is_reopened_after_the_last_record_read(
     assert {opened["ShardIteratorType"] for opened in streams.opened[1:]} == {
         "AFTER_SEQUENCE_NUMBER"
     }
+
+
+async def test_a_source_resumed_at_anothers_positions_reads_what_that_one_had_not(
+    ddblocal_backend: Backend, ddblocal_config: DynamoConfig, ddblocal_store: PaymentStore
+) -> None:
+    """The takeover of a fleet's stream reader (SPEC §17): the next reader starts at the
+    positions the last one delivered, so what was written while none read is read once."""
+    first: list[PaymentEvent] = []
+    second: list[PaymentEvent] = []
+    collected = Collected(first)
+    async with open_streams_client(ddblocal_config) as streams:
+
+        def source(positions: dict[str, ShardPosition] | None = None) -> DynamoDBStreamSource:
+            return DynamoDBStreamSource(
+                ddblocal_backend.client,
+                streams,
+                table_name=ddblocal_config.table_name,
+                poll_interval=POLL_INTERVAL,
+                positions=positions,
+            )
+
+        reader = source()
+        async with running(reader, collected):
+            await asyncio.wait_for(reader.ready.wait(), WAIT)
+            read = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+            await eventually(lambda: len(first) == 1, "the first reader's event")
+        unread = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+        moved_unread = await moved(ddblocal_store, unread, S.ACHSENT)
+        takeover = source(collected.positions)
+        async with running(takeover, second):
+            await eventually(lambda: len(second) == 2, "the writes no reader read")
+            await asyncio.sleep(10 * POLL_INTERVAL)  # a repeat would come by now
+
+    assert first == [event_of(None, read, TEST_ACTOR)]
+    assert [(event.payment_id, event.version) for event in second] == [
+        (unread.payment_id, 1),
+        (moved_unread.payment_id, 2),
+    ]
+
+
+@dataclasses.dataclass
+class Refusing(Collected):
+    """Refuses its first `refusals` deliveries that carry events, as a broker that is down."""
+
+    refusals: int = 2
+
+    async def deliver(
+        self, shard_id: str, events: Sequence[Received], position: ShardPosition
+    ) -> None:
+        if events and self.refusals:
+            self.refusals -= 1
+            raise streams_module.SinkRefused("the broker is down")
+        await super().deliver(shard_id, events, position)
+
+
+async def test_a_refused_delivery_is_read_again_and_delivered_once(
+    ddblocal_backend: Backend, ddblocal_config: DynamoConfig, ddblocal_store: PaymentStore
+) -> None:
+    published: list[PaymentEvent] = []
+    async with open_streams_client(ddblocal_config) as streams:
+        source = DynamoDBStreamSource(
+            ddblocal_backend.client,
+            streams,
+            table_name=ddblocal_config.table_name,
+            poll_interval=POLL_INTERVAL,
+            backoff=Backoff(base=0.01, cap=0.05),
+        )
+        sink = Refusing(published)
+        async with running(source, sink):
+            await asyncio.wait_for(source.ready.wait(), WAIT)
+            payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
+            await eventually(lambda: len(published) == 1, "the event, once accepted")
+            await asyncio.sleep(10 * POLL_INTERVAL)
+
+    assert sink.refusals == 0
+    assert published == [event_of(None, payment, TEST_ACTOR)]

@@ -1,0 +1,202 @@
+"""The live updates' broker of a fleet (SPEC §17): Redis Streams, as ElastiCache (Valkey, Redis
+OSS) and MemoryDB serve them, through the `redis` package's asyncio client.
+
+One instance at a time reads the table's DynamoDB Stream, holding a lease; it appends each
+payment event to one Redis stream that every instance reads (no consumer groups: every instance
+needs every event). The keys, all under one hash tag so that a script may touch them together
+(a cluster puts them in one slot):
+
+    loc-payments:{<table>}:lease         the reader's lease: its token, expiring (PX) unless renewed
+    loc-payments:{<table>}:reading       the holder's token while its reader is ready
+    loc-payments:{<table>}:events        the stream: entries {seq, event} or {seq, round}
+    loc-payments:{<table>}:seq           the last entry's seq: 1, 2, 3, ... without a hole
+    loc-payments:{<table>}:checkpoints   by shard id, where the reader stands (`ShardPosition`)
+    loc-payments:{<table>}:rounds        rounds asked for by subscribers at the stream's head
+    loc-payments:{<table>}:epoch         a random id set by the first instance to find none
+
+Every write of the reader's is one script that first checks the lease holds its token (a
+fencing token: a reader that lost its lease appends nothing), and appends the events of one
+GetRecords call with the shard's new position: a new reader resumes at the last position
+written and so publishes nothing twice and skips nothing. An entry's `seq` is the previous one's
+plus one: a reader of the stream that sees another (a restart lost the stream, a failover lost its
+tail, or `MAXLEN` trimmed what it had not read) knows it missed events. `epoch` changes when the
+broker lost everything (a restart without persistence).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis
+
+from datasource.streams import ShardPosition
+
+# The JSON of a checkpoint's position, and of an event's item (its DynamoDB image).
+_PUBLISH = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
+for i = 6, #ARGV do
+  seq = seq + 1
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'seq', seq, ARGV[5], ARGV[i])
+end
+redis.call('SET', KEYS[2], seq)
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], ARGV[3], ARGV[4]) end
+return seq
+"""
+_RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[3] == '1' then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2]) end
+return 1
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+"""
+EVENT, ROUND = "event", "round"
+
+
+class LeaseLost(Exception):
+    """The lease this reader held is another's now (or expired): it must stop reading."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of the broker's stream: an event's item, or a finished round's count."""
+
+    entry_id: str
+    seq: int
+    image: dict[str, Any] | None = None
+    round: int | None = None
+
+
+class RedisBroker:
+    def __init__(self, client: Redis, *, table_name: str, max_length: int) -> None:
+        """`client` answers bytes (the default); `max_length` bounds the stream (`MAXLEN ~`)."""
+        self._client = client
+        self._max_length = max_length
+        prefix = f"loc-payments:{{{table_name}}}"
+        self.lease_key = f"{prefix}:lease"
+        self._reading = f"{prefix}:reading"
+        self.events_key = f"{prefix}:events"
+        self._seq = f"{prefix}:seq"
+        self._checkpoints = f"{prefix}:checkpoints"
+        self._rounds = f"{prefix}:rounds"
+        self._epoch = f"{prefix}:epoch"
+        self._publish = client.register_script(_PUBLISH)
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    # The lease of the one stream reader.
+
+    async def acquire(self, token: str, ttl_ms: int) -> bool:
+        return bool(await self._client.set(self.lease_key, token, nx=True, px=ttl_ms))
+
+    async def renew(self, token: str, ttl_ms: int, *, reading: bool) -> bool:
+        """Extend the lease if `token` still holds it; `reading`: say the reader is ready."""
+        keys = [self.lease_key, self._reading]
+        return bool(await self._renew(keys=keys, args=[token, ttl_ms, "1" if reading else "0"]))
+
+    async def release(self, token: str) -> None:
+        await self._release(keys=[self.lease_key, self._reading], args=[token])
+
+    async def reader_ready(self) -> bool:
+        """Whether some instance holds the lease with its reader ready."""
+        return bool(await self._client.exists(self._reading))
+
+    # The reader's writes, each fenced by its token.
+
+    async def publish(
+        self,
+        token: str,
+        *,
+        shard_id: str,
+        position: ShardPosition,
+        images: Sequence[dict[str, Any]],
+    ) -> None:
+        """Append the events one call read and the shard's new position, together."""
+        await self._fenced(
+            token,
+            shard_id,
+            orjson.dumps(
+                {
+                    "sequence": position.sequence,
+                    "iterator": position.iterator,
+                    "closed": position.closed,
+                }
+            ),
+            EVENT,
+            [orjson.dumps(image) for image in images],
+        )
+
+    async def announce_round(self, token: str, requested: int) -> None:
+        """A round that began once `requested` rounds were asked for has finished."""
+        await self._fenced(token, "", b"", ROUND, [str(requested).encode()])
+
+    async def _fenced(
+        self, token: str, shard_id: str, position: bytes, kind: str, values: list[bytes]
+    ) -> None:
+        keys = [self.lease_key, self._seq, self.events_key, self._checkpoints]
+        args: list[str | bytes | int] = [token, self._max_length, shard_id, position, kind]
+        if await self._publish(keys=keys, args=[*args, *values]) == -1:
+            raise LeaseLost
+
+    async def checkpoints(self) -> dict[str, ShardPosition]:
+        stored: Any = await self._client.hgetall(self._checkpoints)
+        positions = {}
+        for shard_id, value in stored.items():
+            position = orjson.loads(value)
+            positions[shard_id.decode()] = ShardPosition(
+                sequence=position["sequence"],
+                iterator=position["iterator"],
+                closed=position["closed"],
+            )
+        return positions
+
+    async def rounds_requested(self) -> int:
+        return int(await self._client.get(self._rounds) or 0)
+
+    # Every instance's reads.
+
+    async def request_round(self) -> int:
+        """Ask the reader for a round begun from now on: it announces it with this count."""
+        return int(await self._client.incr(self._rounds))
+
+    async def epoch(self) -> str:
+        """The broker's epoch: the same until it loses everything."""
+        await self._client.set(self._epoch, uuid.uuid4().hex, nx=True)
+        epoch: Any = await self._client.get(self._epoch)
+        return epoch.decode() if epoch else ""
+
+    async def last(self) -> tuple[str, int]:
+        """The stream's last entry id (`0-0` if none) and seq (the counter's, if none)."""
+        entries: Any = await self._client.xrevrange(self.events_key, count=1)
+        if entries:
+            entry_id, fields = entries[0]
+            return entry_id.decode(), int(fields[b"seq"])
+        return "0-0", int(await self._client.get(self._seq) or 0)
+
+    async def read(self, after: str, *, block_ms: int, count: int = 1000) -> list[Entry]:
+        """The entries after id `after`, waiting up to `block_ms` for one."""
+        answer: Any = await self._client.xread(
+            {self.events_key: after}, count=count, block=block_ms
+        )
+        entries = []
+        for _stream, found in answer or ():
+            for entry_id, fields in found:
+                event = fields.get(EVENT.encode())
+                requested = fields.get(ROUND.encode())
+                entries.append(
+                    Entry(
+                        entry_id.decode(),
+                        int(fields[b"seq"]),
+                        image=orjson.loads(event) if event is not None else None,
+                        round=int(requested) if requested is not None else None,
+                    )
+                )
+        return entries
