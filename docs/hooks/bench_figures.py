@@ -8,7 +8,7 @@ latest run's figures, so no figure in prose outlives the run it came from:
 | `run`       | a sentence: command, commit, duration, machine, its load | `machine`, …     |
 | `table`     | the table `make bench` prints (`bench.report.render`)    | the whole run    |
 | `live`      | the live-updates pass, in a sentence                     | `live`           |
-| `live-fleet`| the fleet's live-updates pass beside it, in a sentence   | `live_fleet`     |
+| `live_fleet`| the fleet's live-updates pass beside it, in a sentence   | `live_fleet`     |
 | `tracing`   | CPU per request with traces off and exported             | `tracing`        |
 | `documents` | CPU per request by trusted-document id and by text       | `documents`      |
 
@@ -181,7 +181,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "run": _run,
     "table": _table,
     "live": _live,
-    "live-fleet": _live_fleet,
+    "live_fleet": _live_fleet,
     "tracing": _tracing,
     "documents": _documents,
 }
