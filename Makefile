@@ -19,6 +19,8 @@ HTTP_AUDIT_PKG := http-audit
 # The federation gateway of the tests (npm packages @graphql-hive/gateway and
 # @theguild/federation-composition; see the README's Federation).
 FEDERATION_PKG := federation
+# The OpenID provider of the identity-provider tests (npm package oidc-provider).
+IDENTITY_PROVIDER_PKG := identity-provider
 # The front-end clients of the real-client tests: Apollo Client for its persisted-query link,
 # and GraphQL Code Generator and relay-compiler, which also compile against the served schema
 # (and make the manifests, `npm run generate` there).
@@ -33,6 +35,7 @@ NODE_PEER_STAMP := $(NODE_PEER_PKG)/node_modules/.installed
 HTTP_AUDIT_STAMP := $(HTTP_AUDIT_PKG)/node_modules/.installed
 FEDERATION_STAMP := $(FEDERATION_PKG)/node_modules/.installed
 TRUSTED_DOCUMENTS_STAMP := $(TRUSTED_DOCUMENTS_PKG)/node_modules/.installed
+IDENTITY_PROVIDER_STAMP := $(IDENTITY_PROVIDER_PKG)/node_modules/.installed
 
 # Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
 API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
@@ -57,7 +60,7 @@ help:
 # What `make run` needs; the tests need Chromium, the HTTP audit and the federation gateway too.
 RUN_STAMPS := $(PYTHON_STAMP) $(DDB_LOCAL_STAMP) $(GRAPHIQL_STAMP)
 install: $(RUN_STAMPS) $(BROWSER_STAMP) $(HTTP_AUDIT_STAMP) $(FEDERATION_STAMP) \
-	$(TRUSTED_DOCUMENTS_STAMP)
+	$(TRUSTED_DOCUMENTS_STAMP) $(IDENTITY_PROVIDER_STAMP)
 
 # Quiet installs, so that what `make run` shows last is the GraphiQL address and the token; errors
 # still print (npm's are on stderr, its summary of what it added on stdout).
@@ -123,6 +126,11 @@ $(TRUSTED_DOCUMENTS_STAMP): $(TRUSTED_DOCUMENTS_PKG)/package.json $(TRUSTED_DOCU
 	@touch $@
 	@echo "Installed Apollo Client, GraphQL Code Generator and relay-compiler from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
 
+$(IDENTITY_PROVIDER_STAMP): $(IDENTITY_PROVIDER_PKG)/package.json $(IDENTITY_PROVIDER_PKG)/package-lock.json
+	@npm ci --prefix $(IDENTITY_PROVIDER_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@touch $@
+	@echo "Installed the OpenID provider from $(IDENTITY_PROVIDER_PKG)/package-lock.json"
+
 run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
 
@@ -160,7 +168,7 @@ bench: install bench-tools test-tools
 clean:
 	rm -rf $(VENV) $(DDB_LOCAL)/node_modules $(GRAPHIQL_PKG)/node_modules $(BROWSER_PKG)/node_modules \
 		$(NODE_PEER_PKG)/node_modules $(HTTP_AUDIT_PKG)/node_modules $(FEDERATION_PKG)/node_modules \
-		$(TRUSTED_DOCUMENTS_PKG)/node_modules \
+		$(TRUSTED_DOCUMENTS_PKG)/node_modules $(IDENTITY_PROVIDER_PKG)/node_modules \
 		.pytest_cache .mypy_cache .ruff_cache
 	find . \( -path ./.git -o -path ./.data \) -prune -o -type d -name __pycache__ -prune \
 		-exec rm -rf {} +

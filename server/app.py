@@ -40,6 +40,7 @@ from server.demo_data import seed_demo_payments
 from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
 from server.graphiql import GraphiQLPage
 from server.graphql_http import PaymentsGraphQL
+from server.jwks import jwks_reading
 from server.live_feed import LiveFeed, live_feed
 from server.observability import Metrics
 from server.settings import Settings
@@ -80,8 +81,9 @@ def create_app(
     spans instead of the one `LOC_OTEL_EXPORTER` names (`server.tracing`).
     """
     metrics = Metrics()
+    auth = AuthConfig.from_settings(settings)
     routes = [
-        *graphql_routes(settings, metrics=metrics, clock=clock, token_clock=token_clock),
+        *graphql_routes(settings, auth, metrics=metrics, clock=clock, token_clock=token_clock),
         *health_routes(settings),
     ]
     if settings.metrics == "app":
@@ -99,6 +101,7 @@ def create_app(
         ),
     )
     app.state.metrics = metrics
+    app.state.auth = auth
     return app
 
 
@@ -117,7 +120,10 @@ async def store_lifespan(
     life; with `seed_demo_data`, a table this start creates gets the demonstration payments.
     The tracer (if any) is the store's, and sends what is left of its spans at the end."""
     metrics: Metrics = app.state.metrics
+    auth: AuthConfig = app.state.auth
     async with (
+        # The provider's keys are read in the background: the start does not wait for them.
+        jwks_reading(auth.jwks),
         open_tracing(settings, provider=tracer_provider) as tracer,
         payment_store(settings, endpoint_url=endpoint_url, client=client, tracer=tracer) as opened,
     ):
@@ -134,6 +140,7 @@ async def store_lifespan(
 
 def graphql_routes(
     settings: Settings,
+    auth: AuthConfig,
     *,
     metrics: Metrics,
     clock: Callable[[], datetime],
@@ -152,6 +159,7 @@ def graphql_routes(
     for path, subgraph in (("/graphql", False), ("/subgraph", True)):
         endpoint = graphql_endpoint(
             settings,
+            auth,
             metrics=metrics,
             clock=clock,
             token_clock=token_clock,
@@ -167,6 +175,7 @@ def graphql_routes(
 
 def graphql_endpoint(
     settings: Settings,
+    auth: AuthConfig,
     *,
     metrics: Metrics,
     clock: Callable[[], datetime],
@@ -184,7 +193,7 @@ def graphql_endpoint(
     )
     return PaymentsGraphQL(
         schema,
-        auth=AuthConfig.from_settings(settings),
+        auth=auth,
         token_clock=token_clock,
         max_attempts=settings.max_attempts,
         clock=clock,
@@ -255,14 +264,17 @@ async def readyz(request: Request, *, table_name: str) -> JSONResponse:
             {"status": "unavailable", "reason": type(error).__name__}, status_code=503
         )
     live: LiveFeed = request.app.state.live
-    return JSONResponse(
-        {
-            "status": "ok",
-            "table": table_name,
-            "liveUpdates": live.state,
-            "streamReader": live.reads_stream,
-        }
-    )
+    auth: AuthConfig = request.app.state.auth
+    ready: dict[str, object] = {
+        "status": "ok",
+        "table": table_name,
+        "liveUpdates": live.state,
+        "streamReader": live.reads_stream,
+    }
+    if auth.jwks is not None:
+        # Cached keys keep working while the provider cannot be read: not a reason for 503.
+        ready |= {"jwks": auth.jwks.state, "jwksKeys": len(auth.jwks)}
+    return JSONResponse(ready)
 
 
 async def metrics_page(request: Request) -> Response:

@@ -1,11 +1,15 @@
 """Who is calling, read from a request's `Authorization: Bearer <JWT>`; and the development
 tokens a local server accepts.
 
-A token is signed with HS256 (the shared secret) or RS256 (checked with the public key); a
-service's `scope` holds `payments:service`. The signature and claims are verified once and
-remembered, since a client sends the same token with every request. The times (`iat`, `nbf`,
-`exp`) are checked on every use against the `now` the server passes in, so a remembered token
-still expires.
+A token is verified with the key its `kid` names among an identity provider's published keys
+(`server.jwks`, `LOC_AUTH_JWKS_URL`), under that key's own algorithm only; or it is signed with
+HS256 (the shared secret) or RS256 (the public key file). The user id is the claim
+`LOC_AUTH_USER_CLAIM` (`sub`); a service's scopes (`scope`, space separated, or Okta's `scp`
+array) hold `LOC_AUTH_SERVICE_SCOPE` (`payments:service`). The signature and claims are verified
+once and remembered, with the generation of the provider's keys (a key removed from the set makes
+its tokens verified again, and refused), since a client sends the same token with every request.
+The times (`iat`, `nbf`, `exp`) are checked on every use against the `now` the server passes in,
+so a remembered token still expires.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import jwt
 
 from resolvers.callers import Caller, Unauthenticated
+from server.jwks import JwksKeys, JwksPolicy
 from server.settings import Settings
 
 SERVICE_SCOPE = "payments:service"
@@ -35,33 +40,58 @@ class TokenRefused(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class AuthConfig:
-    """Verification keys; HS256 with a shared secret, RS256 with a public key, or both."""
+    """Verification keys (an identity provider's JWKS, a shared secret for HS256, a public key
+    for RS256: any of them) and how claims are read."""
 
     secret: str | None = None
     public_key: str | None = None
     issuer: str | None = None
     audience: str | None = None
+    jwks: JwksKeys | None = None
+    user_claim: str = "sub"
+    service_scope: str = SERVICE_SCOPE
+    # Accepted app clients (Cognito): a token's `client_id`, or its `aud`, must be one.
+    client_ids: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AuthConfig:
         secret, key_file = settings.auth_jwt_secret, settings.auth_jwt_public_key_file
+        jwks = None
+        if settings.auth_jwks_url:
+            policy = JwksPolicy(
+                min_cache_seconds=settings.auth_jwks_cache_min_seconds,
+                max_cache_seconds=settings.auth_jwks_cache_max_seconds,
+                refresh_interval=settings.auth_jwks_refresh_interval,
+                timeout=settings.auth_jwks_timeout,
+            )
+            jwks = JwksKeys(settings.auth_jwks_url, policy)
         return cls(
             secret=secret.get_secret_value() if secret is not None else None,
             public_key=key_file.read_text() if key_file is not None else None,
             issuer=settings.auth_jwt_issuer,
             audience=settings.auth_jwt_audience,
+            jwks=jwks,
+            user_claim=settings.auth_user_claim,
+            service_scope=settings.auth_service_scope,
+            client_ids=settings.auth_jwt_client_ids,
         )
 
 
-def authenticate(authorization: str | None, config: AuthConfig, *, now: float) -> Caller:
+async def authenticate(authorization: str | None, config: AuthConfig, *, now: float) -> Caller:
     """The caller named by an `Authorization: Bearer <JWT>` header at `now` (seconds since the
-    epoch), or Unauthenticated."""
+    epoch), or Unauthenticated. A token whose `kid` is not among the provider's keys waits for
+    the set to be read again (`JwksKeys.refresh_for`: at most its timeout)."""
     if not authorization:
         raise Unauthenticated("an Authorization: Bearer token is required")
     scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
         raise Unauthenticated("the Authorization header must be 'Bearer <token>'")
-    verified = _verified(token.strip(), config)
+    if config.jwks is not None:
+        kid = _header(token).get("kid")
+        if isinstance(kid, str) and config.jwks.get(kid) is None:
+            await config.jwks.refresh_for(kid)
+    verified = _verified(token, config, _generation(config))
     for claim in ("iat", "nbf"):
         if verified.times.get(claim, now) > now:
             raise Unauthenticated(f"the token is not valid: The token is not yet valid ({claim})")
@@ -72,7 +102,20 @@ def authenticate(authorization: str | None, config: AuthConfig, *, now: float) -
 
 def token_expiry(authorization: str, config: AuthConfig) -> int:
     """The `exp` (seconds since the epoch) of the token in a header `authenticate` accepted."""
-    return _verified(authorization.partition(" ")[2].strip(), config).times["exp"]
+    token = authorization.partition(" ")[2].strip()
+    return _verified(token, config, _generation(config)).times["exp"]
+
+
+def _generation(config: AuthConfig) -> int:
+    return 0 if config.jwks is None else config.jwks.generation
+
+
+def _header(token: str) -> dict[str, Any]:
+    try:
+        header: dict[str, Any] = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as error:
+        raise Unauthenticated(f"the token is not valid: {error}") from None
+    return header
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,20 +126,33 @@ class _Verified:
 
 
 @functools.lru_cache(maxsize=4096)
-def _verified(token: str, config: AuthConfig) -> _Verified:
+def _verified(token: str, config: AuthConfig, generation: int) -> _Verified:
+    """The token verified with the provider's keys of `generation` (part of the cache's key)."""
+    del generation
+    header = _header(token)
+    kid, algorithm = header.get("kid"), str(header.get("alg"))
+    key: Any
+    published = config.jwks.get(kid) if config.jwks is not None and isinstance(kid, str) else None
+    if published is not None:
+        # The key's own algorithm, never the header's choice (PyJWT checks the two agree).
+        key, algorithms = published, [published.algorithm_name]
+    elif algorithm == "HS256" and config.secret is not None:
+        key, algorithms = config.secret, [algorithm]
+    elif algorithm == "RS256" and config.public_key is not None:
+        key, algorithms = config.public_key, [algorithm]
+    elif config.jwks is not None and isinstance(kid, str):
+        raise Unauthenticated("the token's key is not among the identity provider's keys")
+    else:
+        raise Unauthenticated("the token's signing algorithm is not accepted")
     try:
-        algorithm = str(jwt.get_unverified_header(token).get("alg"))
-        key = {"HS256": config.secret, "RS256": config.public_key}.get(algorithm)
-        if key is None:
-            raise Unauthenticated("the token's signing algorithm is not accepted")
         claims = jwt.decode(
             token,
             key,
-            algorithms=[algorithm],
+            algorithms=algorithms,
             issuer=config.issuer,
             audience=config.audience,
             options={
-                "require": ["exp", "sub"],
+                "require": ["exp", config.user_claim],
                 # An `aud` claim is checked only when an audience is configured.
                 "verify_aud": config.audience is not None,
                 # PyJWT would read the system clock, once; `authenticate` checks at every use.
@@ -107,11 +163,31 @@ def _verified(token: str, config: AuthConfig) -> _Verified:
         )
     except jwt.PyJWTError as error:
         raise Unauthenticated(f"the token is not valid: {error}") from None
-    subject = claims["sub"]
+    if config.client_ids and not _client_accepted(claims, config.client_ids):
+        raise Unauthenticated("the token's client is not accepted")
+    subject = claims[config.user_claim]
     if not isinstance(subject, str) or not subject:
         raise Unauthenticated("the token's subject is not a user id")
-    scopes = str(claims.get("scope", "")).split()
-    return _Verified(Caller(user_id=subject, is_service=SERVICE_SCOPE in scopes), _times(claims))
+    is_service = config.service_scope in _scopes(claims)
+    return _Verified(Caller(user_id=subject, is_service=is_service), _times(claims))
+
+
+def _scopes(claims: dict[str, Any]) -> set[str]:
+    """`scope` (space separated, OAuth's) and `scp` (an array, Okta's and Entra's; or a string)."""
+    scopes: set[str] = set()
+    for claim in ("scope", "scp"):
+        value = claims.get(claim)
+        if isinstance(value, str):
+            scopes.update(value.split())
+        elif isinstance(value, list):
+            scopes.update(item for item in value if isinstance(item, str))
+    return scopes
+
+
+def _client_accepted(claims: dict[str, Any], client_ids: tuple[str, ...]) -> bool:
+    audience = claims.get("aud")
+    audiences = audience if isinstance(audience, list) else [audience]
+    return claims.get("client_id") in client_ids or any(a in client_ids for a in audiences)
 
 
 def _times(claims: dict[str, Any]) -> dict[str, int]:
@@ -146,9 +222,13 @@ def mint_development_token(
     if ttl_seconds <= 0:
         raise TokenRefused("--ttl must be a positive number of seconds")
     issued_at = int(now)
-    claims: dict[str, object] = {"sub": user_id, "iat": issued_at, "exp": issued_at + ttl_seconds}
+    claims: dict[str, object] = {
+        settings.auth_user_claim: user_id,
+        "iat": issued_at,
+        "exp": issued_at + ttl_seconds,
+    }
     if service:
-        claims["scope"] = SERVICE_SCOPE
+        claims["scope"] = settings.auth_service_scope
     # The server checks these when configured, so a token without them would be refused.
     if settings.auth_jwt_issuer is not None:
         claims["iss"] = settings.auth_jwt_issuer

@@ -172,7 +172,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             allowed = _GET_OPERATIONS
         else:
             raise Refused(405, "GraphQL only supports GET and POST requests.", allow="GET, POST")
-        context = self._context(request)
+        context = await self._context(request)
         headers = {REQUEST_ID_HEADER: context.request_id}
         try:
             query = self._text(envelope, context)
@@ -241,7 +241,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         """Authenticate the connection from `connection_init`'s payload; refuse it without a
         token the HTTP endpoint would accept."""
         try:
-            context.authenticated = authenticate(
+            context.authenticated = await authenticate(
                 _socket_authorization(context), self._auth, now=self._token_clock()
             )
         except CallerError as refusal:
@@ -283,12 +283,12 @@ class PaymentsGraphQL(GraphQL[Context, None]):
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
-        return self._context(request)
+        return await self._context(request)
 
-    def _context(self, request: Request | WebSocket) -> Context:
+    async def _context(self, request: Request | WebSocket) -> Context:
         authenticated: Caller | CallerError
         try:
-            authenticated = authenticate(
+            authenticated = await authenticate(
                 request.headers.get("authorization"), self._auth, now=self._token_clock()
             )
         except CallerError as refusal:

@@ -67,6 +67,20 @@ class Settings(BaseSettings):
     auth_jwt_public_key_file: Path | None = None
     auth_jwt_issuer: str | None = None
     auth_jwt_audience: str | None = None
+    # An identity provider's JWKS (comma-separated URLs): a token's `kid` picks its key.
+    auth_jwks_url: Annotated[tuple[str, ...], NoDecode] = ()
+    # How long its keys are kept: the answer's Cache-Control max-age, within these seconds.
+    auth_jwks_cache_min_seconds: Annotated[float, Field(gt=0)] = 60.0
+    auth_jwks_cache_max_seconds: Annotated[float, Field(gt=0)] = 3600.0
+    # A token with an unknown kid reads the set again, at most once in these seconds.
+    auth_jwks_refresh_interval: Annotated[float, Field(gt=0)] = 5.0
+    # Seconds a JWKS read may take (and a request with an unknown kid waits for one).
+    auth_jwks_timeout: Annotated[float, Field(gt=0, le=10)] = 2.0
+    # Which claim holds the user id, and which scope (in `scope` or `scp`) makes a service.
+    auth_user_claim: Annotated[str, Field(min_length=1)] = "sub"
+    auth_service_scope: Annotated[str, Field(min_length=1)] = "payments:service"
+    # Cognito access tokens carry `client_id`, not `aud`: the app clients accepted (comma list).
+    auth_jwt_client_ids: Annotated[tuple[str, ...], NoDecode] = ()
 
     cursor_secret: SecretStr = SecretStr(DEV_CURSOR_SECRET)
 
@@ -138,6 +152,13 @@ class Settings(BaseSettings):
             return tuple(Path(part.strip()) for part in value.split(",") if part.strip())
         return value
 
+    @field_validator("auth_jwks_url", "auth_jwt_client_ids", mode="before")
+    @classmethod
+    def _comma_separated_strings(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
     @field_validator("gsi2_read_shards", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
@@ -155,7 +176,9 @@ class Settings(BaseSettings):
             table_name, region = TABLE_AND_REGION[env]
             data = {"table_name": table_name, "region": region, **data}
         no_key = (
-            data.get("auth_jwt_secret") is None and data.get("auth_jwt_public_key_file") is None
+            data.get("auth_jwt_secret") is None
+            and data.get("auth_jwt_public_key_file") is None
+            and not data.get("auth_jwks_url")
         )
         if env == "local" and no_key:
             data = {**data, "auth_jwt_secret": DEV_JWT_SECRET}
@@ -172,10 +195,25 @@ class Settings(BaseSettings):
             raise ValueError(
                 "set one of LOC_AUTH_JWT_SECRET (HS256) or LOC_AUTH_JWT_PUBLIC_KEY_FILE (RS256)"
             )
-        if self.auth_jwt_secret is None and self.auth_jwt_public_key_file is None:
+        if (
+            self.auth_jwt_secret is None
+            and self.auth_jwt_public_key_file is None
+            and not self.auth_jwks_url
+        ):
             raise ValueError(
-                f"LOC_ENV={self.env} needs LOC_AUTH_JWT_SECRET (HS256) "
-                "or LOC_AUTH_JWT_PUBLIC_KEY_FILE (RS256)"
+                f"LOC_ENV={self.env} needs LOC_AUTH_JWKS_URL (an identity provider's keys), "
+                "LOC_AUTH_JWT_SECRET (HS256) or LOC_AUTH_JWT_PUBLIC_KEY_FILE (RS256)"
+            )
+        for url in self.auth_jwks_url:
+            scheme = urlsplit(url).scheme
+            if scheme not in ("https", "http") or (self.env == "prod" and scheme != "https"):
+                raise ValueError(
+                    f"LOC_AUTH_JWKS_URL: {url!r} is not an https URL"
+                    + ("" if self.env == "prod" else " (or http outside prod)")
+                )
+        if self.auth_jwks_cache_min_seconds > self.auth_jwks_cache_max_seconds:
+            raise ValueError(
+                "LOC_AUTH_JWKS_CACHE_MIN_SECONDS must not exceed LOC_AUTH_JWKS_CACHE_MAX_SECONDS"
             )
         if (
             self.auth_jwt_public_key_file is not None

@@ -73,6 +73,7 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         "http-audit",
         "federation",
         "trusted-documents",
+        "identity-provider",
     )
     packages = {folder: tmp_path / folder for folder in folders}
     for folder, copy in packages.items():
@@ -94,6 +95,7 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"HTTP_AUDIT_PKG={packages['http-audit']}",
         f"FEDERATION_PKG={packages['federation']}",
         f"TRUSTED_DOCUMENTS_PKG={packages['trusted-documents']}",
+        f"IDENTITY_PROVIDER_PKG={packages['identity-provider']}",
         environment={"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "CALLS": str(calls)},
     )
 
@@ -111,4 +113,5 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"Installed the federation gateway from {packages['federation']}/package-lock.json",
         "Installed Apollo Client, GraphQL Code Generator and relay-compiler from "
         f"{packages['trusted-documents']}/package-lock.json",
+        f"Installed the OpenID provider from {packages['identity-provider']}/package-lock.json",
     ]

@@ -59,7 +59,7 @@ def test_tokens_are_refused_for_any_other_secret() -> None:
         )
 
 
-def test_the_time_passed_in_decides_expiry_even_for_a_remembered_token() -> None:
+async def test_the_time_passed_in_decides_expiry_even_for_a_remembered_token() -> None:
     settings = Settings()
     config = AuthConfig.from_settings(settings)
     token = mint_development_token(
@@ -67,21 +67,21 @@ def test_the_time_passed_in_decides_expiry_even_for_a_remembered_token() -> None
     )
 
     # Accepted, and so remembered: its signature is not checked again.
-    assert authenticate(_bearer(token), config, now=MINTED_AT + 59) == Caller("svc", True)
+    assert await authenticate(_bearer(token), config, now=MINTED_AT + 59) == Caller("svc", True)
     with pytest.raises(Unauthenticated, match="Signature has expired"):
-        authenticate(_bearer(token), config, now=MINTED_AT + 60)
+        await authenticate(_bearer(token), config, now=MINTED_AT + 60)
 
 
-def test_a_token_is_refused_before_it_was_issued() -> None:
+async def test_a_token_is_refused_before_it_was_issued() -> None:
     settings = Settings()
     token = mint_development_token(settings, user_id="u-1", now=MINTED_AT)
 
     with pytest.raises(Unauthenticated, match=r"not yet valid \(iat\)"):
-        authenticate(_bearer(token), AuthConfig.from_settings(settings), now=MINTED_AT - 1)
+        await authenticate(_bearer(token), AuthConfig.from_settings(settings), now=MINTED_AT - 1)
 
 
-def test_an_expiry_that_is_not_a_time_is_refused() -> None:
+async def test_an_expiry_that_is_not_a_time_is_refused() -> None:
     token = jwt.encode({"sub": "u-1", "exp": "soon"}, DEV_JWT_SECRET, algorithm="HS256")
 
     with pytest.raises(Unauthenticated, match=r"Expiration Time claim \(exp\) must be an integer"):
-        authenticate(_bearer(token), AuthConfig.from_settings(Settings()), now=MINTED_AT)
+        await authenticate(_bearer(token), AuthConfig.from_settings(Settings()), now=MINTED_AT)

@@ -81,8 +81,18 @@ def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.mark.parametrize("env", ["test", "prod"])
 def test_outside_local_a_jwt_key_is_required(env: Env) -> None:
-    with pytest.raises(ValidationError, match="needs LOC_AUTH_JWT_SECRET"):
+    with pytest.raises(ValidationError, match=r"needs LOC_AUTH_JWKS_URL .* LOC_AUTH_JWT_SECRET"):
         Settings(env=env, cursor_secret=CURSOR)
+
+
+def test_a_jwks_url_alone_is_a_key_source_and_prod_wants_it_over_https() -> None:
+    provider = Settings(env="prod", auth_jwks_url="https://idp.test/jwks", cursor_secret=CURSOR)
+    assert provider.auth_jwks_url == ("https://idp.test/jwks",)
+    assert provider.auth_jwt_secret is None
+    with pytest.raises(ValidationError, match="not an https URL"):
+        Settings(env="prod", auth_jwks_url="http://idp.test/jwks", cursor_secret=CURSOR)
+    # In local, a provider replaces the development secret.
+    assert Settings(auth_jwks_url="http://127.0.0.1:9/jwks").auth_jwt_secret is None
 
 
 def test_prod_refuses_the_development_jwt_secret() -> None:
