@@ -52,7 +52,7 @@ help:
 	@echo "make test-fast   the tests not marked slow, over every core (no DynamoDB Local, Chromium, gateway, bench; ~2 min)"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
-	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql)"
+	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql); refuses a breaking one"
 	@echo "make bench    the benchmark (about 8 min): table on stdout, bench/results/latest.json"
 	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit, Hive Gateway and Apollo Client"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
@@ -156,9 +156,10 @@ lint: install
 	$(VENV)/bin/mypy $(TYPED_PACKAGES)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# Refuses a breaking change unless what it removes was @deprecated and no committed trusted
+# document uses it (loc-payments schema accept; `loc-payments schema diff` says what changed).
 schema: install
-	$(VENV)/bin/python -m schema > schema.graphql
-	$(VENV)/bin/python -m schema --subgraph > schema.subgraph.graphql
+	$(VENV)/bin/loc-payments schema accept
 
 # The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/).
 # Options after ARGS, e.g. make bench ARGS='--no-local' or ARGS='--quick'.

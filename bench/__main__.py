@@ -25,7 +25,7 @@ from typing import Any
 
 import uvloop
 
-from bench import data, documents_cost, live, load, report, tracing_cost
+from bench import data, documents_cost, live, load, report, tracing_cost, usage_cost
 from bench.fake_dynamodb import INJECTED_LATENCY_SECONDS
 from bench.local_pass import LocalOptions, LocalPass
 from harness.processes import ROOT, Process
@@ -177,6 +177,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         results["tracing"] = await tracing_cost.measure(tracing, log=log)
         documents = documents_cost.QUICK if quick else documents_cost.DEFAULT
         results["documents"] = await documents_cost.measure(documents, log=log)
+        usage = usage_cost.QUICK if quick else usage_cost.DEFAULT
+        results["field_usage"] = await usage_cost.measure(usage, log=log)
     found = report.targets(results["engine"], results.get("dynamodb_local"))
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
@@ -199,7 +201,12 @@ def main() -> None:
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(report.without_nan(results), indent=1) + "\n")
     print(report.render(results))
-    for name, render in (("tracing", tracing_cost.render), ("documents", documents_cost.render)):
+    renders = (
+        ("tracing", tracing_cost.render),
+        ("documents", documents_cost.render),
+        ("field_usage", usage_cost.render),
+    )
+    for name, render in renders:
         if name in results:
             print("\n" + render(results[name]))
     print(f"\n{results['seconds']:.0f} s; JSON: {arguments.output}")

@@ -35,6 +35,9 @@ class Context:
     # that decide a write or must see one (`Loaders.read_strongly`).
     strong_reads: bool = False
     request_id: str = ""
+    # Who sent the operation, for the field-usage metric: the `apollographql-client-name` (and
+    # `-version`) headers, or the manifest of the trusted document it named.
+    client: str | None = None
     loaders: Loaders = field(init=False)
     # What the operation did, for its request log line, metrics and audit: the DynamoDB calls,
     # the status moves it wrote ((None, PENDING) for a creation), the UserError codes it answered.

@@ -28,6 +28,7 @@ fraction of that, which on a one-payment request is most of the service's own CP
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ from schema.federation import NoSubgraphSdlRule
 from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
 from schema.public_errors import public_error
 from schema.tracing import operation_trace, record_errors
+from schema.usage import coordinates
 
 # Distinct query texts kept parsed and validated; clients send a handful of fixed operations.
 CACHED_DOCUMENTS = 512
@@ -79,6 +81,13 @@ class Observed:
     context: Any
     errors: Sequence[GraphQLError]
     duration: float
+    # The schema coordinates it selected (`schema.usage`), looked up only when an observer asks
+    # (`fields`): empty when it did not run.
+    selected: Callable[[], frozenset[str]] = frozenset
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return self.selected()
 
 
 Observer = Callable[[Observed], None]
@@ -92,6 +101,7 @@ class _Operation:
     type: OperationType
     cost: int | None
     plan: Plan | None = None
+    coordinates: frozenset[str] | None = None  # computed on first use
 
 
 @dataclass(slots=True)
@@ -180,6 +190,15 @@ class OperationRunner:
             operation.plan = self._compile(prepared.document, operation_name)
         return operation.plan
 
+    def _coordinates(self, query: str, operation_name: str | None) -> frozenset[str]:
+        """What the operation selects, computed once and kept with its plan."""
+        prepared = self._prepare(query)
+        operation = self._operation(prepared, operation_name)
+        if operation.coordinates is None:
+            assert prepared.document is not None  # executed, so parsed
+            operation.coordinates = coordinates(self._schema, prepared.document, operation_name)
+        return operation.coordinates
+
     def is_valid(self, query: str) -> bool:
         prepared = self._prepare(query)
         return prepared.document is not None and not prepared.errors
@@ -251,6 +270,11 @@ class OperationRunner:
             context=context,
             errors=errors,
             duration=time.perf_counter() - started,
+            selected=(
+                functools.partial(self._coordinates, query, operation_name)
+                if executed
+                else frozenset
+            ),
         )
         for observe in self._observers:
             observe(observed)

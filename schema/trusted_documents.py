@@ -161,9 +161,11 @@ class TrustedDocuments:
     def __init__(self, documents: Iterable[TrustedDocument] = ()) -> None:
         self._by_id: dict[str, str] = {}
         self._by_sha256: dict[str, str] = {}
+        self._manifests: dict[str, str] = {}
         for document in documents:
             self._by_id[document.id] = document.text
             self._by_sha256[document.sha256] = document.text
+            self._manifests.setdefault(document.text, Path(document.source).stem)
 
     def __len__(self) -> int:
         return len(self._by_sha256)
@@ -173,6 +175,10 @@ class TrustedDocuments:
 
     def by_sha256(self, digest: str) -> str | None:
         return self._by_sha256.get(digest)
+
+    def manifest_of(self, text: str) -> str | None:
+        """The name of the (first) manifest that holds `text`: its client, for the metrics."""
+        return self._manifests.get(text)
 
 
 def load_trusted_documents(

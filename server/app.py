@@ -80,7 +80,7 @@ def create_app(
     the one the app would open. `tracer_provider` (the tests' in-memory exporter) takes the
     spans instead of the one `LOC_OTEL_EXPORTER` names (`server.tracing`).
     """
-    metrics = Metrics()
+    metrics = Metrics(field_usage=settings.field_usage)
     auth = AuthConfig.from_settings(settings)
     routes = [
         *graphql_routes(settings, auth, metrics=metrics, clock=clock, token_clock=token_clock),

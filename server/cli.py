@@ -1,6 +1,7 @@
 """`loc-payments`: run the service (`serve`), mint a development token (`token`), print the
 table's CloudFormation template (`template`), run the collection job (`collect`), check
-manifests of trusted documents (`documents check`)."""
+manifests of trusted documents (`documents check`), classify and accept schema changes
+(`schema diff`, `schema accept`)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ from server.logs import configure_logging
 from server.reshard_command import add_arguments as add_reshard_arguments
 from server.reshard_command import run_reshard
 from server.runtime import serve_app, tune_garbage_collector
+from server.schema_command import add_arguments as add_schema_arguments
+from server.schema_command import run_schema
 from server.settings import TABLE_AND_REGION, Settings
 
 STARTUP_TOKEN_USER = "local-developer"
@@ -201,6 +204,18 @@ def _parser() -> argparse.ArgumentParser:
             description="Trusted documents: `check FILE...` as the service would load them.",
         )
     )
+    add_schema_arguments(
+        commands.add_parser(
+            "schema",
+            help="classify schema changes (diff), accept a deliberate one (accept: make schema)",
+            description=(
+                "Schema evolution: `diff OLD NEW` prints each change as breaking, dangerous or "
+                "safe; `accept` writes the snapshots, refusing a breaking change of a field, "
+                "argument or enum value that was not deprecated or that a committed trusted "
+                "document still uses."
+            ),
+        )
+    )
     return parser
 
 
@@ -218,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command == "template":
         sys.stdout.write(table_template())
         return 0
+    if arguments.command == "schema":
+        return run_schema(arguments, sys.stdout)
     try:
         settings = Settings()
         if arguments.command == "token":

@@ -67,6 +67,9 @@ from server.websocket_protocol import LegacyWSHandler, TransportWSHandler
 
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
 REQUEST_ID_HEADER = "x-request-id"
+CLIENT_NAME_HEADER = "apollographql-client-name"
+CLIENT_VERSION_HEADER = "apollographql-client-version"
+CLIENT_LABEL_LENGTH = 64
 _POST_OPERATIONS = frozenset({OperationType.QUERY, OperationType.MUTATION})
 _GET_OPERATIONS = frozenset({OperationType.QUERY})
 # A caller's request id is kept when it is a plain token; anything else gets a fresh one, so
@@ -261,7 +264,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         request without a valid token is refused for the token (UNAUTHENTICATED): a service
         whose token failed would otherwise read that it must name a trusted document."""
         try:
-            return self._documents.text_for(
+            text = self._documents.text_for(
                 query=data.query,
                 document_id=data.document_id,
                 doc_id=data.doc_id,
@@ -273,6 +276,10 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             if refused.code == DOCUMENT_NOT_TRUSTED and isinstance(caller, CallerError):
                 raise DocumentRefused(caller.code, str(caller)) from refused
             raise
+        if context.client is None and text is not None and text != data.query:
+            # Named by id: the manifest it came from says which front end sent it.
+            context.client = self._documents.trusted.manifest_of(text)
+        return text
 
     def token_lifetime(self, context: Context) -> float:
         """The seconds left to the token of a connection `on_ws_connect` accepted."""
@@ -307,6 +314,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 max_attempts=self._max_attempts,
                 clock=self._clock,
                 strong_reads=self._strong_reads,
+                client=_client(request.headers),
                 # Until `connection_init` brings a token (`on_ws_connect`).
                 authenticated=authenticated,
                 live=request.app.state.live.hub,
@@ -320,11 +328,21 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             clock=self._clock,
             strong_reads=self._strong_reads,
             authenticated=authenticated,
+            client=_client(request.headers),
             debug_dynamodb=(
                 self._accounting_allowed and request.headers.get(DEBUG_DYNAMODB_HEADER) == "1"
             ),
             trace_parent=trace_parent,
         )
+
+
+def _client(headers: Mapping[str, str]) -> str | None:
+    """The client the headers name (Apollo Client's and most gateways'), as `name@version`."""
+    name = headers.get(CLIENT_NAME_HEADER, "").strip()
+    if not name:
+        return None
+    version = headers.get(CLIENT_VERSION_HEADER, "").strip()
+    return (f"{name}@{version}" if version else name)[:CLIENT_LABEL_LENGTH]
 
 
 def _response(

@@ -12,17 +12,24 @@ Metrics (`prometheus-client`, one registry per app):
     loc_payments_dynamodb_breaker_open_seconds_total         time spent open
     loc_payments_transitions_total{from_status, to_status}   status moves written
     loc_payments_errors_total{code}                          errors and UserError answers
+    loc_payments_field_usage_total{client, field}            per operation run, each schema
+                                                             coordinate it selected (`Type.field`,
+                                                             an argument, an enum value): who
+                                                             still uses a field (SPEC §19)
 
 The `operation` label is the name the caller gave its operation (or its first root field), so
 the caller chooses it: the first `MAX_OPERATION_LABELS` distinct names that are GraphQL names of
 at most 64 characters get a label each, and every other operation counts under `(other)`, so
-no caller can grow the registry (and every scrape) without bound.
+no caller can grow the registry (and every scrape) without bound. So with `client`: the first
+`MAX_CLIENT_LABELS` client names get a label each, any other `(other)`; an operation that names
+none is `(unknown)`. `field` is bounded by the schema.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections import Counter as Counter_
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +50,9 @@ BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 MAX_OPERATION_LABELS = 100
 # Not a GraphQL name, so no operation's own name can be taken for it.
 OTHER_OPERATIONS = "(other)"
+# Distinct client names (front ends, jobs, gateways) with a label of their own.
+MAX_CLIENT_LABELS = 50
+UNKNOWN_CLIENT = "(unknown)"
 _OPERATION_LABEL = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
 
 
@@ -52,6 +62,9 @@ class Metrics:
         default_factory=lambda: CollectorRegistry(auto_describe=True)
     )
     max_operation_labels: int = MAX_OPERATION_LABELS
+    max_client_labels: int = MAX_CLIENT_LABELS
+    # `loc_payments_field_usage_total` counted (`LOC_FIELD_USAGE`).
+    field_usage: bool = True
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -83,10 +96,15 @@ class Metrics:
         self.errors = Counter(
             "loc_payments_errors", "Errors and UserError answers", ["code"], registry=r
         )
+        # Operations run, by client and the coordinates they selected: one count per operation
+        # on the request's path, spread over the fields only when scraped (`_UsageCollector`).
+        self.field_usage_runs: Counter_[tuple[str, frozenset[str]]] = Counter_()
+        r.register(_UsageCollector(self.field_usage_runs))
         # Each metric's child per label values, as `labels()` would find it again (it checks
         # and converts the values and takes a lock every time).
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
         self._operations: set[str] = set()
+        self._clients: set[str] = set()
 
     def _child(self, metric: Counter | Histogram, *values: str) -> Any:
         key = (metric, values)
@@ -104,6 +122,16 @@ class Metrics:
         ):
             self._operations.add(operation)
             return operation
+        return OTHER_OPERATIONS
+
+    def _client_label(self, client: str | None) -> str:
+        if client is None:
+            return UNKNOWN_CLIENT
+        if client in self._clients:
+            return client
+        if len(self._clients) < self.max_client_labels:
+            self._clients.add(client)
+            return client
         return OTHER_OPERATIONS
 
     def watch_breaker(self, breaker: CircuitBreaker | None) -> None:
@@ -125,6 +153,8 @@ class Metrics:
         outcome = codes[0] if codes else "OK"
         calls = context.calls
         self._child(self.requests, label, outcome).inc()
+        if self.field_usage and observed.fields:
+            self.field_usage_runs[self._client_label(context.client), observed.fields] += 1
         self._child(self.duration, label).observe(observed.duration)
         for code in codes:
             self._child(self.errors, code).inc()
@@ -165,6 +195,25 @@ class Metrics:
                 "error_codes": codes,
             },
         )
+
+
+class _UsageCollector(Collector):
+    def __init__(self, runs: Counter_[tuple[str, frozenset[str]]]) -> None:
+        self._runs = runs
+
+    def collect(self) -> Iterator[Metric]:
+        by_field: Counter_[tuple[str, str]] = Counter_()
+        for (client, fields), count in list(self._runs.items()):
+            for field_name in fields:
+                by_field[client, field_name] += count
+        family = CounterMetricFamily(
+            "loc_payments_field_usage",
+            "Schema coordinates selected, per operation run, by client",
+            labels=["client", "field"],
+        )
+        for (client, field_name), count in sorted(by_field.items()):
+            family.add_metric([client, field_name], count)
+        yield family
 
 
 class _BreakerCollector(Collector):

@@ -104,6 +104,8 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     metrics: Literal["off", "app", "port"] = "app"
     metrics_port: Annotated[int, Field(ge=1, le=65535)] = 9464
+    # `loc_payments_field_usage_total{client, field}`: which client still uses which field.
+    field_usage: bool = True
     # Traces (`server/tracing.py`): none (no tracer at all), otlp (OTLP over HTTP, where the
     # standard OTEL_EXPORTER_OTLP_* variables say) or console; and whether an operation's span
     # holds its document (never its variables).

@@ -11,6 +11,7 @@ latest run's figures, so no figure in prose outlives the run it came from:
 | `live_fleet`| the fleet's live-updates pass beside it, in a sentence   | `live_fleet`     |
 | `tracing`   | CPU per request with traces off and exported             | `tracing`        |
 | `documents` | CPU per request by trusted-document id and by text       | `documents`      |
+| `field_usage`| what counting field usage costs a loan's page           | `field_usage`    |
 
 A pass the run did not make (`--no-local`, or a run older than the pass) is said so in the page;
 an unknown marker fails the build.
@@ -27,7 +28,7 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-from bench import report
+from bench import report, usage_cost
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "latest.json"
 MARKER = re.compile(r"<!-- bench:([a-z_]+) -->")
@@ -177,6 +178,13 @@ def _documents(results: Results) -> str:
     return _markdown_table(DOCUMENTS_HEADER, rows)
 
 
+def _field_usage(results: Results) -> str:
+    usage = results.get("field_usage")
+    if usage is None:
+        return _absent(results, "field-usage figures")
+    return usage_cost.render(usage) + f" (commit `{results['commit']}`)."
+
+
 RENDERERS: dict[str, Callable[[Results], str]] = {
     "run": _run,
     "table": _table,
@@ -184,4 +192,5 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "live_fleet": _live_fleet,
     "tracing": _tracing,
     "documents": _documents,
+    "field_usage": _field_usage,
 }

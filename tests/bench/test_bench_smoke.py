@@ -124,3 +124,14 @@ def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) 
         memory = run["service_memory"]
         assert len(memory["rss_mib_after_repetition"]) == repetitions
         assert memory["peak_rss_mib"] >= max(memory["rss_mib_after_repetition"]) > 0
+
+
+def test_the_fleet_and_the_field_usage_passes_are_made(quick_run: QuickRun) -> None:
+    fleet = quick_run.results["live_fleet"]
+    assert (fleet["settings"]["instances"], fleet["settings"]["broker"]) == (3, 1)
+    assert fleet["delivered"] == fleet["expected"] > 0
+    assert fleet["missing"] == fleet["duplicates"] == fleet["unexpected"] == 0
+    usage = quick_run.results["field_usage"]
+    assert usage["off_cpu_ms"] > 0 and usage["on_cpu_ms"] > 0
+    assert usage["count_us_per_operation"] >= 0
+    assert "Field usage: CPU ms per request" in quick_run.stdout
