@@ -2,10 +2,10 @@
 `loc_payments_field_usage_total{client, field}`): the CPU per request of a loan's page of 100
 with the count on and off (`LOC_FIELD_USAGE`), in-process (`bench.profile`) on DynamoDB Local.
 
-One app, the count switched on or off for each round, the same request naming its client
-(`apollographql-client-name`), 16 in flight, in interleaved rounds, once both sides answered the
-same bytes. (Two apps differed by more than the count between runs: the app is held constant.)
-The target: at most 2% more CPU per request with the count on.
+The target (at most 2% more CPU per request with the count on) is judged on the count's own time
+(`count_cost`: the code that runs only with it on, timed directly) against the page's CPU per
+request; the interleaved rounds of one app with the count switched on and off, beside an A/A
+side, are reported too, and show that this machine does not resolve 2% that way.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from bench.profile import Request, Rounds, interleaved, local_dynamodb, paired, 
 from harness.asgi import asgi_caller, asgi_headers
 from resolvers.callers import Unauthenticated
 from resolvers.context import Context
+from schema import build_schema
 from schema.operations import Observed
 from server.app import create_app
 from server.observability import Metrics
@@ -61,7 +62,7 @@ async def measure(
     log("field usage: loan_page measured")
     cell = paired({"off": found["off"], "on": found["on"]}, "off", "on")
     same = paired({"off": found["off"], "off_again": found["off_again"]}, "off", "off_again")
-    per_operation = observe_cost()
+    per_operation = count_cost(work[WORKLOAD].query)
     return {
         "workload": WORKLOAD,
         "in_flight": IN_FLIGHT,
@@ -72,43 +73,41 @@ async def measure(
         "count_us_per_operation": per_operation * 1e6,
         "count_share": per_operation * 1000 / cell["off_cpu_ms"],
         "target": TARGET,
-        "met": cell["ratio"] <= TARGET,
+        # Judged on the count's own cost: the interleaved on/off ratio cannot resolve 2% here
+        # (its A/A twin, `ratio_off_off`, moves by as much).
+        "met": 1 + per_operation * 1000 / cell["off_cpu_ms"] <= TARGET,
     }
 
 
-def observe_cost(operations: int = 50_000) -> float:
-    """The CPU seconds the count adds to one operation's observation: `Metrics.observe` of a
-    loan page's operation (its eleven coordinates) with the count on, less with it off."""
-    fields = frozenset(
-        {
-            "Query.loan",
-            "Query.loan(userId:)",
-            "Query.loan(loanId:)",
-            "Loan.payments",
-            "Loan.payments(first:)",
-            "PaymentConnection.edges",
-            "PaymentEdge.node",
-            "Payment.paymentId",
-            "Payment.status",
-            "Payment.amountCents",
-            "Payment.createdAt",
-        }
-    )
-    # No store: `observe` reads none of it.
+def count_cost(query: str, operations: int = 50_000) -> float:
+    """The CPU seconds the count adds to one operation, measured on exactly the code that runs
+    only with it on: the lookup of the coordinates the operation selected (kept with its plan;
+    the text arrives as a new string with each request, so it is hashed again) and the count's
+    increment in `Metrics.observe`, less `Metrics.observe` with the count off."""
+    schema = build_schema()
+    schema.is_valid(query)  # prepared and cached, as by the first request
     context = Context(
-        store=cast(Any, None),
+        store=cast(Any, None),  # `observe` reads no store
         max_attempts=3,
         clock=lambda: datetime.now(UTC),
         authenticated=Unauthenticated("a bench observation"),
     )
     context.client = "bench"
-    observed = Observed("LoanPage", context, [], 0.005, selected=lambda: fields)
+
+    def observed(counted: bool) -> Observed:
+        text = (query + " ")[:-1]  # a new string, as a request's body gives
+        if counted:
+            return Observed(
+                "LoanPage", context, [], 0.005, selected=lambda: schema.selected_fields(text)
+            )
+        return Observed("LoanPage", context, [], 0.005)
+
     spent: dict[bool, list[float]] = {}
-    for counted in (False, True, False, True):
+    for counted in (False, True, False, True, False, True):
         metrics = Metrics(field_usage=counted)
         started = time.process_time()
         for _ in range(operations):
-            metrics.observe(observed)
+            metrics.observe(observed(counted))
         spent.setdefault(counted, []).append((time.process_time() - started) / operations)
     return max(0.0, min(spent[True]) - min(spent[False]))
 
@@ -116,12 +115,12 @@ def observe_cost(operations: int = 50_000) -> float:
 def render(results: dict[str, Any]) -> str:
     met = "met" if results["met"] else "NOT met"
     return (
-        f"Field usage: CPU ms per request in-process on DynamoDB Local, {results['workload']}, "
-        f"{results['in_flight']} in flight: off {results['off_cpu_ms']:.3f}, "
-        f"on {results['on_cpu_ms']:.3f}, on/off {results['ratio']:.3f} "
-        f"(target <= {results['target']:.2f}: {met}); off/off {results['ratio_off_off']:.3f} "
-        f"(the machine's noise); the count itself {results['count_us_per_operation']:.3f} us "
-        f"per operation, {results['count_share']:.4%} of a page's CPU"
+        f"Field usage on {results['workload']}: the count's own CPU "
+        f"{results['count_us_per_operation']:.2f} us per operation, "
+        f"{results['count_share']:.3%} of a page's {results['off_cpu_ms']:.3f} ms "
+        f"(target <= {results['target'] - 1:.0%}: {met}); for reference, in-process with "
+        f"{results['in_flight']} in flight, on/off {results['ratio']:.3f} beside off/off "
+        f"{results['ratio_off_off']:.3f} (what this machine resolves)"
     )
 
 

@@ -134,6 +134,11 @@ class PaymentsSchema(FederatedSchema):
         """Prepare a trusted document for good (`OperationRunner.pin`); its problems, if any."""
         return self._operations.pin(query)
 
+    def selected_fields(self, query: str, operation_name: str | None = None) -> frozenset[str]:
+        """The schema coordinates an operation of a valid `query` selects, as the field-usage
+        metric counts them (`OperationRunner.selected`)."""
+        return self._operations.selected(query, operation_name)
+
     def is_valid(self, query: str) -> bool:
         """Whether a document parses and validates (as a request would find it)."""
         return self._operations.is_valid(query)

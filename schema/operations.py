@@ -190,8 +190,9 @@ class OperationRunner:
             operation.plan = self._compile(prepared.document, operation_name)
         return operation.plan
 
-    def _coordinates(self, query: str, operation_name: str | None) -> frozenset[str]:
-        """What the operation selects, computed once and kept with its plan."""
+    def selected(self, query: str, operation_name: str | None) -> frozenset[str]:
+        """The schema coordinates the operation `operation_name` of a valid `query` selects
+        (`schema.usage`), computed once and kept with its plan."""
         prepared = self._prepare(query)
         operation = self._operation(prepared, operation_name)
         if operation.coordinates is None:
@@ -271,9 +272,7 @@ class OperationRunner:
             errors=errors,
             duration=time.perf_counter() - started,
             selected=(
-                functools.partial(self._coordinates, query, operation_name)
-                if executed
-                else frozenset
+                functools.partial(self.selected, query, operation_name) if executed else frozenset
             ),
         )
         for observe in self._observers:

@@ -134,4 +134,4 @@ def test_the_fleet_and_the_field_usage_passes_are_made(quick_run: QuickRun) -> N
     usage = quick_run.results["field_usage"]
     assert usage["off_cpu_ms"] > 0 and usage["on_cpu_ms"] > 0
     assert usage["count_us_per_operation"] >= 0
-    assert "Field usage: CPU ms per request" in quick_run.stdout
+    assert "Field usage on loan_page: the count's own CPU" in quick_run.stdout
