@@ -34,6 +34,8 @@ import orjson
 from jwt import PyJWK
 from jwt.exceptions import PyJWKError, PyJWTError
 
+from server.background import running
+
 logger = logging.getLogger("loc_payments.auth")
 
 # A read's answer: its status, body and Cache-Control header.
@@ -201,10 +203,5 @@ async def jwks_reading(keys: JwksKeys | None) -> AsyncIterator[None]:
     if keys is None:
         yield
         return
-    task = asyncio.create_task(keys.run(), name="jwks-reader")
-    try:
+    async with running(keys.run(), name="jwks-reader"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -11,11 +11,9 @@ the benchmark's fake DynamoDB, which has no stream) the hub exists but nothing f
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from redis.asyncio import Redis
 
@@ -24,6 +22,7 @@ from datasource.client import open_streams_client
 from datasource.live_broker import RedisBroker
 from datasource.streams import DynamoDBStreamSource, Received, ShardPosition
 from resolvers.event_hub import EventHub
+from server.background import running
 from server.live_fleet import BrokerFollower, StreamReader
 from server.settings import Settings
 
@@ -102,7 +101,7 @@ async def live_feed(
 
         if settings.live_broker_url is None:
             local = source()
-            async with _running(local.run(HubSink(hub))):
+            async with running(local.run(HubSink(hub))):
                 feed = LiveFeed(hub, source=local)
                 try:
                     yield feed
@@ -112,7 +111,7 @@ async def live_feed(
         async with _broker(settings) as broker:
             follower = BrokerFollower(broker, hub)
             reader = StreamReader(broker, source, lease_seconds=settings.live_lease_seconds)
-            async with _running(follower.run()), _running(reader.run()):
+            async with running(follower.run()), running(reader.run()):
                 feed = LiveFeed(hub, follower=follower, reader=reader)
                 try:
                     yield feed
@@ -134,14 +133,3 @@ async def _broker(settings: Settings) -> AsyncIterator[RedisBroker]:
         )
     finally:
         await client.aclose()
-
-
-@contextlib.asynccontextmanager
-async def _running(work: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
-    task = asyncio.create_task(work)
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
