@@ -68,7 +68,6 @@ class Proxy:
         self._tasks.add(task)
         try:
             if self.mode == "reset":
-                writer.transport.abort()
                 return
             target_reader, target_writer = await asyncio.open_connection(*self._target)
             # The operation of the request last sent on this connection, whose answer comes next.
@@ -80,10 +79,13 @@ class Proxy:
                 )
             finally:
                 target_writer.transport.abort()
-                writer.transport.abort()
         except (ConnectionError, OSError):
-            writer.transport.abort()
+            pass
         finally:
+            # Whatever ended it (a cut, the target refusing, a cancellation by `stop` or
+            # `retarget` while it still connected to the target): the client's side is closed,
+            # never left for the garbage collector (a ResourceWarning, an error in the tests).
+            writer.transport.abort()
             self._tasks.discard(task)
 
     def retarget(self, target_url: str) -> None:
