@@ -13,10 +13,13 @@
     loc_actor_id                 S  the token's subject, or the job's name
     loc_request_id               S  the API request that wrote, if any
     loc_trace_parent             S  the W3C `traceparent` of the span that wrote it, when traced
+    loc_payment                  M  the payment as the write left it (its `loc_*` attributes), what
+                                    a webhook and the feed carry
+    GSI4PK / GSI4SK              S  EVENTS / <time>#USER#<u>#<its SK>: the events feed (GSI4)
 
-No GSI attributes, and a sort key that no payment prefix matches: no payment access pattern sees
-an event. An event is put in the same transaction as the write it records, on the condition that
-it is new: an event is never overwritten.
+GSI4's keys only (the feed's sparse index), and a sort key that no payment prefix matches: no
+payment access pattern sees an event. An event is put in the same transaction as the write it
+records, on the condition that it is new: an event is never overwritten.
 """
 
 from __future__ import annotations
@@ -24,16 +27,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from datasource.cursors import ListScope
-from datasource.items import Item
+from datasource.items import Item, from_item, to_item
 from datasource.pages import PageOf, PageQuery
-from datasource.table import PK, SK
+from datasource.table import GSI4PK, GSI4SK, PK, SK
 from datasource.tracing import current_traceparent
 from domain import keys
 from domain.audit import ActorKind
 from domain.enums import PaymentStatus
 from domain.errors import PaymentsError
 from domain.history import PaymentEvent
-from domain.payment import PaymentRef
+from domain.payment import Payment, PaymentRef
 from domain.validation import format_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
@@ -57,9 +60,22 @@ def event_key(event: PaymentEvent) -> Item:
     }
 
 
+def feed_position(event: PaymentEvent) -> str:
+    """The event's GSI4 sort key: its place in the events feed."""
+    return keys.feed_sort_key(
+        format_timestamp(event.at),
+        event.loan_id,
+        event.payment_id,
+        event.version,
+        user_id=event.user_id,
+    )
+
+
 def event_item(event: PaymentEvent) -> Item:
     item: Item = {
         **event_key(event),
+        GSI4PK: {"S": keys.FEED_PARTITION},
+        GSI4SK: {"S": feed_position(event)},
         "loc_user_id": {"S": event.user_id},
         "loc_loan_id": {"S": event.loan_id},
         "loc_payment_id": {"S": event.payment_id},
@@ -79,10 +95,15 @@ def event_item(event: PaymentEvent) -> Item:
         "loc_trace_parent": event.trace_parent or current_traceparent(),
     }
     item.update({name: {"S": value} for name, value in optional.items() if value is not None})
+    if event.payment is not None:
+        stored = to_item(event.payment)
+        item["loc_payment"] = {"M": {k: v for k, v in stored.items() if k.startswith("loc_")}}
     return item
 
 
-def event_from_item(item: Item) -> PaymentEvent:
+def event_from_item(item: Item, *, with_payment: bool = False) -> PaymentEvent:
+    """The event an item holds; `with_payment`: with the payment as its write left it (None for
+    an event stored before events carried it)."""
     optional = {field: item[name]["S"] for name, field in _OPTIONAL_TEXT.items() if name in item}
     from_status = optional.get("from_status")
     return PaymentEvent(
@@ -100,7 +121,13 @@ def event_from_item(item: Item) -> PaymentEvent:
         return_code=optional.get("return_code"),
         confirmation_id=optional.get("confirmation_id"),
         trace_parent=optional.get("trace_parent"),
+        payment=_snapshot(item) if with_payment else None,
     )
+
+
+def _snapshot(item: Item) -> Payment | None:
+    stored = item.get("loc_payment")
+    return None if stored is None else from_item(stored["M"])  # type: ignore[arg-type]
 
 
 def event_put(table_name: str, event: PaymentEvent) -> TransactWriteItemTypeDef:

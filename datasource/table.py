@@ -1,4 +1,4 @@
-"""The one table's definition: its key attributes, the three GSIs, billing, TTL, its stream.
+"""The one table's definition: its key attributes, the four GSIs, billing, TTL, its stream.
 
 The embedded DynamoDB, the tests and the CloudFormation template (`cloudformation_template`,
 printed by `loc-payments template` into `infra/table.template.json`) all build the table from
@@ -8,6 +8,7 @@ name. `domain.keys` builds the values those attributes hold.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 GSI1 = "GSI1"
 GSI2 = "GSI2"
 GSI3 = "GSI3"
+# The events feed: payment events only (a sparse index), every user's, oldest first.
+GSI4 = "GSI4"
 
 # The key attributes: the table's partition and sort key, then each index's.
 PK = "PK"
@@ -34,6 +37,8 @@ GSI2PK = "GSI2PK"
 GSI2SK = "GSI2SK"
 GSI3PK = "GSI3PK"
 GSI3SK = "GSI3SK"
+GSI4PK = "GSI4PK"
+GSI4SK = "GSI4SK"
 
 # Epoch seconds after which DynamoDB deletes an item: idempotency records carry it, payments never.
 TTL_ATTRIBUTE = "loc_expires_at"
@@ -50,6 +55,7 @@ _INDEX_KEYS: dict[str | None, tuple[str, str]] = {
     GSI1: (GSI1PK, GSI1SK),
     GSI2: (GSI2PK, GSI2SK),
     GSI3: (GSI3PK, GSI3SK),
+    GSI4: (GSI4PK, GSI4SK),
 }
 
 
@@ -61,13 +67,14 @@ def _index(name: str) -> GlobalSecondaryIndexTypeDef:
             {"AttributeName": partition, "KeyType": "HASH"},
             {"AttributeName": sort, "KeyType": "RANGE"},
         ],
-        # Every pattern returns whole payments, so every index carries every attribute.
+        # Every pattern returns whole payments (the feed whole events), so every index carries
+        # every attribute.
         "Projection": {"ProjectionType": "ALL"},
     }
 
 
 def table_definition(table_name: str) -> CreateTableInputTypeDef:
-    """CreateTable arguments: PK/SK, GSI1-3 with ALL projection, on-demand billing, a stream of
+    """CreateTable arguments: PK/SK, GSI1-4 with ALL projection, on-demand billing, a stream of
     new images."""
     return {
         "TableName": table_name,
@@ -81,7 +88,7 @@ def table_definition(table_name: str) -> CreateTableInputTypeDef:
             {"AttributeName": PK, "KeyType": "HASH"},
             {"AttributeName": SK, "KeyType": "RANGE"},
         ],
-        "GlobalSecondaryIndexes": [_index(GSI1), _index(GSI2), _index(GSI3)],
+        "GlobalSecondaryIndexes": [_index(GSI1), _index(GSI2), _index(GSI3), _index(GSI4)],
         "StreamSpecification": {**STREAM_SPECIFICATION},
     }
 
@@ -183,7 +190,8 @@ async def create_table_if_missing(
     client: DynamoDBClient, table_name: str, *, stream: bool = True
 ) -> bool:
     """Create the table unless it exists, wait until it is active and turn on its TTL; True when
-    it was made. A table made before the stream existed gets its stream turned on.
+    it was made. A table made before the stream existed gets its stream turned on, and one made
+    before the events feed its GSI4 (events stored before then are not in the feed).
 
     `stream=False` (live updates off: tests on moto, whose stream copies would slow every
     transaction) makes a table without one, and leaves an existing table as it is.
@@ -196,6 +204,11 @@ async def create_table_if_missing(
         streaming = described["Table"].get("StreamSpecification", {}).get("StreamEnabled", False)
         if stream and not streaming:
             await _enable_stream(client, table_name)
+        indexes = {
+            index["IndexName"] for index in described["Table"].get("GlobalSecondaryIndexes", [])
+        }
+        if GSI4 not in indexes:
+            await _add_index(client, table_name, GSI4)
         return False
     definition = table_definition(table_name)
     if not stream:
@@ -219,6 +232,30 @@ async def _enable_stream(client: DynamoDBClient, table_name: str) -> None:
         if not described["Table"].get("StreamSpecification", {}).get("StreamEnabled", False):
             raise
     await _wait_until_active(client, table_name)
+
+
+async def _add_index(client: DynamoDBClient, table_name: str, name: str) -> None:
+    partition, sort = _INDEX_KEYS[name]
+    with contextlib.suppress(client.exceptions.ResourceInUseException):
+        await client.update_table(
+            TableName=table_name,
+            AttributeDefinitions=[
+                {"AttributeName": attribute, "AttributeType": "S"}
+                for attribute in (partition, sort)
+            ],
+            GlobalSecondaryIndexUpdates=[{"Create": _index(name)}],  # type: ignore[typeddict-item]
+        )
+    # Another process may be adding it too: either way, wait until it serves.
+    for _ in range(600):
+        described = await client.describe_table(TableName=table_name)
+        statuses = {
+            index["IndexName"]: index.get("IndexStatus", "ACTIVE")
+            for index in described["Table"].get("GlobalSecondaryIndexes", [])
+        }
+        if statuses.get(name) == "ACTIVE":
+            return
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"index {name} of {table_name} did not become active")
 
 
 async def _wait_until_active(client: DynamoDBClient, table_name: str) -> None:

@@ -9,7 +9,7 @@ describes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from domain.audit import Actor, ActorKind
@@ -35,6 +35,9 @@ class PaymentEvent:
     # The W3C `traceparent` of the request that wrote it, as stored (None until it is stored, and
     # for writes that were not traced): what a live update's trace links back to.
     trace_parent: str | None = None
+    # The payment as this write left it, when known: the write's own, or read with the event from
+    # the events feed (what a webhook carries). Not part of what the event is.
+    payment: Payment | None = field(default=None, compare=False, repr=False)
 
     @property
     def ref(self) -> PaymentRef:
@@ -57,6 +60,7 @@ def event_of(before: Payment | None, after: Payment, actor: Actor) -> PaymentEve
         request_id=actor.request_id,
         return_code=_set_by_write(before, after, "return_code"),
         confirmation_id=_set_by_write(before, after, "confirmation_id"),
+        payment=after,
     )
 
 

@@ -9,6 +9,8 @@
            GSI2SK = STATUS#<status>#PAYMENT#<payment_id>
     GSI3   GSI3PK = USER#<user_id>                       (only once a confirmation id exists)
            GSI3SK = CONFIRMATION#<confirmation_id>
+    GSI4   GSI4PK = EVENTS                               (payment events only: the events feed)
+           GSI4SK = <event time, RFC 3339 ms>#USER#<u>#LOAN#<l>#PAYMENT#<p>#V#<version, 6 digits>
 
 Access patterns (each a GraphQL field):
     payment by loan and payment id    table  PK = USER#u, SK = LOAN#l#PAYMENT#p
@@ -17,6 +19,7 @@ Access patterns (each a GraphQL field):
     all payments in one status        GSI2   GSI2PK = PAYMENT, GSI2SK begins_with STATUS#s#
                                              (N shards: the same on each PAYMENT#k, merged)
     payment by confirmation id        GSI3   GSI3PK = USER#u, GSI3SK = CONFIRMATION#c
+    every user's events (services)    GSI4   GSI4PK = EVENTS, GSI4SK BETWEEN <after> AND <settled>
     where a live subscription starts  table  PK = USER#u, SK begins_with LOAN# (every payment
                                              of a user) or LOAN#l#PAYMENT# (of a loan): the
                                              versions stored when it is accepted
@@ -30,7 +33,11 @@ prefix matches):
     payment event          PK = USER#<user_id>,
                            SK = HISTORY#LOAN#<loan_id>#PAYMENT#<payment_id>#V#<version, 6 digits>
                            (one per write of the payment, written in the write's transaction;
-                           the zero-padded version sorts a payment's events oldest first)
+                           the zero-padded version sorts a payment's events oldest first; its
+                           GSI4 keys put it in the events feed, the one index it is in)
+    webhook endpoint       PK = WEBHOOKS, SK = ENDPOINT#<endpoint_id>
+    delivery attempt       PK = WEBHOOK#<endpoint_id>, SK = DELIVERY#<time>#<event id>
+    retry due              PK = WEBHOOK#<endpoint_id>, SK = RETRY#<due time>#<event id>
 
 Every begins_with prefix ends in the `#` delimiter, so loan `12` never matches loan `123`. Ids are
 validated to hold no `#`, which keeps each key unambiguous. The lists ask for a prefix as the
@@ -165,3 +172,40 @@ def history_prefix(loan_id: str, payment_id: str) -> str:
 
 def history_sort_key(loan_id: str, payment_id: str, version: int) -> str:
     return f"{history_prefix(loan_id, payment_id)}{version:06d}"
+
+
+FEED_PARTITION = "EVENTS"
+
+
+def feed_sort_key(at: str, loan_id: str, payment_id: str, version: int, *, user_id: str) -> str:
+    """An event's place in the feed: its time (RFC 3339 with milliseconds, which sorts as text),
+    then its item's key, so that events of one millisecond keep one order."""
+    return f"{at}#{user_partition(user_id)}#{history_sort_key(loan_id, payment_id, version)}"
+
+
+def feed_bound(at: str) -> str:
+    """The feed sort key just after every event of the millisecond `at` (`$` follows `#`)."""
+    return f"{at}$"
+
+
+WEBHOOKS_PARTITION = "WEBHOOKS"
+ENDPOINT_PREFIX = "ENDPOINT#"
+DELIVERY_PREFIX = "DELIVERY#"
+RETRY_PREFIX = "RETRY#"
+
+
+def endpoint_sort_key(endpoint_id: str) -> str:
+    return f"{ENDPOINT_PREFIX}{endpoint_id}"
+
+
+def webhook_partition(endpoint_id: str) -> str:
+    """Where an endpoint's delivery attempts and due retries are kept."""
+    return f"WEBHOOK#{endpoint_id}"
+
+
+def delivery_sort_key(at: str, event_id: str) -> str:
+    return f"{DELIVERY_PREFIX}{at}#{event_id}"
+
+
+def retry_sort_key(due: str, event_id: str) -> str:
+    return f"{RETRY_PREFIX}{due}#{event_id}"

@@ -71,14 +71,16 @@ async def test_each_data_call_reports_its_capacity_per_table_and_index(
         await store.get(ref_of(payment))
         await store.payments_by_status(status=PaymentStatus.PENDING, first=5, after=None)
 
-    # The payment (on the table, GSI1 and GSI2) and its event in one transaction: DynamoDB
-    # Local charges a transactional write two units per item and index it touches.
-    assert writing.units == Units(read=0.0, write=8.0)
-    assert writing.units_by_api == {"TransactWriteItems": Units(write=8.0)}
+    # The payment (on the table, GSI1 and GSI2) and its event (on the table and the feed's GSI4)
+    # in one transaction: DynamoDB Local charges a transactional write two units per item and
+    # index it touches (each item under 1 KB, the event with the payment it carries).
+    assert writing.units == Units(read=0.0, write=10.0)
+    assert writing.units_by_api == {"TransactWriteItems": Units(write=10.0)}
     assert writing.units_by_index == {
         table: Units(write=4.0),
         f"{table}/GSI1": Units(write=2.0),
         f"{table}/GSI2": Units(write=2.0),
+        f"{table}/GSI4": Units(write=2.0),
     }
     assert reading.units.write == 0.0
     assert set(reading.units_by_api) == {"GetItem", "Query"}

@@ -64,6 +64,7 @@ def test_the_table_has_the_keys_indexes_and_billing_of_the_definition() -> None:
         "GSI1",
         "GSI2",
         "GSI3",
+        "GSI4",
     ]
     assert {
         index["Projection"]["ProjectionType"] for index in properties["GlobalSecondaryIndexes"]

@@ -1,0 +1,251 @@
+"""Events out (SPEC §18): event types and ids, webhook endpoints, their signing, retries and the
+addresses a delivery may reach.
+
+An event is one stored payment event (§9); its type is `payment.created` for a creation and
+`payment.<to status in lower case>` for a move. Its id (`evt_…`) encodes the event item's key, so
+the same event has the same id on every attempt and a resend finds it. Endpoints are signed as
+Standard Webhooks says: `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed
+by the secret's bytes (`whsec_<base64>`); while a rotation's grace lasts, the old secret signs too.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import ipaddress
+import json
+import random
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+from domain.enums import PaymentStatus
+from domain.errors import InvalidInput
+from domain.payment import PaymentRef
+
+__all__ = [
+    "DEFAULT_RETRY_SCHEDULE",
+    "EVENT_TYPES",
+    "EndpointStatus",
+    "RetrySchedule",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "checked_event_types",
+    "checked_url",
+    "event_id",
+    "event_of_id",
+    "event_type",
+    "forbidden_address",
+    "new_secret",
+    "signature",
+]
+
+CREATED = "payment.created"
+# Every type a payment's life can produce: its creation, and a move to each status but PENDING
+# (a payment is created PENDING and never moves back to it).
+EVENT_TYPES: tuple[str, ...] = (
+    CREATED,
+    *(f"payment.{status.value.lower()}" for status in PaymentStatus if status.value != "PENDING"),
+)
+_TYPE_OF_STATUS = {status: f"payment.{status.value.lower()}" for status in PaymentStatus}
+
+# Three days: Standard Webhooks' reference schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h) carried on
+# with 14 h, 20 h and 20 h: the last attempt about 72 hours after the first.
+DEFAULT_RETRY_SCHEDULE: tuple[float, ...] = (
+    5,
+    5 * 60,
+    30 * 60,
+    2 * 3600,
+    5 * 3600,
+    10 * 3600,
+    14 * 3600,
+    20 * 3600,
+    20 * 3600,
+)
+SECRET_PREFIX = "whsec_"
+_SECRET_BYTES = 32
+MAX_URL_LENGTH = 2048
+MAX_DESCRIPTION_LENGTH = 500
+_EVENT_ID_PREFIX = "evt_"
+# The EC2 instance-metadata addresses (IPv4, and IPv6 on Nitro): never a receiver.
+_METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+
+
+class EndpointStatus(StrEnum):
+    # Delivering; or FAILING: an event's last retry failed (new events are still tried, and the
+    # first 2xx answer makes it ENABLED again).
+    ENABLED = "ENABLED"
+    FAILING = "FAILING"
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookEndpoint:
+    endpoint_id: str
+    url: str
+    event_types: tuple[str, ...] | None  # None: every type
+    description: str | None
+    status: EndpointStatus
+    created_at: datetime
+    secret_rotated_at: datetime | None = None
+
+    def wants(self, event_type: str) -> bool:
+        return self.event_types is None or event_type in self.event_types
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDelivery:
+    """One attempt to deliver one event to one endpoint."""
+
+    event_id: str
+    event_type: str
+    attempt: int  # 1 for the first, counting on through retries (a resend starts again at 1)
+    at: datetime
+    duration_ms: int
+    status_code: int | None  # None: no answer (`error` says why)
+    error: str | None
+    response_body: str | None  # the answer's first few KB
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+def event_type(from_status: PaymentStatus | None, to_status: PaymentStatus) -> str:
+    return CREATED if from_status is None else _TYPE_OF_STATUS[to_status]
+
+
+def checked_event_types(field: str, values: Iterable[str] | None) -> tuple[str, ...] | None:
+    """The types an endpoint or a feed asks for (None: every type); InvalidInput names an
+    unknown one."""
+    if values is None:
+        return None
+    chosen = tuple(dict.fromkeys(values))
+    if not chosen:
+        raise InvalidInput(field, "must name at least one event type, or be left out for all")
+    for value in chosen:
+        if value not in EVENT_TYPES:
+            raise InvalidInput(field, f"{value!r} is not an event type; one of {list(EVENT_TYPES)}")
+    return chosen
+
+
+def checked_url(url: str, *, public_only: bool) -> str:
+    """A receiver's URL; `public_only` (prod): https, and not an address `forbidden_address`
+    refuses (a host name is checked again at each delivery, when it is resolved)."""
+    if len(url) > MAX_URL_LENGTH:
+        raise InvalidInput("url", f"must be at most {MAX_URL_LENGTH} characters")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018  # a port that is not a number raises here
+    except ValueError as error:
+        raise InvalidInput("url", f"is not a URL: {error}") from None
+    schemes = ("https",) if public_only else ("https", "http")
+    if parts.scheme not in schemes:
+        raise InvalidInput("url", f"must be an {' or '.join(schemes)} URL")
+    if not host:
+        raise InvalidInput("url", "must name a host")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidInput("url", "must not carry credentials; the signature authenticates us")
+    if parts.fragment:
+        raise InvalidInput("url", "must not have a fragment")
+    if public_only:
+        literal = _ip_literal(host)
+        reason = None if literal is None else forbidden_address(literal)
+        if reason is not None:
+            raise InvalidInput("url", f"must be a public address, not {reason}")
+        if host.rstrip(".").lower() == "localhost" or host.endswith(".localhost"):
+            raise InvalidInput("url", "must be a public address, not loopback")
+    return url
+
+
+def _ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def forbidden_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why a delivery may not connect to `address` in prod (None: it may): loopback, private,
+    link-local, the instance metadata, or anything else not globally routable."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address in _METADATA:
+        return "the instance metadata address"
+    for reason, held in (
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("private", address.is_private),
+        ("unspecified", address.is_unspecified),
+        ("multicast", address.is_multicast),
+        ("not globally routable", not address.is_global),
+    ):
+        if held:
+            return f"a {reason} address ({address})"
+    return None
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(_SECRET_BYTES)).decode("ascii")
+
+
+def signature(secrets_in_use: Sequence[str], msg_id: str, timestamp: int, body: bytes) -> str:
+    """The `webhook-signature` header: one `v1,<signature>` per secret, space-separated."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    return " ".join(
+        "v1,"
+        + base64.b64encode(hmac.new(_secret_key(secret), signed, hashlib.sha256).digest()).decode(
+            "ascii"
+        )
+        for secret in secrets_in_use
+    )
+
+
+def _secret_key(secret: str) -> bytes:
+    try:
+        return base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except binascii.Error:
+        raise ValueError("a webhook secret is whsec_ and base64") from None
+
+
+def event_id(ref: PaymentRef, version: int) -> str:
+    """The event's id: its item's key, so it is the same on every attempt and finds the event."""
+    payload = json.dumps([ref.user_id, ref.loan_id, ref.payment_id, version], separators=(",", ":"))
+    return _EVENT_ID_PREFIX + base64.urlsafe_b64encode(payload.encode()).rstrip(b"=").decode()
+
+
+def event_of_id(field: str, value: str) -> tuple[PaymentRef, int]:
+    """The payment and version an event id names; InvalidInput on `field` if it is not one."""
+    refused = InvalidInput(field, "is not an event id")
+    if not value.startswith(_EVENT_ID_PREFIX) or len(value) > 1024:
+        raise refused
+    encoded = value.removeprefix(_EVENT_ID_PREFIX)
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+        user_id, loan_id, payment_id, version = decoded
+        ref = PaymentRef.checked(user_id, loan_id, payment_id)
+    except (ValueError, TypeError, InvalidInput):
+        raise refused from None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise refused
+    return ref, version
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySchedule:
+    """The waits between attempts: after attempt n fails, attempt n+1 follows `delays[n-1]`
+    seconds later, give or take a fifth (jitter, so that a receiver back from an outage is not
+    met by every retry at once); after the last, the event is given up."""
+
+    delays: tuple[float, ...] = DEFAULT_RETRY_SCHEDULE
+
+    def delay_after(self, attempt: int, rng: random.Random | None = None) -> float | None:
+        if attempt > len(self.delays):
+            return None
+        base = self.delays[attempt - 1]
+        return base * (rng or random).uniform(0.8, 1.2)  # jitter, not a secret
