@@ -54,9 +54,13 @@ _OPTIONAL_TEXT = {
 
 
 def event_key(event: PaymentEvent) -> Item:
+    return event_key_of(event.ref, event.version)
+
+
+def event_key_of(ref: PaymentRef, version: int) -> Item:
     return {
-        PK: {"S": keys.user_partition(event.user_id)},
-        SK: {"S": keys.history_sort_key(event.loan_id, event.payment_id, event.version)},
+        PK: {"S": keys.user_partition(ref.user_id)},
+        SK: {"S": keys.history_sort_key(ref.loan_id, ref.payment_id, version)},
     }
 
 

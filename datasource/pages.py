@@ -30,7 +30,7 @@ from domain.payment import Payment
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
-    from types_aiobotocore_dynamodb.type_defs import QueryInputTypeDef
+    from types_aiobotocore_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
 
 # A list's page when the caller names no size (`first`), and the largest page it may ask for.
 DEFAULT_PAGE_SIZE = 20
@@ -141,6 +141,11 @@ class PageQuery:
     # oldest first (its sort keys end in the zero-padded version).
     newest_first: bool = True
     consistent: bool = False
+    # A range rather than a prefix (the events feed): sort keys from `sort_prefix` to this.
+    sort_end: str | None = None
+    # Items of the range that the list leaves out (DynamoDB's FilterExpression, and its values).
+    filter_expression: str | None = None
+    filter_values: dict[str, AttributeValueTypeDef] | None = None
 
     def parameters(self, table_name: str, *, backward: bool = False) -> QueryInputTypeDef:
         """The Query's parameters; `backward` reads the list from its other end."""
@@ -155,10 +160,16 @@ class PageQuery:
             "ExpressionAttributeValues": {
                 ":pk": {"S": self.partition},
                 ":prefix": {"S": self.sort_prefix},
-                ":end": {"S": keys.prefix_end(self.sort_prefix)},
+                ":end": {"S": self.sort_end or keys.prefix_end(self.sort_prefix)},
             },
             "ScanIndexForward": self.newest_first == backward,
         }
+        if self.filter_expression is not None:
+            parameters["FilterExpression"] = self.filter_expression
+            parameters["ExpressionAttributeValues"] = {
+                **parameters["ExpressionAttributeValues"],
+                **(self.filter_values or {}),
+            }
         if self.consistent:
             parameters["ConsistentRead"] = True
         if self.scope.index is not None:
@@ -181,7 +192,15 @@ async def query_page(
     asking while DynamoDB stops early (its 1 MB limit) before the page is full.
     """
     start_key = paging.start_key(cursors, query.scope)
-    items = await _read(client, table_name, query, start_key, paging.size + 1, paging.backward)
+    if start_key is not None and query.sort_end is not None:
+        # A range's cursor may lie outside a later range (the feed's `createdAfter`, a position
+        # not yet settled): before it, the range starts the page; past it, the page is empty.
+        position = start_key[query.sort_attribute]["S"]
+        if position < query.sort_prefix:
+            start_key = None
+        elif position > query.sort_end:
+            return _page([], query.scope, cursors, paging, node)
+    items = await read_items(client, table_name, query, start_key, paging.size + 1, paging.backward)
     return _page(items, query.scope, cursors, paging, node)
 
 
@@ -212,7 +231,7 @@ async def merged_page(
 
     async def read(query: PageQuery) -> list[Item]:
         start = None if start_key is None else start_key | {attribute: {"S": query.partition}}
-        return await _read(client, table_name, query, start, wanted, paging.backward)
+        return await read_items(client, table_name, query, start, wanted, paging.backward)
 
     with_partitions = await asyncio.gather(*(read(query) for query in queries))
     names = page_key_attributes(scope.index)
@@ -235,7 +254,7 @@ def _sort_value(item: Item, sort_attribute: str, names: Sequence[str]) -> tuple[
     return (item[sort_attribute]["S"], *(item[name]["S"] for name in names))
 
 
-async def _read(
+async def read_items(
     client: DynamoDBClient,
     table_name: str,
     query: PageQuery,

@@ -8,6 +8,7 @@ process.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -22,10 +23,11 @@ from datasource.coalesce import Coalescer
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
-from datasource.history import HistoryPage, event_from_item, history_query
+from datasource.events import feed_query, feed_range
+from datasource.history import HistoryPage, event_from_item, event_key_of, history_query
 from datasource.idempotency import put_new_with_key, replayed_move
 from datasource.items import Item, from_item, primary_key, to_item
-from datasource.pages import Page, PageQuery, Paging, merged_page, query_page
+from datasource.pages import Page, PageQuery, Paging, merged_page, query_page, read_items
 from datasource.shards import PartitionPage, Placed
 from datasource.table import (
     GSI1,
@@ -37,10 +39,13 @@ from datasource.table import (
     GSI3,
     GSI3PK,
     GSI3SK,
+    GSI4,
     PK,
     SK,
+    page_key_attributes,
 )
 from datasource.tracing import CallSpans
+from datasource.webhooks import WebhookStore
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
@@ -125,6 +130,11 @@ class PaymentStore:
     @property
     def layout(self) -> StatusLayout:
         return self._layout
+
+    @functools.cached_property
+    def webhooks(self) -> WebhookStore:
+        """The webhook endpoints and their deliveries, on the same client and table."""
+        return WebhookStore(self._client, table_name=self._table, cursors=self._cursors)
 
     async def create(
         self,
@@ -350,6 +360,48 @@ class PaymentStore:
             paging=Paging.of(first=first, after=after, last=last, before=before),
             node=event_from_item,
         )
+
+    async def events(
+        self,
+        *,
+        first: int | None,
+        after: str | None,
+        types: Sequence[str] | None,
+        created_after: datetime | None,
+        upper: str,
+    ) -> HistoryPage:
+        """Every user's settled events (before `upper`), oldest first: the events feed (GSI4)."""
+        return await query_page(
+            self._client,
+            table_name=self._table,
+            query=feed_query(upper=upper, created_after=created_after, types=types),
+            cursors=self._cursors,
+            paging=Paging.of(first=first, after=after),
+            node=event_from_item,
+        )
+
+    async def feed_after(
+        self, *, lower: str, key: Item | None, upper: str, limit: int
+    ) -> list[tuple[Item, PaymentEvent]]:
+        """Up to `limit` settled events from `lower`, after the feed position `key`, each with
+        its GSI4 key and the payment as its write left it (a webhook's delivery)."""
+        items = await read_items(
+            self._client, self._table, feed_range(upper=upper, lower=lower), key, limit, False
+        )
+        names = page_key_attributes(GSI4)
+        return [
+            ({name: item[name] for name in names}, event_from_item(item, with_payment=True))
+            for item in items
+        ]
+
+    async def event(self, ref: PaymentRef, version: int) -> PaymentEvent | None:
+        """One stored event, with the payment as its write left it."""
+        async with storage_call():
+            response = await self._client.get_item(
+                TableName=self._table, Key=event_key_of(ref, version), ConsistentRead=True
+            )
+        item = response.get("Item")
+        return None if item is None else event_from_item(item, with_payment=True)
 
     async def stored_versions(self, *, user_id: str, loan_id: str | None) -> dict[str, int]:
         """Payment id -> version of the user's payments (the loan's, when given), strongly

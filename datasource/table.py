@@ -243,7 +243,7 @@ async def _add_index(client: DynamoDBClient, table_name: str, name: str) -> None
                 {"AttributeName": attribute, "AttributeType": "S"}
                 for attribute in (partition, sort)
             ],
-            GlobalSecondaryIndexUpdates=[{"Create": _index(name)}],  # type: ignore[typeddict-item]
+            GlobalSecondaryIndexUpdates=[{"Create": _index(name)}],
         )
     # Another process may be adding it too: either way, wait until it serves.
     for _ in range(600):

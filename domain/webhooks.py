@@ -20,7 +20,7 @@ import random
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from urllib.parse import urlsplit
 
@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_RETRY_SCHEDULE",
     "EVENT_TYPES",
     "EndpointStatus",
+    "EventsPolicy",
     "RetrySchedule",
     "WebhookDelivery",
     "WebhookEndpoint",
@@ -81,6 +82,16 @@ class EndpointStatus(StrEnum):
     # first 2xx answer makes it ENABLED again).
     ENABLED = "ENABLED"
     FAILING = "FAILING"
+
+
+@dataclass(frozen=True, slots=True)
+class EventsPolicy:
+    """The settings the API's events fields follow: whether receivers must be public https
+    addresses (prod), how long a rotated secret still signs, and when an event is settled."""
+
+    public_only: bool = False
+    secret_grace: timedelta = timedelta(days=1)
+    settle_seconds: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)

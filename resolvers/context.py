@@ -12,6 +12,7 @@ from datasource import CallCount, PaymentStore
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
+from domain.webhooks import EventsPolicy
 from resolvers.callers import Caller, CallerError, Forbidden
 from resolvers.loaders import Loaders
 
@@ -53,6 +54,8 @@ class Context:
     # `traceparent`, from the request or `connection_init`'s payload) and the operation's span.
     trace_parent: TraceContext | None = None
     span: Span | None = None
+    # What the events fields (webhooks, the feed) follow: SPEC §18.
+    events: EventsPolicy = field(default_factory=EventsPolicy)
 
     def __post_init__(self) -> None:
         self.loaders = Loaders(self.store, consistent=self.strong_reads)

@@ -1,4 +1,5 @@
-"""The root mutation: creation and the seven transitions, each answering a `PaymentResult`."""
+"""The root mutation: creation and the seven transitions, each answering a `PaymentResult`;
+then the webhook endpoints' mutations."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from schema import inputs
 from schema.enums import PaymentStatus
 from schema.errors import PaymentPayload, PaymentResult, user_error
 from schema.types import PaymentType
+from schema.webhooks import WebhookMutations
 
 Info = strawberry.Info[Context, None]
 
@@ -55,7 +57,7 @@ def _move(
 
 
 @strawberry.type
-class Mutation:
+class PaymentMutations:
     @strawberry.mutation(description="A new PENDING payment.")
     async def create_payment(self, info: Info, input: inputs.CreatePaymentInput) -> PaymentResult:
         return await _result(
@@ -122,3 +124,8 @@ class Mutation:
     @strawberry.mutation(description="Not needed any more: -> SKIPPED.")
     async def skip_payment(self, info: Info, input: inputs.SkipPaymentInput) -> PaymentResult:
         return await _result(info, _move(info, input, PaymentStatus.SKIPPED))
+
+
+@strawberry.type
+class Mutation(WebhookMutations, PaymentMutations):
+    """The payments' mutations, then the webhook endpoints' (SPEC §18)."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import cast
 
 import strawberry
 
-from resolvers import queries
+from resolvers import queries, webhooks
 from resolvers.context import Context
 from schema.enums import PaymentStatus
-from schema.types import LoanType, Node, PaymentConnection, PaymentType
+from schema.types import LoanType, Node, PaymentConnection, PaymentEventConnection, PaymentType
+from schema.webhooks import WebhookEndpointType
 
 Info = strawberry.Info[Context, None]
 
@@ -68,3 +70,26 @@ class Query:
             info.context, status=status, first=first, after=after, last=last, before=before
         )
         return PaymentConnection.from_page(page)
+
+    @strawberry.field(
+        description=(
+            "Every user's payment events, oldest first (services): each edge's cursor resumes "
+            "exactly after it. An event is listed once settled, a few seconds after its write."
+        )
+    )
+    async def events(
+        self,
+        info: Info,
+        after: str | None = None,
+        first: int | None = None,
+        types: list[str] | None = None,
+        created_after: datetime | None = None,
+    ) -> PaymentEventConnection:
+        page = await webhooks.events(
+            info.context, first=first, after=after, types=types, created_after=created_after
+        )
+        return PaymentEventConnection.from_page(page, complete=True)
+
+    @strawberry.field(description="The webhook endpoints, oldest first (services).")
+    async def webhook_endpoints(self, info: Info) -> list[WebhookEndpointType]:
+        return cast(list[WebhookEndpointType], await webhooks.endpoints(info.context))

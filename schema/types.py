@@ -21,6 +21,7 @@ from domain.ach_returns import retry_eligibility
 from domain.history import PaymentEvent
 from domain.payment import Application, LoanRef, Payment
 from domain.transitions import allowed_targets
+from domain.webhooks import event_id, event_type
 from resolvers import queries
 from resolvers.context import Context
 from resolvers.node_ids import loan_node_id, payment_node_id
@@ -203,6 +204,20 @@ class PaymentEventType:
     def is_type_of(cls, obj: Any, info: Any) -> bool:
         return isinstance(obj, PaymentEvent)
 
+    @strawberry.field(
+        description=(
+            "The event's id: a webhook's `webhook-id` and JSON `id`, the same on every delivery."
+        )
+    )
+    def event_id(self, root: strawberry.Parent[PaymentEvent]) -> strawberry.ID:
+        return strawberry.ID(event_id(root.ref, root.version))
+
+    @strawberry.field(
+        description="`payment.created`, or `payment.<the status moved to, in lower case>`."
+    )
+    def type(self, root: strawberry.Parent[PaymentEvent]) -> str:
+        return event_type(root.from_status, root.to_status)
+
     @strawberry.field(description="The payment as it is stored now.")
     async def payment(self, root: strawberry.Parent[PaymentEvent], info: Info) -> PaymentType:
         return cast(PaymentType, await queries.event_payment(info.context, root))
@@ -223,7 +238,7 @@ class PageInfo:
     end_cursor: str | None
 
 
-def _page_info(page: PageOf[Any]) -> PageInfo:
+def page_info(page: PageOf[Any]) -> PageInfo:
     return PageInfo(
         has_next_page=page.has_next_page,
         has_previous_page=page.has_previous_page,
@@ -246,7 +261,7 @@ class PaymentConnection:
 
     @classmethod
     def from_page(cls, page: Page) -> PaymentConnection:
-        return cls(edges=cast(list[PaymentEdge], page.edges), page_info=_page_info(page))
+        return cls(edges=cast(list[PaymentEdge], page.edges), page_info=page_info(page))
 
 
 @strawberry.type(name="PaymentEventEdge")
@@ -262,11 +277,12 @@ class PaymentEventConnection:
     complete: bool = strawberry.field(
         description=(
             "Whether the history goes back to the payment's creation; false for a payment "
-            "written before payment history was kept (its history begins at its next move)."
+            "written before payment history was kept (its history begins at its next move). "
+            "The events feed: always true (it holds every event stored since it exists)."
         )
     )
 
     @classmethod
     def from_page(cls, page: HistoryPage, *, complete: bool) -> PaymentEventConnection:
         edges = cast(list[PaymentEventEdge], page.edges)
-        return cls(edges=edges, page_info=_page_info(page), complete=complete)
+        return cls(edges=edges, page_info=page_info(page), complete=complete)

@@ -30,6 +30,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from datasource import PaymentStore
 from domain.errors import StorageUnavailable
+from domain.webhooks import EventsPolicy
 from schema import PaymentsSchema, build_schema
 from schema.document_policy import DocumentPolicy, Documents
 from schema.limits import QueryLimits
@@ -45,6 +46,7 @@ from server.live_feed import LiveFeed, live_feed
 from server.observability import Metrics
 from server.settings import Settings
 from server.tracing import open_tracing
+from server.webhook_delivery import webhook_delivery
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -116,8 +118,9 @@ async def store_lifespan(
     clock: Callable[[], datetime],
     tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[None]:
-    """The store on `app.state.store` and the live updates on `app.state.live` for the app's
-    life; with `seed_demo_data`, a table this start creates gets the demonstration payments.
+    """The store on `app.state.store`, the live updates on `app.state.live` and the webhook
+    dispatcher on `app.state.webhooks` for the app's life; with `seed_demo_data`, a table this
+    start creates gets the demonstration payments.
     The tracer (if any) is the store's, and sends what is left of its spans at the end."""
     metrics: Metrics = app.state.metrics
     auth: AuthConfig = app.state.auth
@@ -131,10 +134,15 @@ async def store_lifespan(
             await seed_demo_payments(opened.store, clock=clock, max_attempts=settings.max_attempts)
         app.state.store = opened.store
         metrics.watch_breaker(opened.store.breaker)
-        async with live_feed(
-            settings, opened.store, endpoint_url=endpoint_url, reads_stream=client is None
-        ) as feed:
+        async with (
+            live_feed(
+                settings, opened.store, endpoint_url=endpoint_url, reads_stream=client is None
+            ) as feed,
+            # Not on a client the caller brings (the benchmark's fake DynamoDB, which has no feed).
+            webhook_delivery(settings, opened.store, clock=clock, enabled=client is None) as sender,
+        ):
             app.state.live = feed
+            app.state.webhooks = sender
             yield
 
 
@@ -206,6 +214,11 @@ def graphql_endpoint(
         keep_alive_interval=settings.websocket_keep_alive_interval,
         connection_init_wait=timedelta(seconds=settings.websocket_init_timeout),
         strong_reads=settings.strong_reads,
+        events=EventsPolicy(
+            public_only=settings.public_webhook_targets_only,
+            secret_grace=timedelta(seconds=settings.webhook_secret_grace_seconds),
+            settle_seconds=settings.events_settle_seconds,
+        ),
     )
 
 

@@ -39,6 +39,7 @@ from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
 from datasource import PaymentStore
+from domain.webhooks import EventsPolicy
 from resolvers.callers import Caller, CallerError
 from resolvers.context import Context
 from schema import PaymentsSchema
@@ -112,6 +113,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         # A socket that sends no `connection_init` within this is closed (4408).
         connection_init_wait: timedelta = timedelta(seconds=10),
         strong_reads: bool = False,
+        events: EventsPolicy | None = None,
     ) -> None:
         # Only JSON bodies are operations (no multipart, no forms, no text/plain), so a
         # cross-site form cannot post one; mutations never run over GET.
@@ -136,6 +138,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._strong_reads = strong_reads
         self._documents = documents
         self._text_via_get = text_via_get
+        self._events = events or EventsPolicy()
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Only reached when GraphiQL is on (`graphql_ide`).
@@ -320,6 +323,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 live=request.app.state.live.hub,
                 close_connection=functools.partial(_close, request),
                 trace_parent=trace_parent,
+                events=self._events,
             )
         return Context(
             request_id=request_id,
@@ -333,6 +337,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 self._accounting_allowed and request.headers.get(DEBUG_DYNAMODB_HEADER) == "1"
             ),
             trace_parent=trace_parent,
+            events=self._events,
         )
 
 

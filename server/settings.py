@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from datasource.config import DynamoConfig
 from domain.keys import MAX_GSI2_SHARDS, StatusLayout
+from domain.webhooks import DEFAULT_RETRY_SCHEDULE
 
 Env = Literal["local", "test", "prod"]
 # Who must name a trusted document (`schema.document_policy.DocumentPolicy`).
@@ -146,6 +147,19 @@ class Settings(BaseSettings):
     live_broker_url: SecretStr | None = None
     live_broker_stream_length: Annotated[int, Field(ge=1000)] = 100_000
     live_lease_seconds: Annotated[float, Field(ge=1)] = 10.0
+    # Events out (SPEC §18, docs "Events for other services"): whether this instance delivers
+    # webhooks; the waits between an event's attempts (comma-separated seconds; after the last,
+    # it is given up); the seconds a receiver has to answer; how often an idle endpoint looks
+    # for new events; the seconds an instance's lease on an endpoint lasts unless renewed (a
+    # dead instance's endpoints are taken over within it); how long a rotated secret still
+    # signs; and the seconds after which an event is settled and listed by the feed.
+    webhooks: bool = True
+    webhook_retry_schedule: Annotated[tuple[float, ...], NoDecode] = DEFAULT_RETRY_SCHEDULE
+    webhook_timeout: Annotated[float, Field(gt=0, le=60)] = 10.0
+    webhook_poll_interval: Annotated[float, Field(gt=0)] = 1.0
+    webhook_lease_seconds: Annotated[float, Field(ge=1)] = 30.0
+    webhook_secret_grace_seconds: Annotated[float, Field(ge=0)] = 24 * 3600.0
+    events_settle_seconds: Annotated[float, Field(gt=0)] = 5.0
 
     @field_validator("trusted_documents", mode="before")
     @classmethod
@@ -159,6 +173,13 @@ class Settings(BaseSettings):
     def _comma_separated_strings(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("webhook_retry_schedule", mode="before")
+    @classmethod
+    def _comma_separated_seconds(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(float(part) for part in value.split(",") if part.strip())
         return value
 
     @field_validator("gsi2_read_shards", mode="before")
@@ -224,6 +245,14 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"LOC_AUTH_JWT_PUBLIC_KEY_FILE: no file at {self.auth_jwt_public_key_file}"
             )
+        if not self.webhook_retry_schedule or any(
+            not 0 < delay <= 7 * 24 * 3600 for delay in self.webhook_retry_schedule
+        ):
+            raise ValueError(
+                "LOC_WEBHOOK_RETRY_SCHEDULE: at least one wait, each above 0 and at most a week"
+            )
+        if self.webhook_lease_seconds <= self.webhook_timeout:
+            raise ValueError("LOC_WEBHOOK_LEASE_SECONDS must exceed LOC_WEBHOOK_TIMEOUT")
         broker = self.live_broker_url
         if broker is not None and urlsplit(broker.get_secret_value()).scheme not in (
             "redis",
@@ -267,6 +296,12 @@ class Settings(BaseSettings):
     def creates_missing_table(self) -> bool:
         # Elsewhere the table belongs to the infrastructure, and a typo must fail, not create.
         return self.env == "local"
+
+    @property
+    def public_webhook_targets_only(self) -> bool:
+        """Receivers must be https on public addresses (prod); elsewhere loopback and http
+        receivers serve development and tests."""
+        return self.env == "prod"
 
     @property
     def production(self) -> bool:

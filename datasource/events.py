@@ -1,0 +1,88 @@
+"""The events feed: every user's payment events, oldest first, from GSI4 (events only).
+
+An event's feed key is its time and then its item's key (`keys.feed_sort_key`). Its time is the
+payment's `loc_last_updated` of the write, taken before the write's transaction; the transaction
+(with its retries, within an operation's budget) and GSI4's propagation land later. So the feed
+lists only events older than a settling time (`settle`, longer than both): past it no event can
+appear before a position already read, and a cursor resumes exactly after its edge, none missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from datasource.cursors import ListScope
+from datasource.pages import PageQuery
+from datasource.table import GSI4, GSI4SK
+from domain import keys
+from domain.enums import PaymentStatus
+from domain.validation import format_timestamp
+from domain.webhooks import CREATED
+
+if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb.type_defs import AttributeValueTypeDef
+
+__all__ = ["FEED_SCOPE", "feed_query", "feed_range", "feed_start", "settled_before"]
+
+FEED_SCOPE = ListScope(GSI4)
+# Below every event time (they start with the year's digits): the feed from its beginning.
+_FEED_START = "0"
+
+
+def settled_before(now: datetime, settle: float) -> str:
+    """The feed's upper bound: events at or after `now - settle` are not listed yet."""
+    return format_timestamp(now - timedelta(seconds=settle))
+
+
+def feed_query(
+    *,
+    upper: str,
+    created_after: datetime | None = None,
+    types: Sequence[str] | None = None,
+) -> PageQuery:
+    """Settled events (before `upper`), after `created_after`, of `types` (None: all)."""
+    return feed_range(upper=upper, lower=feed_start(created_after), types=types)
+
+
+def feed_start(created_after: datetime | None) -> str:
+    """The feed's lower bound: after every event of `created_after`'s millisecond, or from its
+    beginning."""
+    return (
+        _FEED_START if created_after is None else keys.feed_bound(format_timestamp(created_after))
+    )
+
+
+def feed_range(*, upper: str, lower: str, types: Sequence[str] | None = None) -> PageQuery:
+    filter_expression, filter_values = _type_filter(types)
+    return PageQuery(
+        scope=FEED_SCOPE,
+        partition_attribute="GSI4PK",
+        partition=keys.FEED_PARTITION,
+        sort_attribute=GSI4SK,
+        sort_prefix=lower,
+        sort_end=upper,
+        newest_first=False,
+        filter_expression=filter_expression,
+        filter_values=filter_values,
+    )
+
+
+def _type_filter(
+    types: Sequence[str] | None,
+) -> tuple[str | None, dict[str, AttributeValueTypeDef] | None]:
+    """A creation's event has no from-status; a move's type is its to-status."""
+    if types is None:
+        return None, None
+    created = CREATED in types
+    statuses = [status for status in PaymentStatus if f"payment.{status.value.lower()}" in types]
+    terms = ["attribute_not_exists(loc_from_status)"] if created else []
+    values: dict[str, AttributeValueTypeDef] = {}
+    if statuses:
+        names = [f":type{index}" for index in range(len(statuses))]
+        values = {name: {"S": status.value} for name, status in zip(names, statuses, strict=True)}
+        terms.append(
+            f"(attribute_exists(loc_from_status) AND loc_to_status IN ({', '.join(names)}))"
+        )
+    return " OR ".join(terms), values

@@ -1,0 +1,195 @@
+"""What the events fields do (SPEC §18): webhook endpoints, their deliveries, the events feed,
+and the body every delivery of an event carries. Services only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from uuid_utils.compat import uuid7
+
+from datasource import HistoryPage, PageOf
+from datasource.events import settled_before
+from datasource.webhooks import WebhookStore
+from domain.errors import InvalidInput, NotFound
+from domain.history import PaymentEvent
+from domain.payment import Payment
+from domain.validation import format_timestamp
+from domain.webhooks import (
+    MAX_DESCRIPTION_LENGTH,
+    EndpointStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    checked_event_types,
+    checked_url,
+    event_id,
+    event_of_id,
+    event_type,
+    new_secret,
+)
+from resolvers.context import Context
+from resolvers.node_ids import payment_node_id
+
+__all__ = [
+    "create_endpoint",
+    "delete_endpoint",
+    "deliveries",
+    "endpoints",
+    "event_body",
+    "events",
+    "resend_event",
+    "rotate_secret",
+]
+
+
+def _webhooks(context: Context) -> WebhookStore:
+    context.service()
+    return context.store.webhooks
+
+
+async def create_endpoint(
+    context: Context, *, url: str, event_types: Sequence[str] | None, description: str | None
+) -> tuple[WebhookEndpoint, str]:
+    """The new endpoint and its signing secret (shown this once)."""
+    webhooks = _webhooks(context)
+    if description is not None and len(description) > MAX_DESCRIPTION_LENGTH:
+        raise InvalidInput("description", f"must be at most {MAX_DESCRIPTION_LENGTH} characters")
+    endpoint = WebhookEndpoint(
+        endpoint_id=str(uuid7()),
+        url=checked_url(url, public_only=context.events.public_only),
+        event_types=checked_event_types("eventTypes", event_types),
+        description=description,
+        status=EndpointStatus.ENABLED,
+        created_at=context.clock(),
+    )
+    secret = new_secret()
+    await webhooks.create(endpoint, secret=secret)
+    return endpoint, secret
+
+
+async def endpoints(context: Context) -> list[WebhookEndpoint]:
+    return [state.endpoint for state in await _webhooks(context).endpoints()]
+
+
+async def delete_endpoint(context: Context, *, endpoint_id: str) -> str:
+    await _webhooks(context).delete(_checked_id(endpoint_id))
+    return endpoint_id
+
+
+async def rotate_secret(context: Context, *, endpoint_id: str) -> tuple[WebhookEndpoint, str]:
+    """A new secret; the old one signs beside it for the policy's grace period."""
+    webhooks = _webhooks(context)
+    secret = new_secret()
+    state = await webhooks.rotate(
+        _checked_id(endpoint_id),
+        secret=secret,
+        now=context.clock(),
+        grace=context.events.secret_grace,
+    )
+    return state.endpoint, secret
+
+
+async def resend_event(context: Context, *, endpoint_id: str, event_id: str) -> WebhookEndpoint:
+    """The event delivered to the endpoint again, as a new series of attempts, due now."""
+    webhooks = _webhooks(context)
+    ref, version = event_of_id("eventId", event_id)
+    state = await webhooks.endpoint(_checked_id(endpoint_id))
+    if state is None:
+        raise NotFound("webhook endpoint not found")
+    if await context.store.event(ref, version) is None:
+        raise NotFound("event not found")
+    await webhooks.schedule(
+        state.endpoint.endpoint_id, event_id=event_id, due=context.clock(), attempt=1
+    )
+    return state.endpoint
+
+
+async def deliveries(
+    context: Context, endpoint: WebhookEndpoint, *, first: int | None, after: str | None
+) -> PageOf[WebhookDelivery]:
+    return await _webhooks(context).deliveries(endpoint.endpoint_id, first=first, after=after)
+
+
+async def events(
+    context: Context,
+    *,
+    first: int | None,
+    after: str | None,
+    types: Sequence[str] | None,
+    created_after: datetime | None,
+) -> HistoryPage:
+    """Every user's settled events, oldest first."""
+    context.service()
+    return await context.store.events(
+        first=first,
+        after=after,
+        types=checked_event_types("types", types),
+        created_after=created_after,
+        upper=settled_before(context.clock(), context.events.settle_seconds),
+    )
+
+
+def _checked_id(endpoint_id: str) -> str:
+    # Ours are UUIDs; anything else (a `#` could reach another item's key) is not one of them.
+    if not endpoint_id or len(endpoint_id) > 64 or "#" in endpoint_id:
+        raise NotFound("webhook endpoint not found")
+    return endpoint_id
+
+
+def event_body(event: PaymentEvent) -> dict[str, Any]:
+    """What a webhook POSTs for `event` (SPEC §18): the payment as its write left it, named as
+    the GraphQL API names its fields."""
+    if event.payment is None:
+        raise ValueError("an event is delivered with the payment its write left")
+    return {
+        "id": event_id(event.ref, event.version),
+        "type": event_type(event.from_status, event.to_status),
+        "createdAt": format_timestamp(event.at),
+        "data": {
+            "payment": payment_fields(event.payment),
+            "version": event.version,
+            "fromStatus": None if event.from_status is None else event.from_status.value,
+            "toStatus": event.to_status.value,
+            "reason": event.reason,
+        },
+    }
+
+
+def payment_fields(payment: Payment) -> dict[str, Any]:
+    """The payment's stored fields, with `Payment`'s GraphQL names and serializations."""
+
+    def moment(value: datetime | None) -> str | None:
+        return None if value is None else format_timestamp(value)
+
+    return {
+        "id": payment_node_id(payment.ref),
+        "paymentId": payment.payment_id,
+        "userId": payment.user_id,
+        "loanId": payment.loan_id,
+        "amountCents": payment.amount_cents,
+        "status": payment.status.value,
+        "method": payment.method.name,
+        "process": payment.process.value,
+        "confirmationId": payment.confirmation_id,
+        "accountLastFour": payment.account_last_four,
+        "intendedInstallmentId": payment.intended_installment_id,
+        "attempts": payment.attempts,
+        "applications": [
+            {
+                "paymentId": application.payment_id,
+                "installmentId": application.installment_id,
+                "amountCents": application.amount_cents,
+                "paymentDate": format_timestamp(application.payment_date),
+            }
+            for application in payment.applications
+        ],
+        "updateReason": payment.update_reason,
+        "returnCode": payment.return_code,
+        "version": payment.version,
+        "createdAt": format_timestamp(payment.created_at),
+        "updatedAt": format_timestamp(payment.updated_at),
+        "firstPresentedAt": moment(payment.first_presented_at),
+        "completedAt": moment(payment.completed_at),
+    }

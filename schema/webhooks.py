@@ -1,0 +1,230 @@
+"""The events types (SPEC §18): webhook endpoints, their deliveries, and the results of the
+webhook mutations. Services only."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from datetime import datetime
+from enum import Enum
+from typing import Annotated, Any, cast
+
+import strawberry
+
+from datasource import PageOf
+from domain.errors import PaymentsError
+from domain.webhooks import WebhookDelivery, WebhookEndpoint
+from resolvers import webhooks
+from resolvers.context import Context
+from schema.errors import InvalidInputError, NotFoundError, UnavailableError, user_error
+from schema.types import PageInfo, page_info
+
+Info = strawberry.Info[Context, None]
+
+
+@strawberry.enum(name="WebhookEndpointStatus", description="Whether an endpoint's events arrive.")
+class WebhookEndpointStatusType(Enum):
+    ENABLED = strawberry.enum_value("ENABLED", description="Its events are being delivered.")
+    FAILING = strawberry.enum_value(
+        "FAILING",
+        description=(
+            "An event was given up after its last retry; new events are still sent, and the "
+            "first answered with a 2xx makes it ENABLED again."
+        ),
+    )
+
+
+@strawberry.type(name="WebhookDelivery", description="One attempt to deliver one event.")
+class WebhookDeliveryType:
+    event_id: strawberry.ID = strawberry.field(description="The event's id (`webhook-id`).")
+    event_type: str = strawberry.field(description="The event's type, e.g. `payment.completed`.")
+    attempt: int = strawberry.field(
+        description="1 for the first attempt, counting on through its retries."
+    )
+    at: datetime = strawberry.field(description="When the attempt was made.")
+    duration_ms: int = strawberry.field(description="Milliseconds until the answer, or the error.")
+    status_code: int | None = strawberry.field(
+        description="The receiver's HTTP status; null when it did not answer (see `error`)."
+    )
+    error: str | None = strawberry.field(
+        description="Why there was no answer: a timeout, a refused connection, a refused address."
+    )
+    response_body: str | None = strawberry.field(
+        description="The first 2 KB of the receiver's answer."
+    )
+    succeeded: bool = strawberry.field(description="Whether the receiver answered with a 2xx.")
+
+    @classmethod
+    def is_type_of(cls, obj: Any, info: Any) -> bool:
+        return isinstance(obj, WebhookDelivery)
+
+
+@strawberry.type(name="WebhookDeliveryEdge")
+class WebhookDeliveryEdge:
+    cursor: str
+    node: WebhookDeliveryType
+
+
+@strawberry.type(name="WebhookDeliveryConnection")
+class WebhookDeliveryConnection:
+    edges: list[WebhookDeliveryEdge]
+    page_info: PageInfo
+
+    @classmethod
+    def from_page(cls, page: PageOf[WebhookDelivery]) -> WebhookDeliveryConnection:
+        return cls(edges=cast(list[WebhookDeliveryEdge], page.edges), page_info=page_info(page))
+
+
+@strawberry.type(
+    name="WebhookEndpoint", description="A receiver of payment events, signed as Standard Webhooks."
+)
+class WebhookEndpointType:
+    endpoint_id: strawberry.ID
+    url: str = strawberry.field(description="Where each event is POSTed.")
+    event_types: list[str] | None = strawberry.field(
+        description="The event types sent to it; null: every type."
+    )
+    description: str | None
+    status: WebhookEndpointStatusType
+    created_at: datetime
+    secret_rotated_at: datetime | None = strawberry.field(
+        description="When its signing secret was last rotated."
+    )
+
+    @classmethod
+    def is_type_of(cls, obj: Any, info: Any) -> bool:
+        return isinstance(obj, WebhookEndpoint)
+
+    @strawberry.field(description="Its delivery attempts, newest first (kept 30 days).")
+    async def deliveries(
+        self,
+        root: strawberry.Parent[WebhookEndpoint],
+        info: Info,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> WebhookDeliveryConnection:
+        page = await webhooks.deliveries(info.context, root, first=first, after=after)
+        return WebhookDeliveryConnection.from_page(page)
+
+
+@strawberry.type
+class WebhookEndpointPayload:
+    endpoint: WebhookEndpointType
+    secret: str = strawberry.field(
+        description="The signing secret (`whsec_…`): shown this once; keep it to verify events."
+    )
+
+
+@strawberry.type
+class DeleteWebhookEndpointPayload:
+    endpoint_id: strawberry.ID
+
+
+@strawberry.type
+class ResendWebhookEventPayload:
+    endpoint: WebhookEndpointType
+    event_id: strawberry.ID
+
+
+WebhookEndpointResult = Annotated[
+    WebhookEndpointPayload | NotFoundError | InvalidInputError | UnavailableError,
+    strawberry.union("WebhookEndpointResult"),
+]
+DeleteWebhookEndpointResult = Annotated[
+    DeleteWebhookEndpointPayload | NotFoundError | InvalidInputError | UnavailableError,
+    strawberry.union("DeleteWebhookEndpointResult"),
+]
+ResendWebhookEventResult = Annotated[
+    ResendWebhookEventPayload | NotFoundError | InvalidInputError | UnavailableError,
+    strawberry.union("ResendWebhookEventResult"),
+]
+
+
+@strawberry.input
+class CreateWebhookEndpointInput:
+    url: str = strawberry.field(description="An https URL (http and loopback outside prod).")
+    event_types: list[str] | None = strawberry.field(
+        default=None, description="The types to send, e.g. `payment.completed`; null: all."
+    )
+    description: str | None = None
+
+
+@strawberry.input
+class WebhookEndpointInput:
+    endpoint_id: strawberry.ID
+
+
+@strawberry.input
+class ResendWebhookEventInput:
+    endpoint_id: strawberry.ID
+    event_id: strawberry.ID
+
+
+async def _refused(info: Info, work: Awaitable[Any]) -> Any:
+    try:
+        return await work
+    except PaymentsError as error:
+        info.context.user_errors.append(error.code)
+        return user_error(error)
+
+
+@strawberry.type
+class WebhookMutations:
+    @strawberry.mutation(description="A new webhook endpoint; its secret is in the answer only.")
+    async def create_webhook_endpoint(
+        self, info: Info, input: CreateWebhookEndpointInput
+    ) -> WebhookEndpointResult:
+        async def create() -> WebhookEndpointPayload:
+            endpoint, secret = await webhooks.create_endpoint(
+                info.context,
+                url=input.url,
+                event_types=input.event_types,
+                description=input.description,
+            )
+            return WebhookEndpointPayload(
+                endpoint=cast(WebhookEndpointType, endpoint), secret=secret
+            )
+
+        return cast(WebhookEndpointResult, await _refused(info, create()))
+
+    @strawberry.mutation(description="Stop sending events to an endpoint, and forget it.")
+    async def delete_webhook_endpoint(
+        self, info: Info, input: WebhookEndpointInput
+    ) -> DeleteWebhookEndpointResult:
+        async def delete() -> DeleteWebhookEndpointPayload:
+            deleted = await webhooks.delete_endpoint(info.context, endpoint_id=input.endpoint_id)
+            return DeleteWebhookEndpointPayload(endpoint_id=strawberry.ID(deleted))
+
+        return cast(DeleteWebhookEndpointResult, await _refused(info, delete()))
+
+    @strawberry.mutation(
+        description=(
+            "A new signing secret, in the answer only; the old one signs beside it for a grace "
+            "period (a day by default), so receivers can switch without losing an event."
+        )
+    )
+    async def rotate_webhook_secret(
+        self, info: Info, input: WebhookEndpointInput
+    ) -> WebhookEndpointResult:
+        async def rotate() -> WebhookEndpointPayload:
+            endpoint, secret = await webhooks.rotate_secret(
+                info.context, endpoint_id=input.endpoint_id
+            )
+            return WebhookEndpointPayload(
+                endpoint=cast(WebhookEndpointType, endpoint), secret=secret
+            )
+
+        return cast(WebhookEndpointResult, await _refused(info, rotate()))
+
+    @strawberry.mutation(description="Send an event to an endpoint again, now, with its retries.")
+    async def resend_webhook_event(
+        self, info: Info, input: ResendWebhookEventInput
+    ) -> ResendWebhookEventResult:
+        async def resend() -> ResendWebhookEventPayload:
+            endpoint = await webhooks.resend_event(
+                info.context, endpoint_id=input.endpoint_id, event_id=input.event_id
+            )
+            return ResendWebhookEventPayload(
+                endpoint=cast(WebhookEndpointType, endpoint), event_id=input.event_id
+            )
+
+        return cast(ResendWebhookEventResult, await _refused(info, resend()))
