@@ -192,7 +192,7 @@ async def api_client(
     **settings: Any,
 ) -> AsyncIterator[Api]:
     """The real app on moto's table, its lifespan run as uvicorn would run it. No stream reader
-    unless asked for (`live_updates=True`): live updates are tested on real servers
+    and no webhook dispatcher unless asked for (`live_updates=True`, `webhooks=True`): live updates are tested on real servers
     (`tests/api/test_live_updates.py`).
 
     The DynamoDB budget is 30 s unless a test sets its own: the shared emulators stall for
@@ -202,6 +202,8 @@ async def api_client(
     options: dict[str, Any] = {
         "env": "local",
         "live_updates": False,
+        # Webhook delivery polls the table each second: on only where it is the point.
+        "webhooks": False,
         "dynamodb_budget": TEST_BUDGET,
         **settings,
     }

@@ -1,0 +1,186 @@
+"""Webhook endpoints through the API (SPEC §18): registered, listed, rotated, deleted and an event
+resent by services; bad input answered as a typed error that writes nothing; in prod only public
+https receivers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from datasource import DynamoConfig
+from tests.api.conftest import (
+    ALICE,
+    PROD_SETTINGS,
+    Api,
+    api_client,
+    error_codes,
+    prod_token,
+    stored_items,
+)
+
+ENDPOINT_FIELDS = "endpointId url eventTypes description status createdAt secretRotatedAt"
+ERRORS = "__typename ... on UserError { code message } ... on InvalidInputError { field }"
+PAYLOADS = {
+    "createWebhookEndpoint": f"... on WebhookEndpointPayload {{ secret endpoint {{ {ENDPOINT_FIELDS} }} }}",
+    "rotateWebhookSecret": f"... on WebhookEndpointPayload {{ secret endpoint {{ {ENDPOINT_FIELDS} }} }}",
+    "deleteWebhookEndpoint": "... on DeleteWebhookEndpointPayload { endpointId }",
+    "resendWebhookEvent": "... on ResendWebhookEventPayload { eventId endpoint { endpointId } }",
+}
+LIST = f"{{ webhookEndpoints {{ {ENDPOINT_FIELDS} }} }}"
+
+
+async def _call(api: Api, mutation: str, input_type: str, input: dict[str, Any], **kw: Any) -> Any:
+    data = await api.data(
+        f"mutation($input: {input_type}!) {{ {mutation}(input: $input) "
+        f"{{ {ERRORS} {PAYLOADS[mutation]} }} }}",
+        {"input": input},
+        **kw,
+    )
+    return data[mutation]
+
+
+async def create(api: Api, url: str, **extra: Any) -> Any:
+    return await _call(
+        api, "createWebhookEndpoint", "CreateWebhookEndpointInput", {"url": url, **extra}
+    )
+
+
+def _webhook_items(config: DynamoConfig) -> list[dict[str, Any]]:
+    return [item for item in stored_items(config) if item["PK"]["S"].startswith("WEBHOOK")]
+
+
+async def test_an_endpoint_is_registered_with_a_secret_shown_once(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    created = await create(
+        api, "https://ledger.example.com/hooks", eventTypes=["payment.completed"], description="x"
+    )
+    assert created["__typename"] == "WebhookEndpointPayload"
+    assert created["secret"].startswith("whsec_")
+    endpoint = created["endpoint"]
+    assert endpoint["eventTypes"] == ["payment.completed"]
+    assert endpoint["status"] == "ENABLED"
+
+    listed = (await api.data(LIST))["webhookEndpoints"]
+    assert listed == [endpoint]
+    # The secret is in the answer to its creation and nowhere else the API shows.
+    assert created["secret"] not in str(listed)
+    fields = await api.data('{ __type(name: "WebhookEndpoint") { fields { name } } }')
+    assert "secret" not in {field["name"] for field in fields["__type"]["fields"]}
+
+
+async def test_rotation_answers_a_new_secret_and_keeps_the_old_one_for_its_grace(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    created = await create(api, "https://ledger.example.com/hooks")
+    endpoint_id = created["endpoint"]["endpointId"]
+    rotated = await _call(
+        api, "rotateWebhookSecret", "WebhookEndpointInput", {"endpointId": endpoint_id}
+    )
+    assert rotated["__typename"] == "WebhookEndpointPayload"
+    assert rotated["secret"] != created["secret"]
+    assert rotated["endpoint"]["secretRotatedAt"] is not None
+    [item] = [i for i in _webhook_items(moto_config) if i["SK"]["S"].startswith("ENDPOINT#")]
+    assert item["loc_secret"]["S"] == rotated["secret"]
+    assert item["loc_previous_secret"]["S"] == created["secret"]
+
+
+async def test_delete_forgets_the_endpoint_and_unknown_ones_are_not_found(api: Api) -> None:
+    created = await create(api, "https://ledger.example.com/hooks")
+    endpoint_id = created["endpoint"]["endpointId"]
+    deleted = await _call(
+        api, "deleteWebhookEndpoint", "WebhookEndpointInput", {"endpointId": endpoint_id}
+    )
+    assert deleted == {"__typename": "DeleteWebhookEndpointPayload", "endpointId": endpoint_id}
+    assert (await api.data(LIST))["webhookEndpoints"] == []
+    for mutation in ("deleteWebhookEndpoint", "rotateWebhookSecret"):
+        again = await _call(api, mutation, "WebhookEndpointInput", {"endpointId": endpoint_id})
+        assert again["__typename"] == "NotFoundError", again
+        assert again["code"] == "NOT_FOUND"
+
+
+async def test_resend_schedules_a_stored_event_and_refuses_one_that_is_not(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    created = await create(api, "https://ledger.example.com/hooks")
+    endpoint_id = created["endpoint"]["endpointId"]
+    payment = await api.create()
+    history = await api.data(
+        """query($l: ID!, $p: ID!) { payment(userId: "alice", loanId: $l, paymentId: $p) {
+             history { edges { node { eventId } } } } }""",
+        {"l": payment["loanId"], "p": payment["paymentId"]},
+    )
+    [event] = [edge["node"]["eventId"] for edge in history["payment"]["history"]["edges"]]
+
+    resent = await _call(
+        api,
+        "resendWebhookEvent",
+        "ResendWebhookEventInput",
+        {"endpointId": endpoint_id, "eventId": event},
+    )
+    assert resent["__typename"] == "ResendWebhookEventPayload"
+    retries = [i for i in _webhook_items(moto_config) if i["SK"]["S"].startswith("RETRY#")]
+    assert [(r["loc_event_id"]["S"], r["loc_attempt"]["N"]) for r in retries] == [(event, "1")]
+
+    for input, code, field in (
+        ({"endpointId": endpoint_id, "eventId": "evt_nope"}, "INVALID_INPUT", "eventId"),
+        ({"endpointId": "missing", "eventId": event}, "NOT_FOUND", None),
+    ):
+        refused = await _call(api, "resendWebhookEvent", "ResendWebhookEventInput", input)
+        assert (refused["code"], refused.get("field")) == (code, field), refused
+
+
+@pytest.mark.parametrize(
+    ("input", "field"),
+    [
+        ({"url": "not a url"}, "url"),
+        ({"url": "ftp://ledger.example.com/"}, "url"),
+        ({"url": "https://ledger.example.com/", "eventTypes": ["payment.done"]}, "eventTypes"),
+        ({"url": "https://ledger.example.com/", "eventTypes": []}, "eventTypes"),
+        ({"url": "https://ledger.example.com/", "description": "x" * 501}, "description"),
+    ],
+)
+async def test_bad_input_is_a_typed_error_naming_the_field_and_writes_nothing(
+    api: Api, moto_config: DynamoConfig, input: dict[str, Any], field: str
+) -> None:
+    refused = await _call(api, "createWebhookEndpoint", "CreateWebhookEndpointInput", input)
+    assert (refused["__typename"], refused["code"], refused["field"]) == (
+        "InvalidInputError",
+        "INVALID_INPUT",
+        field,
+    )
+    assert _webhook_items(moto_config) == []
+
+
+async def test_customers_may_not_touch_webhooks(api: Api) -> None:
+    create_one = """mutation { createWebhookEndpoint(input: {url: "https://x.example.com/"}) {
+                      __typename } }"""
+    assert error_codes(await api.post(create_one, as_=ALICE)) == ["FORBIDDEN"]
+    assert error_codes(await api.post(LIST, as_=ALICE)) == ["FORBIDDEN"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://ledger.example.com/hooks",
+        "https://127.0.0.1:8443/hooks",
+        "https://localhost/hooks",
+        "https://10.1.2.3/hooks",
+        "https://169.254.169.254/latest/meta-data/",
+        "https://[::1]/hooks",
+    ],
+)
+async def test_prod_refuses_receivers_that_are_not_public_https(
+    moto_config: DynamoConfig, url: str
+) -> None:
+    async with api_client(moto_config, **PROD_SETTINGS) as prod:
+        refused = await _call(
+            prod,
+            "createWebhookEndpoint",
+            "CreateWebhookEndpointInput",
+            {"url": url},
+            as_=prod_token("ledger", service=True),
+        )
+    assert (refused["code"], refused["field"]) == ("INVALID_INPUT", "url"), refused
+    assert _webhook_items(moto_config) == []

@@ -1,0 +1,278 @@
+"""Webhook delivery on real processes (SPEC §18): `python -m server serve` instances on one
+DynamoDB Local table, and a loopback receiver that verifies every signature with the Standard
+Webhooks library. Every event of a payment's life arrives, signed, after a first attempt answered
+500, across a receiver down for a while and a service SIGKILLed with deliveries pending; two
+instances deliver each event and never one event twice at once; an endpoint gets only its types;
+a slow receiver does not hold back another."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.processes import serving
+from tests.api.conftest import RESULT_FIELDS, SERVICE
+from tests.backends import Backend, fresh_table
+from tests.server.webhook_receiver import Receiver
+
+pytestmark = pytest.mark.ddblocal
+
+# Seconds, short so that the tests wait little; the defaults are the docs'.
+SETTINGS = {
+    "webhook_retry_schedule": "0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5",
+    "webhook_poll_interval": "0.2",
+    "webhook_timeout": "2",
+    "webhook_lease_seconds": "4",
+    "events_settle_seconds": "0.5",
+}
+WAIT = 30.0  # seconds everything expected may take, at most
+
+CREATE_ENDPOINT = """
+mutation($input: CreateWebhookEndpointInput!) {
+  createWebhookEndpoint(input: $input) {
+    __typename
+    ... on WebhookEndpointPayload { secret endpoint { endpointId } }
+  }
+}
+"""
+DELIVERIES = """
+{ webhookEndpoints { endpointId url deliveries(first: 100) {
+    edges { node { eventId eventType attempt statusCode error succeeded } } } } }
+"""
+
+
+@pytest.fixture
+async def table(ddblocal_backend: Backend) -> AsyncIterator[str]:
+    name = await fresh_table(ddblocal_backend)
+    yield name
+    await ddblocal_backend.client.delete_table(TableName=name)
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    await receiver.stop()
+
+
+async def graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> Any:
+    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+        response = await http.post(
+            "/graphql",
+            json={"query": query, "variables": variables or {}},
+            headers={"Authorization": f"Bearer {SERVICE}"},
+        )
+    body = response.json()
+    assert "errors" not in body, body
+    return body["data"]
+
+
+async def register(url: str, receiver: Receiver, path: str, **extra: Any) -> str:
+    created = (
+        await graphql(url, CREATE_ENDPOINT, {"input": {"url": receiver.url(path), **extra}})
+    )["createWebhookEndpoint"]
+    assert created["__typename"] == "WebhookEndpointPayload", created
+    receiver.paths[path].secret = created["secret"]
+    endpoint_id: str = created["endpoint"]["endpointId"]
+    return endpoint_id
+
+
+async def mutate(url: str, mutation: str, input: dict[str, Any]) -> dict[str, Any]:
+    type_name = mutation[0].upper() + mutation[1:] + "Input"
+    query = f"mutation($input: {type_name}!) {{ {mutation}(input: $input) {{ {RESULT_FIELDS} }} }}"
+    result = (await graphql(url, query, {"input": input}))[mutation]
+    assert result["__typename"] == "PaymentPayload", result
+    payment: dict[str, Any] = result["payment"]
+    return payment
+
+
+async def payment_life(url: str, user: str, loan: str = "loan-1") -> dict[str, Any]:
+    """Created, submitted and completed: three events, versions 1 to 3."""
+    payment = await mutate(
+        url,
+        "createPayment",
+        {
+            "userId": user,
+            "loanId": loan,
+            "amountCents": 4200,
+            "method": "ACH",
+            "intendedInstallmentId": "inst-1",
+        },
+    )
+    ids = {key: payment[key] for key in ("userId", "loanId", "paymentId")} | {"reason": "test"}
+    await mutate(url, "submitPayment", {**ids, "confirmationId": f"c-{payment['paymentId']}"})
+    await mutate(url, "completePayment", ids)
+    return payment
+
+
+async def until(check: Callable[[], bool] | Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while True:
+        result = check()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        assert time.monotonic() < deadline, f"not within {WAIT} s: {what}"
+        await asyncio.sleep(0.1)
+
+
+def by_version(delivered: dict[str, dict[str, Any]], payment_id: str) -> list[dict[str, Any]]:
+    events = [e for e in delivered.values() if e["data"]["payment"]["paymentId"] == payment_id]
+    return sorted(events, key=lambda event: event["data"]["version"])
+
+
+async def test_every_event_of_a_payments_life_arrives_signed_after_a_first_failure(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **SETTINGS) as [service]:
+        await register(service.url, receiver, "ledger")
+        receiver.paths["ledger"].fail_first = True
+        payment = await payment_life(service.url, "alice")
+        path = receiver.paths["ledger"]
+        await until(lambda: len(path.delivered) == 3, "three events delivered")
+
+        events = by_version(path.delivered, payment["paymentId"])
+        assert [(e["type"], e["data"]["version"]) for e in events] == [
+            ("payment.created", 1),
+            ("payment.achsent", 2),
+            ("payment.completed", 3),
+        ]
+        assert [e["data"]["payment"]["status"] for e in events] == [
+            "PENDING",
+            "ACHSENT",
+            "COMPLETED",
+        ], "each event carries the payment as its write left it"
+        assert [(e["data"]["fromStatus"], e["data"]["toStatus"]) for e in events] == [
+            (None, "PENDING"),
+            ("PENDING", "ACHSENT"),
+            ("ACHSENT", "COMPLETED"),
+        ]
+        assert path.unverified == 0
+        assert all(count == 2 for count in path.attempts.values()), path.attempts
+        assert set(path.attempts) == {event["id"] for event in events}
+
+        async def recorded() -> bool:
+            [endpoint] = (await graphql(service.url, DELIVERIES))["webhookEndpoints"]
+            return len(endpoint["deliveries"]["edges"]) == 6
+
+        await until(recorded, "six attempts recorded")
+        [endpoint] = (await graphql(service.url, DELIVERIES))["webhookEndpoints"]
+        attempts = sorted(
+            (edge["node"]["eventId"], edge["node"]["attempt"], edge["node"]["statusCode"])
+            for edge in endpoint["deliveries"]["edges"]
+        )
+        assert attempts == sorted(
+            (event["id"], attempt, code)
+            for event in events
+            for attempt, code in ((1, 500), (2, 204))
+        )
+
+
+async def test_a_receiver_down_and_a_service_sigkilled_mid_delivery_lose_no_event(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **SETTINGS) as [service]:
+        await register(service.url, receiver, "ledger")
+        path = receiver.paths["ledger"]
+        # Down: every attempt is refused, and retried.
+        payments = [await payment_life(service.url, user) for user in ("alice", "bob")]
+
+        async def failed_attempts() -> bool:
+            [endpoint] = (await graphql(service.url, DELIVERIES))["webhookEndpoints"]
+            return len(endpoint["deliveries"]["edges"]) >= 6
+
+        await until(failed_attempts, "attempts refused while the receiver is down")
+        # Up, but hanging: the service is killed while an attempt waits for its answer.
+        path.delay = 60.0
+        await receiver.start()
+        await until(lambda: bool(path.started), "an attempt in flight")
+        service.kill()
+        in_flight = path.started[-1]
+        path.delay = 0.0
+        service.start()
+        async with httpx.AsyncClient() as http:
+            await service.wait_ready(http, "/healthz")
+
+        await until(lambda: len(path.delivered) == 6, "all six events delivered")
+        for payment in payments:
+            assert [
+                e["data"]["version"] for e in by_version(path.delivered, payment["paymentId"])
+            ] == [1, 2, 3]
+        assert in_flight in path.delivered
+        assert path.attempts[in_flight] >= 2, "the attempt the kill cut short was made again"
+        assert path.unverified == 0
+
+
+async def test_two_instances_deliver_every_event_and_never_one_twice_at_once(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    async with serving(ddblocal_backend.endpoint_url, table, 2, **SETTINGS) as services:
+        urls = [service.url for service in services]
+        names = ["ledger", "notices", "recon"]
+        for name in names:
+            await register(urls[0], receiver, name)
+            receiver.paths[name].fail_first = True
+            receiver.paths[name].delay = 0.05
+        for index, user in enumerate(["u1", "u2", "u3", "u4"]):
+            await payment_life(urls[index % 2], user)
+
+        await until(
+            lambda: all(len(receiver.paths[name].delivered) == 12 for name in names),
+            "every event at every endpoint",
+        )
+        for name in names:
+            path = receiver.paths[name]
+            assert path.overlaps == [], f"{name}: one event in flight twice at once"
+            assert path.unverified == 0
+            assert all(count == 2 for count in path.attempts.values()), path.attempts
+
+
+async def test_an_endpoint_gets_only_the_event_types_it_asked_for(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **SETTINGS) as [service]:
+        await register(service.url, receiver, "completed", eventTypes=["payment.completed"])
+        await register(service.url, receiver, "all")
+        for user in ("alice", "bob"):
+            await payment_life(service.url, user)
+        await until(lambda: len(receiver.paths["all"].delivered) == 6, "every event at `all`")
+        await until(lambda: len(receiver.paths["completed"].delivered) == 2, "two completions")
+        # The endpoint's position moved past the others: nothing more comes.
+        await asyncio.sleep(1.0)
+        types = [e["type"] for e in receiver.paths["completed"].delivered.values()]
+        assert types == ["payment.completed"] * 2
+
+
+async def test_a_slow_receiver_does_not_hold_back_another(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **SETTINGS) as [service]:
+        await register(service.url, receiver, "slow")
+        await register(service.url, receiver, "fast")
+        receiver.paths["slow"].delay = 30.0  # past the 2 s timeout: each attempt times out
+        started = time.monotonic()
+        for user in ("alice", "bob"):
+            await payment_life(service.url, user)
+        await until(lambda: len(receiver.paths["fast"].delivered) == 6, "every event at `fast`")
+        took = time.monotonic() - started
+        # Six events at the slow endpoint would take 12 s of timeouts alone, one after another.
+        assert took < 10, f"the fast endpoint waited {took:.1f} s"
+        assert receiver.paths["slow"].delivered == {}
+
+        async def timed_out() -> bool:
+            endpoints = (await graphql(service.url, DELIVERIES))["webhookEndpoints"]
+            [slow] = [e for e in endpoints if e["url"].endswith("/slow")]
+            errors = [edge["node"]["error"] or "" for edge in slow["deliveries"]["edges"]]
+            return any(error.startswith("timeout") for error in errors)
+
+        await until(timed_out, "the slow endpoint's attempts recorded as timeouts")
