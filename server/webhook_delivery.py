@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import random
@@ -79,7 +80,8 @@ class GuardedResolver(AbstractResolver):
         for result in results:
             reason = forbidden_address(ipaddress.ip_address(result["host"]))
             if reason is not None:
-                raise OSError(f"refused: {host} resolves to {reason}")
+                # With a strerror, which aiohttp's connection error quotes (the attempt's error).
+                raise OSError(errno.EACCES, f"refused: {host} resolves to {reason}")
         return results
 
     async def close(self) -> None:
