@@ -25,7 +25,16 @@ from typing import Any
 
 import uvloop
 
-from bench import data, documents_cost, live, load, report, tracing_cost, usage_cost
+from bench import (
+    data,
+    documents_cost,
+    live,
+    load,
+    report,
+    tracing_cost,
+    usage_cost,
+    webhooks_cost,
+)
 from bench.fake_dynamodb import INJECTED_LATENCY_SECONDS
 from bench.local_pass import LocalOptions, LocalPass
 from harness.processes import ROOT, Process
@@ -179,6 +188,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         results["documents"] = await documents_cost.measure(documents, log=log)
         usage = usage_cost.QUICK if quick else usage_cost.DEFAULT
         results["field_usage"] = await usage_cost.measure(usage, log=log)
+        webhooks = webhooks_cost.QUICK if quick else webhooks_cost.DEFAULT
+        results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
     found = report.targets(results["engine"], results.get("dynamodb_local"))
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
@@ -205,6 +216,7 @@ def main() -> None:
         ("tracing", tracing_cost.render),
         ("documents", documents_cost.render),
         ("field_usage", usage_cost.render),
+        ("webhooks", webhooks_cost.render),
     )
     for name, render in renders:
         if name in results:

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from domain.payment import PaymentRef
+from domain.validation import holds_card_number
 
 __all__ = [
     "DEFAULT_RETRY_SCHEDULE",
@@ -71,7 +72,6 @@ DEFAULT_RETRY_SCHEDULE: tuple[float, ...] = (
 SECRET_PREFIX = "whsec_"
 _SECRET_BYTES = 32
 MAX_URL_LENGTH = 2048
-MAX_DESCRIPTION_LENGTH = 500
 _EVENT_ID_PREFIX = "evt_"
 # The EC2 instance-metadata addresses (IPv4, and IPv6 on Nitro): never a receiver.
 _METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
@@ -138,9 +138,12 @@ def checked_event_types(field: str, values: Iterable[str] | None) -> tuple[str, 
     chosen = tuple(dict.fromkeys(values))
     if not chosen:
         raise InvalidInput(field, "must name at least one event type, or be left out for all")
-    for value in chosen:
+    for index, value in enumerate(chosen):
         if value not in EVENT_TYPES:
-            raise InvalidInput(field, f"{value!r} is not an event type; one of {list(EVENT_TYPES)}")
+            # The value is not echoed: it may be anything, a card number included.
+            raise InvalidInput(
+                f"{field}[{index}]", f"is not an event type; they are {', '.join(EVENT_TYPES)}"
+            )
     return chosen
 
 
@@ -149,12 +152,16 @@ def checked_url(url: str, *, public_only: bool) -> str:
     refuses (a host name is checked again at each delivery, when it is resolved)."""
     if len(url) > MAX_URL_LENGTH:
         raise InvalidInput("url", f"must be at most {MAX_URL_LENGTH} characters")
+    if any(character.isspace() or not character.isprintable() for character in url):
+        raise InvalidInput("url", "must not contain spaces or control characters")
+    if holds_card_number(url):
+        raise InvalidInput("url", "must not hold a card or account number")
     try:
         parts = urlsplit(url)
         host = parts.hostname
         parts.port  # noqa: B018  # a port that is not a number raises here
-    except ValueError as error:
-        raise InvalidInput("url", f"is not a URL: {error}") from None
+    except ValueError:
+        raise InvalidInput("url", "is not a URL") from None
     schemes = ("https",) if public_only else ("https", "http")
     if parts.scheme not in schemes:
         raise InvalidInput("url", f"must be an {' or '.join(schemes)} URL")

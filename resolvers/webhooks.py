@@ -13,12 +13,12 @@ from uuid_utils.compat import uuid7
 from datasource import HistoryPage, PageOf
 from datasource.events import settled_before
 from datasource.webhooks import WebhookStore
+from domain import validation
 from domain.errors import InvalidInput, NotFound
 from domain.history import PaymentEvent
 from domain.payment import Payment
 from domain.validation import format_timestamp
 from domain.webhooks import (
-    MAX_DESCRIPTION_LENGTH,
     EndpointStatus,
     WebhookDelivery,
     WebhookEndpoint,
@@ -54,8 +54,8 @@ async def create_endpoint(
 ) -> tuple[WebhookEndpoint, str]:
     """The new endpoint and its signing secret (shown this once)."""
     webhooks = _webhooks(context)
-    if description is not None and len(description) > MAX_DESCRIPTION_LENGTH:
-        raise InvalidInput("description", f"must be at most {MAX_DESCRIPTION_LENGTH} characters")
+    if description is not None:
+        validation.reason("description", description)
     endpoint = WebhookEndpoint(
         endpoint_id=str(uuid7()),
         url=checked_url(url, public_only=context.events.public_only),
@@ -133,9 +133,10 @@ async def events(
 
 def _checked_id(endpoint_id: str) -> str:
     # Ours are UUIDs; anything else (a `#` could reach another item's key) is not one of them.
-    if not endpoint_id or len(endpoint_id) > 64 or "#" in endpoint_id:
-        raise NotFound("webhook endpoint not found")
-    return endpoint_id
+    try:
+        return validation.payment_id("endpointId", endpoint_id)
+    except InvalidInput:
+        raise InvalidInput("endpointId", "must be a webhook endpoint id (a UUID)") from None
 
 
 def event_body(event: PaymentEvent) -> dict[str, Any]:

@@ -12,6 +12,7 @@ latest run's figures, so no figure in prose outlives the run it came from:
 | `tracing`   | CPU per request with traces off and exported             | `tracing`        |
 | `documents` | CPU per request by trusted-document id and by text       | `documents`      |
 | `field_usage`| what counting field usage costs a loan's page           | `field_usage`    |
+| `webhooks`  | a payment write with one webhook endpoint, beside none   | `webhooks`       |
 
 A pass the run did not make (`--no-local`, or a run older than the pass) is said so in the page;
 an unknown marker fails the build.
@@ -28,7 +29,7 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-from bench import report, usage_cost
+from bench import report, usage_cost, webhooks_cost
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "latest.json"
 MARKER = re.compile(r"<!-- bench:([a-z_]+) -->")
@@ -185,6 +186,13 @@ def _field_usage(results: Results) -> str:
     return usage_cost.render(usage) + f" (commit `{results['commit']}`)."
 
 
+def _webhooks(results: Results) -> str:
+    webhooks = results.get("webhooks")
+    if webhooks is None:
+        return _absent(results, "webhook figures")
+    return webhooks_cost.render(webhooks) + f" (commit `{results['commit']}`)."
+
+
 RENDERERS: dict[str, Callable[[Results], str]] = {
     "run": _run,
     "table": _table,
@@ -193,4 +201,5 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "tracing": _tracing,
     "documents": _documents,
     "field_usage": _field_usage,
+    "webhooks": _webhooks,
 }

@@ -192,8 +192,8 @@ async def api_client(
     **settings: Any,
 ) -> AsyncIterator[Api]:
     """The real app on moto's table, its lifespan run as uvicorn would run it. No stream reader
-    and no webhook dispatcher unless asked for (`live_updates=True`, `webhooks=True`): live updates are tested on real servers
-    (`tests/api/test_live_updates.py`).
+    and no webhook dispatcher unless asked for (`live_updates=True`, `webhooks=True`): both are
+    tested on real servers (`tests/api/test_live_updates.py`, `tests/server/test_webhook_*`).
 
     The DynamoDB budget is 30 s unless a test sets its own: the shared emulators stall for
     seconds on a loaded machine (DynamoDB Local's JVM under `make test-races` held a creation

@@ -160,8 +160,14 @@ async def test_every_write_stores_its_event_with_the_payment(
         for name, field in SET_BY_A_WRITE:
             new = after[field] is not None and (before is None or before[field] != after[field])
             assert item.get(name) == ({"S": after[field]} if new else None), (name, item)
-        # An event is outside every access pattern: no index attribute.
-        assert not {name for name in item if name.startswith("GSI")}
+        # An event is outside every payment access pattern: in the events feed's GSI4 alone,
+        # with the payment as the write left it.
+        assert {name for name in item if name.startswith("GSI")} == {"GSI4PK", "GSI4SK"}
+        assert item["GSI4PK"] == {"S": "EVENTS"}
+        assert item["GSI4SK"]["S"].startswith(after["updatedAt"] + "#USER#")
+        snapshot = item["loc_payment"]["M"]
+        assert snapshot["loc_status"] == {"S": after["status"]}
+        assert snapshot["loc_version"] == {"N": str(number)}
 
     read = await history_of(api, created)
     history = read["history"]

@@ -4,6 +4,7 @@ https receivers."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -21,9 +22,10 @@ from tests.api.conftest import (
 
 ENDPOINT_FIELDS = "endpointId url eventTypes description status createdAt secretRotatedAt"
 ERRORS = "__typename ... on UserError { code message } ... on InvalidInputError { field }"
+WITH_SECRET = f"... on WebhookEndpointPayload {{ secret endpoint {{ {ENDPOINT_FIELDS} }} }}"
 PAYLOADS = {
-    "createWebhookEndpoint": f"... on WebhookEndpointPayload {{ secret endpoint {{ {ENDPOINT_FIELDS} }} }}",
-    "rotateWebhookSecret": f"... on WebhookEndpointPayload {{ secret endpoint {{ {ENDPOINT_FIELDS} }} }}",
+    "createWebhookEndpoint": WITH_SECRET,
+    "rotateWebhookSecret": WITH_SECRET,
     "deleteWebhookEndpoint": "... on DeleteWebhookEndpointPayload { endpointId }",
     "resendWebhookEvent": "... on ResendWebhookEventPayload { eventId endpoint { endpointId } }",
 }
@@ -125,7 +127,8 @@ async def test_resend_schedules_a_stored_event_and_refuses_one_that_is_not(
 
     for input, code, field in (
         ({"endpointId": endpoint_id, "eventId": "evt_nope"}, "INVALID_INPUT", "eventId"),
-        ({"endpointId": "missing", "eventId": event}, "NOT_FOUND", None),
+        ({"endpointId": str(uuid.uuid4()), "eventId": event}, "NOT_FOUND", None),
+        ({"endpointId": "missing#1", "eventId": event}, "INVALID_INPUT", "endpointId"),
     ):
         refused = await _call(api, "resendWebhookEvent", "ResendWebhookEventInput", input)
         assert (refused["code"], refused.get("field")) == (code, field), refused
@@ -136,7 +139,7 @@ async def test_resend_schedules_a_stored_event_and_refuses_one_that_is_not(
     [
         ({"url": "not a url"}, "url"),
         ({"url": "ftp://ledger.example.com/"}, "url"),
-        ({"url": "https://ledger.example.com/", "eventTypes": ["payment.done"]}, "eventTypes"),
+        ({"url": "https://ledger.example.com/", "eventTypes": ["payment.done"]}, "eventTypes[0]"),
         ({"url": "https://ledger.example.com/", "eventTypes": []}, "eventTypes"),
         ({"url": "https://ledger.example.com/", "description": "x" * 501}, "description"),
     ],
@@ -153,11 +156,21 @@ async def test_bad_input_is_a_typed_error_naming_the_field_and_writes_nothing(
     assert _webhook_items(moto_config) == []
 
 
-async def test_customers_may_not_touch_webhooks(api: Api) -> None:
-    create_one = """mutation { createWebhookEndpoint(input: {url: "https://x.example.com/"}) {
-                      __typename } }"""
-    assert error_codes(await api.post(create_one, as_=ALICE)) == ["FORBIDDEN"]
-    assert error_codes(await api.post(LIST, as_=ALICE)) == ["FORBIDDEN"]
+async def test_customers_may_not_touch_webhooks(api: Api, moto_config: DynamoConfig) -> None:
+    endpoint_id = (await create(api, "https://ledger.example.com/hooks"))["endpoint"]["endpointId"]
+    before = stored_items(moto_config)
+    named = f'input: {{endpointId: "{endpoint_id}"}}'
+    for operation in (
+        'mutation { createWebhookEndpoint(input: {url: "https://x.example.com/"}) { __typename } }',
+        f"mutation {{ deleteWebhookEndpoint({named}) {{ __typename }} }}",
+        f"mutation {{ rotateWebhookSecret({named}) {{ __typename }} }}",
+        f'mutation {{ resendWebhookEvent(input: {{endpointId: "{endpoint_id}", eventId: "evt_x"}})'
+        " { __typename } }",
+        LIST,
+        "{ webhookEndpoints { deliveries { edges { cursor } } } }",
+    ):
+        assert error_codes(await api.post(operation, as_=ALICE)) == ["FORBIDDEN"], operation
+    assert stored_items(moto_config) == before
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,12 @@ KINDS = {
     "first": "page size",
     "expectedVersion": "version",
     "last": "page size",
+    "url": "url",
+    "eventTypes": "event type",
+    "types": "event type",
+    "description": "text",
+    "endpointId": "endpoint id",
+    "eventId": "event id",
 }
 # Federation's `_entities(representations:)` takes JSON (`_Any`) that GraphQL does not look
 # into: the keys inside the valid value's representations are its inputs, typed as they are.
@@ -102,6 +108,13 @@ BAD: dict[str, list[tuple[Any, str]]] = {
         (node_id("Payment", "alice", "loan-1", "not-a-uuid"), INVALID),
     ],
     "cursor": [(value, INVALID) for value in ("", " ", "a#b", "a\x00b", "not base64!", "x" * 2049)],
+    "url": [
+        (value, INVALID)
+        for value in ("", "not a url", "ftp://x.example.com/", "https:///x", "https://a b/")
+    ],
+    "event type": [(value, INVALID) for value in ("", "payment.done", "PAYMENT.CREATED")],
+    "endpoint id": [(value, INVALID) for value in ("", "a#b", "x" * 100, "not-a-uuid")],
+    "event id": [(value, INVALID) for value in ("", "evt_", "evt_!!", "a#b")],
     "text": [(value, INVALID) for value in ("", "   ", "x" * 501, "a\x00b", "a\nb", "a\x7fb")],
     "idempotency key": [
         (value, INVALID) for value in ("", "   ", "x" * 256, "a\x00b", "a\nb", "a\x7fb")
@@ -275,7 +288,7 @@ def document(route: Route) -> str:
         parent = SCHEMA.query_type.fields[route.parent]  # type: ignore[union-attr]
         declared += [f"$p_{name}: {arg.type}" for name, arg in parent.args.items()]
         outer = ", ".join(f"{name}: $p_{name}" for name in parent.args)
-        body = f"{route.parent}({outer}) {{ {body} }}"
+        body = f"{route.parent}{f'({outer})' if outer else ''} {{ {body} }}"
     operation = "mutation" if route.type_name == "Mutation" else "query"
     return f"{operation}({', '.join(declared)}) {{ {body} }}"
 
@@ -358,11 +371,17 @@ class Setup:
     loan_cursor: str
     status_cursor: str
     history_cursor: str  # of `payment`'s history
+    endpoint_id: str  # a webhook endpoint
+    event_id: str  # `payment`'s creation
 
     async def valid(self, route: Route) -> dict[str, Any]:
         """Valid values by input name; a transition gets a fresh payment its move suits."""
         payment = self.payment
-        if route.type_name == "Mutation" and route.field != "createPayment":
+        endpoint_id = self.endpoint_id
+        if route.field in WEBHOOK_MUTATIONS:
+            # Each its own endpoint, as a delete forgets the one it names.
+            endpoint_id = await new_endpoint(self.api)
+        elif route.type_name == "Mutation" and route.field in STATES:
             method, moves = STATES[route.field]
             payment = await self.api.create(user="alice", loan="loan-1", method=method)
             for mutation, extra in moves:
@@ -391,12 +410,25 @@ class Setup:
             "accountLastFour": "6789",
             "amountCents": payment["amountCents"],
             "method": "ACH",
+            "url": "https://ledger.example.com/hooks",
+            "eventTypes": "payment.completed",
+            "types": "payment.completed",
+            "description": "the ledger",
+            "endpointId": endpoint_id,
+            "eventId": self.event_id,
         }
 
     @property
-    def cursors(self) -> dict[str, str]:
+    def cursors(self) -> dict[str, str | None]:
         """A valid cursor for each paginated field but a loan's payments."""
-        return {"paymentsByStatus": self.status_cursor, "history": self.history_cursor}
+        return {
+            "paymentsByStatus": self.status_cursor,
+            "history": self.history_cursor,
+            # No attempt is made (no dispatcher here), and no event is settled by the tests'
+            # clock: these lists are read from their start.
+            "deliveries": None,
+            "events": None,
+        }
 
 
 async def prepare(api: Api, config: DynamoConfig) -> Setup:
@@ -414,6 +446,11 @@ async def prepare(api: Api, config: DynamoConfig) -> Setup:
         " history(first: 1) { edges { cursor } } } }",
         {"p": payment["paymentId"]},
     )
+    event = await api.data(
+        'query($p: ID!) { payment(userId: "alice", loanId: "loan-1", paymentId: $p) {'
+        " history(first: 1) { edges { node { eventId } } } } }",
+        {"p": payment["paymentId"]},
+    )
     return Setup(
         api,
         config,
@@ -421,7 +458,21 @@ async def prepare(api: Api, config: DynamoConfig) -> Setup:
         loan_cursor=loan["loan"]["payments"]["edges"][0]["cursor"],
         status_cursor=by_status["paymentsByStatus"]["edges"][0]["cursor"],
         history_cursor=history["payment"]["history"]["edges"][0]["cursor"],
+        endpoint_id=await new_endpoint(api),
+        event_id=event["payment"]["history"]["edges"][0]["node"]["eventId"],
     )
+
+
+WEBHOOK_MUTATIONS = {"deleteWebhookEndpoint", "rotateWebhookSecret", "resendWebhookEvent"}
+
+
+async def new_endpoint(api: Api) -> str:
+    created = await api.data(
+        'mutation { createWebhookEndpoint(input: {url: "https://ledger.example.com/hooks"}) {'
+        " ... on WebhookEndpointPayload { endpoint { endpointId } } } }"
+    )
+    endpoint_id: str = created["createWebhookEndpoint"]["endpoint"]["endpointId"]
+    return endpoint_id
 
 
 @pytest.fixture(scope="module")

@@ -71,6 +71,18 @@ FIXED: dict[str, Any] = {"amountCents": 100, "returnCode": "R01", "reason": "iso
 # Every transition is a service's (README "Callers"); a new mutation is assumed to be one too.
 CUSTOMER_MUTATIONS = {"createPayment"}
 SERVICE_ONLY_QUERIES = {"paymentsByStatus"}
+# Events out (SPEC §18): services only, and aimed at no user's data but all of it (the feed) or
+# at the service's own endpoints. tests/api/test_webhook_endpoints.py and test_events_feed.py
+# refuse customers each of them (FORBIDDEN), the way this test would.
+EVENTS_OUT = {
+    ("Query", "events"),
+    ("Query", "webhookEndpoints"),
+    ("WebhookEndpoint", "deliveries"),
+    ("Mutation", "createWebhookEndpoint"),
+    ("Mutation", "deleteWebhookEndpoint"),
+    ("Mutation", "rotateWebhookSecret"),
+    ("Mutation", "resendWebhookEvent"),
+}
 # What a customer may see in `errors[]` for another user's data: never FORBIDDEN on a field
 # a customer may call, and never an error without a code (a request the generator got wrong).
 QUIET_CODES = {"NOT_FOUND", "INVALID_INPUT"}
@@ -160,7 +172,7 @@ def routes() -> list[Route]:
     found = []
     for type_name, field in id_taking_fields():
         # Over WebSocket only: tests/api/test_live_updates.py aims alice at bob's events.
-        if type_name == "Subscription":
+        if type_name == "Subscription" or (type_name, field) in EVENTS_OUT:
             continue
         if type_name in ROOTS:
             found.append(Route((type_name, field)))
@@ -526,7 +538,11 @@ def test_the_generator_finds_every_field_the_specification_names() -> None:
         "Query.paymentsByStatus",
         "Loan.payments",
         "Query._entities",
-        *(f"Mutation.{name}" for name in SCHEMA.mutation_type.fields),  # type: ignore[union-attr]
+        *(
+            f"Mutation.{name}"
+            for name in SCHEMA.mutation_type.fields  # type: ignore[union-attr]
+            if ("Mutation", name) not in EVENTS_OUT
+        ),
     }
 
 
