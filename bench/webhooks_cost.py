@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import statistics
 import sys
 import time
@@ -101,7 +102,7 @@ async def measure(
                         expected = delivered + (options.writes if side == "one" else 0)
                         started = time.process_time()
                         await _writes(creates[side], options.writes, options.in_flight)
-                        await _drained(lambda wanted=expected: delivered >= wanted)
+                        await _drained(functools.partial(_reached, lambda: delivered, expected))
                         spent[side].append((time.process_time() - started) / options.writes)
                     log(f"webhooks: block {block + 1}/{options.blocks}")
     finally:
@@ -120,6 +121,10 @@ async def measure(
         # the attempt's record), and the feed Query each poll shares among its events.
         "delivery_writes_per_event": 1,
     }
+
+
+def _reached(count: Callable[[], int], wanted: int) -> bool:
+    return count() >= wanted
 
 
 async def _writes(create: Callable[[], Any], count: int, in_flight: int) -> None:
