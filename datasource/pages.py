@@ -192,6 +192,8 @@ async def query_page(
     asking while DynamoDB stops early (its 1 MB limit) before the page is full.
     """
     start_key = paging.start_key(cursors, query.scope)
+    if query.sort_end is not None and query.sort_prefix > query.sort_end:
+        return _page([], query.scope, cursors, paging, node)  # an empty range (DynamoDB refuses)
     if start_key is not None and query.sort_end is not None:
         # A range's cursor may lie outside a later range (the feed's `createdAfter`, a position
         # not yet settled): before it, the range starts the page; past it, the page is empty.

@@ -384,14 +384,33 @@ class PaymentStore:
         self, *, lower: str, key: Item | None, upper: str, limit: int
     ) -> list[tuple[Item, PaymentEvent]]:
         """Up to `limit` settled events from `lower`, after the feed position `key`, each with
-        its GSI4 key and the payment as its write left it (a webhook's delivery)."""
-        items = await read_items(
+        its GSI4 key and the payment as its write left it (a webhook's delivery): one Query of
+        the feed, one BatchGetItem of the events' items (the feed does not carry the payment)."""
+        if lower > upper:  # nothing settled since `lower` yet
+            return []
+        listed = await read_items(
             self._client, self._table, feed_range(upper=upper, lower=lower), key, limit, False
         )
+        if not listed:
+            return []
+        stored = await batch_get_items(
+            self._client,
+            table_name=self._table,
+            keys=[{PK: item[PK], SK: item[SK]} for item in listed],
+            backoff=self._backoff,
+            # Settled events, written once and never changed.
+            consistent=False,
+        )
+        by_key = {(item[PK]["S"], item[SK]["S"]): item for item in stored}
         names = page_key_attributes(GSI4)
         return [
-            ({name: item[name] for name in names}, event_from_item(item, with_payment=True))
-            for item in items
+            (
+                {name: item[name] for name in names},
+                event_from_item(
+                    by_key.get((item[PK]["S"], item[SK]["S"]), item), with_payment=True
+                ),
+            )
+            for item in listed
         ]
 
     async def event(self, ref: PaymentRef, version: int) -> PaymentEvent | None:

@@ -59,6 +59,27 @@ _INDEX_KEYS: dict[str | None, tuple[str, str]] = {
 }
 
 
+# What the events feed (GSI4) carries of an event item: all of it but the payment it holds
+# (`loc_payment`, about half the item), which a webhook's delivery reads from the table. An event
+# written with its payment passes 1 KB; its copy on GSI4 does not, and costs half the units.
+FEED_ATTRIBUTES = [
+    "loc_user_id",
+    "loc_loan_id",
+    "loc_payment_id",
+    "loc_version",
+    "loc_from_status",
+    "loc_to_status",
+    "loc_event_date",
+    "loc_update_reason",
+    "loc_return_code",
+    "loc_confirmation_id",
+    "loc_actor_kind",
+    "loc_actor_id",
+    "loc_request_id",
+    "loc_trace_parent",
+]
+
+
 def _index(name: str) -> GlobalSecondaryIndexTypeDef:
     partition, sort = _INDEX_KEYS[name]
     return {
@@ -67,15 +88,18 @@ def _index(name: str) -> GlobalSecondaryIndexTypeDef:
             {"AttributeName": partition, "KeyType": "HASH"},
             {"AttributeName": sort, "KeyType": "RANGE"},
         ],
-        # Every pattern returns whole payments (the feed whole events), so every index carries
-        # every attribute.
-        "Projection": {"ProjectionType": "ALL"},
+        # Every payment pattern returns whole payments, so GSI1-3 carry every attribute.
+        "Projection": (
+            {"ProjectionType": "INCLUDE", "NonKeyAttributes": FEED_ATTRIBUTES}
+            if name == GSI4
+            else {"ProjectionType": "ALL"}
+        ),
     }
 
 
 def table_definition(table_name: str) -> CreateTableInputTypeDef:
-    """CreateTable arguments: PK/SK, GSI1-4 with ALL projection, on-demand billing, a stream of
-    new images."""
+    """CreateTable arguments: PK/SK, GSI1-3 with ALL projection and GSI4 with the feed's,
+    on-demand billing, a stream of new images."""
     return {
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",

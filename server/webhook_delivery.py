@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import ipaddress
 import logging
@@ -263,7 +264,7 @@ class WebhookDispatcher:
         retries = await self._webhooks.due_retries(endpoint_id, now=now, limit=ROUND_SIZE)
         for retry in retries:
             ref, version = event_of_id("eventId", retry.event_id)
-            event = await self._store.event(ref, version)
+            event = await self._with_payment(await self._store.event(ref, version))
             if event is None:
                 progress = Progress(retry_done=retry.sort_key)
             else:
@@ -286,8 +287,11 @@ class WebhookDispatcher:
             limit=ROUND_SIZE,
         )
         skipped = None
-        for key, event in events:
-            if not state.endpoint.wants(event_type(event.from_status, event.to_status)):
+        for key, listed in events:
+            event = await self._with_payment(listed)
+            if event is None or not state.endpoint.wants(
+                event_type(event.from_status, event.to_status)
+            ):
                 skipped = key
                 continue
             skipped = None
@@ -308,6 +312,14 @@ class WebhookDispatcher:
             if not await self._webhooks.record(endpoint_id, owner=self.owner, progress=progress):
                 return None
         return bool(retries or events)
+
+    async def _with_payment(self, event: PaymentEvent | None) -> PaymentEvent | None:
+        """The event with the payment its body carries: as its write left it, or (an event
+        stored before events held it) as it is now."""
+        if event is None or event.payment is not None:
+            return event
+        payment = await self._store.get(event.ref)
+        return None if payment is None else dataclasses.replace(event, payment=payment)
 
     async def _attempt(
         self, state: EndpointState, event: PaymentEvent, attempt: int, status: EndpointStatus

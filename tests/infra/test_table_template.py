@@ -66,9 +66,17 @@ def test_the_table_has_the_keys_indexes_and_billing_of_the_definition() -> None:
         "GSI3",
         "GSI4",
     ]
-    assert {
-        index["Projection"]["ProjectionType"] for index in properties["GlobalSecondaryIndexes"]
-    } == {"ALL"}
+    projections = {
+        index["IndexName"]: index["Projection"] for index in properties["GlobalSecondaryIndexes"]
+    }
+    assert {name: p["ProjectionType"] for name, p in projections.items()} == {
+        "GSI1": "ALL",
+        "GSI2": "ALL",
+        "GSI3": "ALL",
+        "GSI4": "INCLUDE",
+    }
+    # The feed carries every attribute of an event but the payment it holds.
+    assert "loc_payment" not in projections["GSI4"]["NonKeyAttributes"]
     assert properties["BillingMode"] == "PAY_PER_REQUEST"
     assert properties["TimeToLiveSpecification"] == {
         "AttributeName": TTL_ATTRIBUTE,
