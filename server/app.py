@@ -46,7 +46,7 @@ from server.live_feed import LiveFeed, live_feed
 from server.observability import Metrics
 from server.settings import Settings
 from server.tracing import open_tracing
-from server.webhook_delivery import webhook_delivery
+from server.webhook_delivery import WebhookDispatcher, webhook_delivery
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -139,7 +139,13 @@ async def store_lifespan(
                 settings, opened.store, endpoint_url=endpoint_url, reads_stream=client is None
             ) as feed,
             # Not on a client the caller brings (the benchmark's fake DynamoDB, which has no feed).
-            webhook_delivery(settings, opened.store, clock=clock, enabled=client is None) as sender,
+            webhook_delivery(
+                settings,
+                opened.store,
+                clock=clock,
+                enabled=client is None,
+                observe=metrics.webhook_attempt,
+            ) as sender,
         ):
             app.state.live = feed
             app.state.webhooks = sender
@@ -284,6 +290,9 @@ async def readyz(request: Request, *, table_name: str) -> JSONResponse:
         "liveUpdates": live.state,
         "streamReader": live.reads_stream,
     }
+    sender: WebhookDispatcher | None = request.app.state.webhooks
+    if sender is not None:
+        ready["webhookEndpointsDelivering"] = len(sender.delivering)
     if auth.jwks is not None:
         # Cached keys keep working while the provider cannot be read: not a reason for 503.
         ready |= {"jwks": auth.jwks.state, "jwksKeys": len(auth.jwks)}

@@ -96,6 +96,14 @@ class Metrics:
         self.errors = Counter(
             "loc_payments_errors", "Errors and UserError answers", ["code"], registry=r
         )
+        # Webhook attempts this instance made: `delivered` (a 2xx), `retrying` (another attempt
+        # is scheduled), `given_up` (the last of the schedule failed; the endpoint is FAILING).
+        self.webhook_attempts = Counter(
+            "loc_payments_webhook_attempts",
+            "Webhook delivery attempts",
+            ["outcome"],
+            registry=r,
+        )
         # Operations run, by client and the coordinates they selected: one count per operation
         # on the request's path, spread over the fields only when scraped (`_UsageCollector`).
         self.field_usage_runs: Counter_[tuple[str, frozenset[str]]] = Counter_()
@@ -133,6 +141,9 @@ class Metrics:
             self._clients.add(client)
             return client
         return OTHER_OPERATIONS
+
+    def webhook_attempt(self, outcome: str) -> None:
+        self._child(self.webhook_attempts, outcome).inc()
 
     def watch_breaker(self, breaker: CircuitBreaker | None) -> None:
         """Report the store's circuit breaker (read at each scrape)."""

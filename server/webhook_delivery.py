@@ -171,6 +171,7 @@ class WebhookDispatcher:
         clock: Callable[[], datetime],
         owner: str | None = None,
         rng: random.Random | None = None,
+        observe: Callable[[str], None] = lambda outcome: None,
     ) -> None:
         self._store = store
         self._webhooks = store.webhooks
@@ -184,6 +185,8 @@ class WebhookDispatcher:
         self._clock = clock
         self.owner = owner or uuid.uuid4().hex
         self._rng = rng or random.Random()  # jitter, not a secret
+        # Each attempt's outcome, for the metrics: delivered, retrying or given_up.
+        self._observe = observe
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._lease_until: dict[str, int] = {}
 
@@ -347,6 +350,7 @@ class WebhookDispatcher:
             response_body=answer.body,
         )
         if delivery.succeeded:
+            self._observe("delivered")
             return Progress(
                 delivery=delivery,
                 status=EndpointStatus.ENABLED if status is EndpointStatus.FAILING else None,
@@ -359,6 +363,7 @@ class WebhookDispatcher:
             state.endpoint.endpoint_id,
             answer.error or answer.status_code,
         )
+        self._observe("retrying" if delay is not None else "given_up")
         if delay is None:
             log.warning(
                 "webhook event %s given up for endpoint %s", identifier, state.endpoint.endpoint_id
@@ -378,6 +383,7 @@ async def webhook_delivery(
     *,
     clock: Callable[[], datetime],
     enabled: bool = True,
+    observe: Callable[[str], None] = lambda outcome: None,
 ) -> AsyncIterator[WebhookDispatcher | None]:
     """This instance's dispatcher for the block's life (None when `LOC_WEBHOOKS` is off)."""
     if not (settings.webhooks and enabled):
@@ -395,6 +401,7 @@ async def webhook_delivery(
         attempt_timeout=settings.webhook_timeout,
         settle_seconds=settings.events_settle_seconds,
         clock=clock,
+        observe=observe,
     )
     try:
         async with running(dispatcher.run(), name="webhook dispatcher"):

@@ -131,7 +131,8 @@ async def test_every_event_of_a_payments_life_arrives_signed_after_a_first_failu
     ddblocal_backend: Backend, table: str, receiver: Receiver
 ) -> None:
     await receiver.start()
-    async with serving(ddblocal_backend.endpoint_url, table, 1, **SETTINGS) as [service]:
+    settings = {**SETTINGS, "metrics": "app"}
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **settings) as [service]:
         await register(service.url, receiver, "ledger")
         receiver.paths["ledger"].fail_first = True
         payment = await payment_life(service.url, "alice")
