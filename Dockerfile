@@ -34,15 +34,23 @@ RUN groupadd --system --gid 10001 app \
 # --no-editable installed the project itself into the environment: no source tree is needed.
 COPY --from=builder /app/.venv /app/.venv
 
+# Trusted-document manifests: every *.json in /app/trusted-documents, mounted there (an ECS
+# volume, a Kubernetes ConfigMap) or copied in by an image built FROM this one; the start logs how
+# many documents it loaded. Empty, customers may send no query text in prod (only services may).
+RUN mkdir -p /app/trusted-documents
+
+# Every interface (prod's default too), so that a load balancer reaches the port; the metrics
+# are on their own port, 9464 (LOC_METRICS=port, prod's default), not on the public one.
 ENV PATH="/app/.venv/bin:$PATH" \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     LOC_ENV=prod \
     LOC_HOST=0.0.0.0 \
-    LOC_PORT=8000
+    LOC_PORT=8000 \
+    LOC_TRUSTED_DOCUMENTS=/app/trusted-documents
 
 WORKDIR /app
 # Numeric, so Kubernetes can verify runAsNonRoot without reading /etc/passwd.
 USER 10001:10001
-EXPOSE 8000
+EXPOSE 8000 9464
 CMD ["loc-payments", "serve"]

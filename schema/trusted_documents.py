@@ -184,15 +184,17 @@ class TrustedDocuments:
 def load_trusted_documents(
     paths: Iterable[Path], prepare: Callable[[str], list[GraphQLError]]
 ) -> tuple[TrustedDocuments, list[tuple[TrustedDocument, list[str]]], list[Problem]]:
-    """The manifests' documents, each prepared by `prepare` (the schema's: parse, validate,
-    cost, compile, once), each with its problems; and the manifests' problems, theirs
-    included. The service starts only with no problem."""
+    """The manifests' documents (a directory: each `*.json` in it), each prepared by `prepare`
+    (the schema's: parse, validate, cost, compile, once), each with its problems; and the
+    manifests' problems, theirs included. The service starts only with no problem."""
     documents: list[TrustedDocument] = []
     problems: list[Problem] = []
-    for path in paths:
-        read, unreadable = read_manifest(path)
-        documents += read
-        problems += unreadable
+    for named in paths:
+        # A directory stands for every manifest in it (an image's mounted manifests).
+        for path in sorted(named.glob("*.json")) if named.is_dir() else [named]:
+            read, unreadable = read_manifest(path)
+            documents += read
+            problems += unreadable
     texts: dict[str, TrustedDocument] = {}
     checked = []
     for document in documents:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -51,6 +52,8 @@ from server.webhook_delivery import WebhookDispatcher, webhook_delivery
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from types_aiobotocore_dynamodb import DynamoDBClient
+
+log = logging.getLogger("loc_payments.server")
 
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
 READINESS_TIMEOUT_SECONDS = 2.0
@@ -245,6 +248,13 @@ def trusted_documents(settings: Settings, schema: PaymentsSchema) -> Documents:
     )
     if problems:
         raise ManifestsRefused(problems)
+    if settings.trusted_documents and not schema.subgraph:
+        log.info(
+            "trusted documents: %d loaded from %s; document policy %s",
+            len(trusted),
+            ", ".join(str(path) for path in settings.trusted_documents),
+            settings.document_policy,
+        )
     return Documents(trusted, DocumentPolicy(settings.document_policy), is_valid=schema.is_valid)
 
 
@@ -262,7 +272,13 @@ def health_routes(settings: Settings) -> list[Route]:
     """`/healthz`: the process answers; `/readyz`: the table answers too."""
     return [
         Route("/healthz", healthz),
-        Route("/readyz", functools.partial(readyz, table_name=settings.table_name)),
+        # Anyone who reaches the port may ask; in prod it names nothing of the deployment.
+        Route(
+            "/readyz",
+            functools.partial(
+                readyz, table_name=None if settings.production else settings.table_name
+            ),
+        ),
     ]
 
 
@@ -270,7 +286,7 @@ async def healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-async def readyz(request: Request, *, table_name: str) -> JSONResponse:
+async def readyz(request: Request, *, table_name: str | None) -> JSONResponse:
     store: PaymentStore = request.app.state.store
     if store.breaker is not None and store.breaker.state == "open":
         # Known already: no need to wait on a DynamoDB that is not answering.
@@ -286,10 +302,11 @@ async def readyz(request: Request, *, table_name: str) -> JSONResponse:
     auth: AuthConfig = request.app.state.auth
     ready: dict[str, object] = {
         "status": "ok",
-        "table": table_name,
         "liveUpdates": live.state,
         "streamReader": live.reads_stream,
     }
+    if table_name is not None:
+        ready["table"] = table_name
     sender: WebhookDispatcher | None = request.app.state.webhooks
     if sender is not None:
         ready["webhookEndpointsDelivering"] = len(sender.delivering)

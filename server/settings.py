@@ -45,6 +45,10 @@ TABLE_AND_REGION: dict[str, tuple[str, str]] = {
 }
 
 
+# The environments that run on AWS, behind a load balancer (`local` is a developer's machine).
+DEPLOYED = ("test", "prod")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LOC_",
@@ -198,6 +202,9 @@ class Settings(BaseSettings):
         if env in TABLE_AND_REGION:
             table_name, region = TABLE_AND_REGION[env]
             data = {"table_name": table_name, "region": region, **data}
+        if env in DEPLOYED:
+            # Behind a load balancer: every interface; and the metrics off the public port.
+            data = {"host": "0.0.0.0", "metrics": "port", **data}
         no_key = (
             data.get("auth_jwt_secret") is None
             and data.get("auth_jwt_public_key_file") is None
