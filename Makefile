@@ -53,7 +53,7 @@ help:
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql); refuses a breaking one"
-	@echo "make bench    the benchmark (about 8 min): table on stdout, bench/results/latest.json"
+	@echo "make bench    the benchmark (about 9 min): table on stdout, bench/results/latest.json, its figures in docs/"
 	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit, Hive Gateway and Apollo Client"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
@@ -161,7 +161,8 @@ lint: install
 schema: install
 	$(VENV)/bin/loc-payments schema accept
 
-# The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/).
+# The service against its floors, then on DynamoDB Local and at 100,000 payments (bench/); the
+# run's figures then go into the pages of docs/ (`python -m bench.figures` writes them again).
 # Options after ARGS, e.g. make bench ARGS='--no-local' or ARGS='--quick'.
 bench: install bench-tools test-tools
 	$(VENV)/bin/python -m bench $(ARGS)

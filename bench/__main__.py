@@ -1,5 +1,6 @@
 """`python -m bench` (`make bench`; `--quick`: seconds, the smoke test; `--no-local`: the fake
-pass only, no Java needed): every pass, the tables on stdout, the JSON file.
+pass only, no Java needed): every pass, the tables on stdout, the JSON file, and its figures in
+the pages of docs/ (`bench.figures`).
 
 The first pass runs the service (P3) against the engine floor (P1, `bench.peers.graphql_core`)
 on the fake DynamoDB, each a server process on the server core, this process the load
@@ -28,6 +29,7 @@ import uvloop
 from bench import (
     data,
     documents_cost,
+    figures,
     live,
     load,
     report,
@@ -211,6 +213,10 @@ def main() -> None:
         results = uvloop.run(_run(arguments, Path(workdir)))
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(report.without_nan(results), indent=1) + "\n")
+    # The pages show the latest run: another file (the smoke test's) leaves them alone.
+    pages: list[Path] = []
+    if arguments.output.resolve() == figures.RESULTS:
+        pages = figures.write_pages(figures.latest())
     print(report.render(results))
     renders = (
         ("tracing", tracing_cost.render),
@@ -222,6 +228,9 @@ def main() -> None:
         if name in results:
             print("\n" + render(results[name]))
     print(f"\n{results['seconds']:.0f} s; JSON: {arguments.output}")
+    if pages:
+        written = ", ".join(str(page.relative_to(ROOT)) for page in pages)
+        print(f"Its figures written into {written}")
 
 
 if __name__ == "__main__":

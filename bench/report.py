@@ -209,7 +209,7 @@ def render(results: dict[str, Any]) -> str:
         [
             t["name"],
             "" if t["bound"] is None else f"{SYMBOLS[t['kind']]} {t['bound']:g}",
-            "" if t["reference"] else "met" if t["met"] else "MISSED",
+            "" if t["reference"] else "met" if t["met"] else "NOT met",
             ", ".join(f"{k} {v:.2f}" for k, v in t["measured"].items()),
         ]
         for t in results["targets"]

@@ -1,5 +1,6 @@
 """The documentation site: it builds with --strict (no broken link or anchor), the settings table
-is `Settings`, the README's links land, and the benchmark's figures come from its JSON file."""
+is `Settings`, the README's links land, and the benchmark's figures in the pages are those of its
+JSON file."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from mkdocs.exceptions import PluginError
 
+from bench import figures
 from server.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,36 +99,33 @@ def test_the_performance_figures_are_the_latest_runs(site: Path) -> None:
     assert "Targets (issues 6, 11 and 31)" in performance
     for cell in results["tracing"]["cells"] + results["documents"]["cells"]:
         assert f"{cell['ratio']:.2f}" in performance
-    for page in site.glob("*/index.html"):
-        assert "<!-- bench:" not in page.read_text(), page
 
 
-def test_a_pass_the_run_did_not_make_is_said_so_and_one_it_made_is_a_table() -> None:
+def test_the_pages_hold_the_figures_of_the_latest_run_in_their_markdown() -> None:
+    results = figures.latest()
+    for page in DOCS.glob("*.md"):
+        markdown = page.read_text()
+        assert figures.render(markdown, results) == markdown, f"{page}: python -m bench.figures"
+    performance = (DOCS / "performance.md").read_text()
+    for target in results["targets"]:
+        if not target["reference"]:
+            verdict = "met" if target["met"] else "NOT met"
+            assert re.search(rf"{re.escape(target['name'])}  .*  {verdict}  ", performance)
+
+
+def test_the_build_refuses_a_page_whose_figures_are_not_the_latest_runs() -> None:
     hook = _bench_figures()
-    results: dict[str, Any] = json.loads(LATEST.read_text())
-    without = {key: value for key, value in results.items() if key != "documents"}
-    made = without | {
-        "documents": {
-            "cells": [
-                {
-                    "workload": "payment",
-                    "in_flight": 16,
-                    "text_cpu_ms": 0.611,
-                    "id_cpu_ms": 0.584,
-                    "ratio": 0.93,
-                }
-            ]
-        }
-    }
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="performance.md"))
+    current = figures.render("Run: <!-- bench:run --><!-- /bench:run -->", figures.latest())
+    stale = re.sub(r"at commit `\w+`", "at commit `0000000`", current)
 
-    absent = hook.render_markers("<!-- bench:documents -->", without)
-    table = hook.render_markers("<!-- bench:documents -->", made)
-
-    assert absent.startswith("*`bench/results/latest.json` holds no trusted-documents figures")
-    assert table.splitlines()[-1] == "| payment | 16 | 0.611 | 0.584 | 0.93 |"
+    assert hook.on_page_markdown(current, page=page) == current
+    with pytest.raises(PluginError, match=r"performance.md: its benchmark figures are not those"):
+        hook.on_page_markdown(stale, page=page)
 
 
 def test_an_unknown_marker_fails_the_build() -> None:
     hook = _bench_figures()
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="performance.md"))
     with pytest.raises(PluginError, match="unknown marker <!-- bench:tabel -->"):
-        hook.render_markers("<!-- bench:tabel -->", json.loads(LATEST.read_text()))
+        hook.on_page_markdown("<!-- bench:tabel --><!-- /bench:tabel -->", page=page)

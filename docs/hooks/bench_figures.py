@@ -1,205 +1,30 @@
-"""The benchmark's figures in the pages, rendered from `bench/results/latest.json` at build time.
+"""The docs build refuses a page whose benchmark figures are not those of
+`bench/results/latest.json`.
 
-A page holds a marker, `<!-- bench:NAME -->`; the build (this mkdocs hook) replaces it with the
-latest run's figures, so no figure in prose outlives the run it came from:
-
-| marker      | becomes                                                  | from the JSON    |
-|-------------|----------------------------------------------------------|------------------|
-| `run`       | a sentence: command, commit, duration, machine, its load | `machine`, …     |
-| `table`     | the table `make bench` prints (`bench.report.render`)    | the whole run    |
-| `live`      | the live-updates pass, in a sentence                     | `live`           |
-| `live_fleet`| the fleet's live-updates pass beside it, in a sentence   | `live_fleet`     |
-| `tracing`   | CPU per request with traces off and exported             | `tracing`        |
-| `documents` | CPU per request by trusted-document id and by text       | `documents`      |
-| `field_usage`| what counting field usage costs a loan's page           | `field_usage`    |
-| `webhooks`  | a payment write with one webhook endpoint, beside none   | `webhooks`       |
-
-A pass the run did not make (`--no-local`, or a run older than the pass) is said so in the page;
-an unknown marker fails the build.
+The figures are in the Markdown itself, between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`,
+written by `make bench` and by `python -m bench.figures` (`bench/figures.py`, which renders them);
+this hook only checks that the page holds what the file renders now, so that a figure edited by
+hand, or a run committed without its pages, fails `mkdocs build --strict`.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
 from mkdocs.exceptions import PluginError
+from mkdocs.structure.pages import Page
 
-from bench import report, usage_cost, webhooks_cost
-
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "latest.json"
-MARKER = re.compile(r"<!-- bench:([a-z_]+) -->")
-TRACING_HEADER = [
-    "workload",
-    "in flight",
-    "none, CPU ms / request",
-    "otlp",
-    "otlp / none",
-    "spans / request",
-]
-DOCUMENTS_HEADER = ["workload", "in flight", "by text, CPU ms / request", "by id", "id / text"]
-# `report.without_nan` writes an unmeasurable figure as null; these are null by design.
-NULL_BY_DESIGN = {"bound", "met"}
-
-Results = dict[str, Any]
+from bench import figures
 
 
-def on_page_markdown(markdown: str, **_: object) -> str:
-    if MARKER.search(markdown) is None:
+def on_page_markdown(markdown: str, *, page: Page, **_: object) -> str:
+    if figures.MARKER.search(markdown) is None:
         return markdown
-    return render_markers(markdown, json.loads(RESULTS.read_text()))
-
-
-def render_markers(markdown: str, results: Results) -> str:
-    def replace(found: re.Match[str]) -> str:
-        render = RENDERERS.get(found[1])
-        if render is None:
-            raise PluginError(f"unknown marker {found[0]}; known: {', '.join(RENDERERS)}")
-        return render(results)
-
-    return MARKER.sub(replace, markdown)
-
-
-def _absent(results: Results, what: str) -> str:
-    return (
-        f"*`bench/results/latest.json` holds no {what}: the run it records (commit "
-        f"`{results['commit']}`, `{results['command']}`) did not make them; `make bench` does.*"
-    )
-
-
-def _run(results: Results) -> str:
-    machine = results["machine"]
-    return (
-        f"`{results['command']}` at commit `{results['commit']}`, "
-        f"{results['seconds'] / 60:.0f} minutes on {machine['cores']} cores "
-        f"({machine['placement']}), Python {machine['python']}; the load average was "
-        f"{machine['load_average_before'][0]:.1f} before and "
-        f"{machine['load_average_after'][0]:.1f} after."
-    )
-
-
-def _table(results: Results) -> str:
-    return f"```text\n{report.render(_with_nan(results))}\n```"
-
-
-def _with_nan(value: Any, key: str | None = None) -> Any:
-    """The run as `make bench` rendered it: nulls back to NaN, which the table prints."""
-    if value is None and key not in NULL_BY_DESIGN:
-        return math.nan
-    if isinstance(value, dict):
-        return {name: _with_nan(item, name) for name, item in value.items()}
-    if isinstance(value, list):
-        return [_with_nan(item, key) for item in value]
-    return value
-
-
-def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = [header, ["---"] * len(header), *rows]
-    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
-
-
-def _live(results: Results) -> str:
-    live = results.get("live")
-    if live is None:
-        return _absent(results, "live-updates figures")
-    settings, latency = live["settings"], live["latency_ms"]
-    return (
-        f"{settings['subscribers']} subscribers on {settings['instances']} instances "
-        f"({settings['users']} users, so every event reaches "
-        f"{settings['subscribers_per_user']:g} subscribers, half of them on the instance that "
-        f"did not write), {live['writes']:,} writes through both instances: delivery from the "
-        f"mutation's answer to the subscriber's message p50 {latency['p50']:,.0f} ms, p99 "
-        f"{latency['p99']:,.0f} ms, max {latency['max']:,.0f} ms (the "
-        f"{settings['stream_poll_interval_s']:g} s poll interval is most of it), "
-        f"{live['delivered']:,} of {live['expected']:,} messages delivered, "
-        f"{live['missing']:,} missing, {live['duplicates']:,} repeated (commit "
-        f"`{results['commit']}`)."
-    )
-
-
-def _live_fleet(results: Results) -> str:
-    fleet, live = results.get("live_fleet"), results.get("live")
-    if fleet is None or live is None:
-        return _absent(results, "the fleet's live-updates figures")
-    settings, latency = fleet["settings"], fleet["latency_ms"]
-    return (
-        f"{settings['subscribers']} subscribers on {settings['instances']} instances through the "
-        f"Redis broker, one of them reading the stream: delivery p50 {latency['p50']:,.0f} ms, "
-        f"p99 {latency['p99']:,.0f} ms, max {latency['max']:,.0f} ms, beside p50 "
-        f"{live['latency_ms']['p50']:,.0f} ms and p99 {live['latency_ms']['p99']:,.0f} ms with "
-        f"{live['settings']['instances']} instances each reading the stream; "
-        f"{fleet['delivered']:,} of {fleet['expected']:,} messages delivered, "
-        f"{fleet['missing']:,} missing, {fleet['duplicates']:,} repeated (commit "
-        f"`{results['commit']}`)."
-    )
-
-
-def _tracing(results: Results) -> str:
-    tracing = results.get("tracing")
-    if tracing is None:
-        return _absent(results, "tracing figures")
-    rows = [
-        [
-            cell["workload"],
-            str(cell["in_flight"]),
-            f"{cell['none_cpu_ms']:.3f}",
-            f"{cell['otlp_cpu_ms']:.3f}",
-            f"{cell['ratio']:.2f}",
-            f"{tracing['spans_per_request'][cell['workload']]:.0f}",
-        ]
-        for cell in tracing["cells"]
-    ]
-    met = "met" if tracing["page_target_met"] else "missed"
-    return (
-        f"{_markdown_table(TRACING_HEADER, rows)}\n\n"
-        f"Spans ended {tracing['spans_ended']:,}, received {tracing['spans_received']:,}; "
-        f"the page's target (otlp / none ≤ {tracing['page_target']:.2f}) {met} "
-        f"(commit `{results['commit']}`)."
-    )
-
-
-def _documents(results: Results) -> str:
-    documents = results.get("documents")
-    if documents is None:
-        return _absent(results, "trusted-documents figures")
-    rows = [
-        [
-            cell["workload"],
-            str(cell["in_flight"]),
-            f"{cell['text_cpu_ms']:.3f}",
-            f"{cell['id_cpu_ms']:.3f}",
-            f"{cell['ratio']:.2f}",
-        ]
-        for cell in documents["cells"]
-    ]
-    return _markdown_table(DOCUMENTS_HEADER, rows)
-
-
-def _field_usage(results: Results) -> str:
-    usage = results.get("field_usage")
-    if usage is None:
-        return _absent(results, "field-usage figures")
-    return usage_cost.render(usage) + f" (commit `{results['commit']}`)."
-
-
-def _webhooks(results: Results) -> str:
-    webhooks = results.get("webhooks")
-    if webhooks is None:
-        return _absent(results, "webhook figures")
-    return webhooks_cost.render(webhooks) + f" (commit `{results['commit']}`)."
-
-
-RENDERERS: dict[str, Callable[[Results], str]] = {
-    "run": _run,
-    "table": _table,
-    "live": _live,
-    "live_fleet": _live_fleet,
-    "tracing": _tracing,
-    "documents": _documents,
-    "field_usage": _field_usage,
-    "webhooks": _webhooks,
-}
+    try:
+        rendered = figures.render(markdown, figures.latest())
+    except figures.MarkerError as error:
+        raise PluginError(f"{page.file.src_uri}: {error}") from error
+    if rendered != markdown:
+        raise PluginError(
+            f"{page.file.src_uri}: its benchmark figures are not those of "
+            "bench/results/latest.json; `python -m bench.figures` writes them into the page"
+        )
+    return markdown
