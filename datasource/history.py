@@ -13,8 +13,9 @@
     loc_actor_id                 S  the token's subject, or the job's name
     loc_request_id               S  the API request that wrote, if any
     loc_trace_parent             S  the W3C `traceparent` of the span that wrote it, when traced
-    loc_payment                  M  the payment as the write left it (its `loc_*` attributes), what
-                                    a webhook and the feed carry
+    loc_payment                  M  the payment as the write left it (its `loc_*` attributes but
+                                    those the event holds alike: ids, version, time, reason), what
+                                    a webhook carries
     GSI4PK / GSI4SK              S  EVENTS / <time>#USER#<u>#<its SK>: the events feed (GSI4)
 
 GSI4's keys only (the feed's sparse index), and a sort key that no payment prefix matches: no
@@ -40,9 +41,23 @@ from domain.payment import Payment, PaymentRef
 from domain.validation import format_timestamp, parse_timestamp
 
 if TYPE_CHECKING:
-    from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
+    from types_aiobotocore_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+    )
 
 HistoryPage = PageOf[PaymentEvent]
+
+# A payment's attributes that its event holds too (by the event's name), left out of the payment
+# the event carries when equal, and put back when it is read.
+_HELD_BY_THE_EVENT = {
+    "loc_user_id": "loc_user_id",
+    "loc_loan_id": "loc_loan_id",
+    "loc_payment_id": "loc_payment_id",
+    "loc_version": "loc_version",
+    "loc_update_reason": "loc_update_reason",
+    "loc_last_updated": "loc_event_date",
+}
 
 _OPTIONAL_TEXT = {
     "loc_from_status": "from_status",
@@ -100,9 +115,25 @@ def event_item(event: PaymentEvent) -> Item:
     }
     item.update({name: {"S": value} for name, value in optional.items() if value is not None})
     if event.payment is not None:
-        stored = to_item(event.payment)
-        item["loc_payment"] = {"M": {k: v for k, v in stored.items() if k.startswith("loc_")}}
+        item["loc_payment"] = {"M": _payment_held(event.payment, item)}
     return item
+
+
+def _payment_held(payment: Payment, event: Item) -> Item:
+    """The payment's `loc_*` attributes but those the event holds with the same value (its
+    ids, version, time and reason are the write's): half the size, which keeps a move's event
+    under 1 KB, one write unit, where the whole payment would pass it."""
+    stored = to_item(payment)
+    return {
+        name: value
+        for name, value in stored.items()
+        if name.startswith("loc_")
+        and not (name in _HELD_BY_THE_EVENT and _same(name, value, event))
+    }
+
+
+def _same(name: str, value: AttributeValueTypeDef, event: Item) -> bool:
+    return event.get(_HELD_BY_THE_EVENT[name]) == value
 
 
 def event_from_item(item: Item, *, with_payment: bool = False) -> PaymentEvent:
@@ -131,7 +162,13 @@ def event_from_item(item: Item, *, with_payment: bool = False) -> PaymentEvent:
 
 def _snapshot(item: Item) -> Payment | None:
     stored = item.get("loc_payment")
-    return None if stored is None else from_item(stored["M"])  # type: ignore[arg-type]
+    if stored is None:
+        return None
+    held: Item = dict(stored["M"])
+    for name, source in _HELD_BY_THE_EVENT.items():
+        if name not in held:
+            held[name] = item[source]
+    return from_item(held)
 
 
 def event_put(table_name: str, event: PaymentEvent) -> TransactWriteItemTypeDef:
