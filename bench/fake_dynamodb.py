@@ -27,7 +27,7 @@ from botocore.hooks import HierarchicalEmitter
 
 from datasource import PaymentStore
 from datasource.items import Item
-from datasource.table import GSI1, GSI2, GSI3, PK, SK, page_key_attributes
+from datasource.table import GSI1, GSI2, GSI3, GSI4, PK, SK, page_key_attributes
 from server.settings import DEV_CURSOR_SECRET, Settings
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ INJECTED_LATENCY_SECONDS = 0.002
 # Never reached: the fake client stands in for it. Set so that no embedded DynamoDB starts.
 FAKE_ENDPOINT = "http://fake-dynamodb.invalid"
 MAX_BATCH_KEYS = 100  # DynamoDB's limit of keys per BatchGetItem
-_INDEXES: tuple[str | None, ...] = (None, GSI1, GSI2, GSI3)
+_INDEXES: tuple[str | None, ...] = (None, GSI1, GSI2, GSI3, GSI4)
 _KEY_CONDITION = re.compile(r"^(\S+) = (:\w+) AND (\S+) (?:= (:\w+)|BETWEEN (:\w+) AND (:\w+))$")
 
 
@@ -95,6 +95,9 @@ class FakeDynamoDB:
                 "TableName": TableName,
                 "TableStatus": "ACTIVE",
                 "StreamSpecification": stream,
+                "GlobalSecondaryIndexes": [
+                    {"IndexName": name, "IndexStatus": "ACTIVE"} for name in _INDEXES if name
+                ],
             }
         }
 
