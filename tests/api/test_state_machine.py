@@ -417,7 +417,8 @@ class PaymentLifecycle(RuleBasedStateMachine):
             assert event["loc_actor_kind"] == {"S": "SERVICE"}, event
             assert event["loc_actor_id"] == {"S": SERVICE_ID}, event
             # In no payment index: only in the events feed's GSI4, under its own time.
-            assert sorted(name for name in event if name.startswith("GSI")) == ["GSI4PK", "GSI4SK"]
+            indexed = sorted(name for name in event if name.startswith("GSI"))
+            assert indexed == ["GSI4PK", "GSI4SK"], event
             assert event["GSI4SK"]["S"].startswith(event["loc_event_date"]["S"] + "#"), event
         # Each write was a request of its own.
         assert len({event["loc_request_id"]["S"] for event in events}) == len(events), events
