@@ -18,6 +18,7 @@ from aiobotocore.config import AioConfig
 
 from datasource.aiobotocore_adapter import check_fast_parsing, fast_session
 from datasource.config import DynamoConfig
+from datasource.permissions import record_operations
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -34,6 +35,7 @@ async def open_client(config: DynamoConfig) -> AsyncIterator[DynamoDBClient]:
     session = aioboto3.Session(botocore_session=fast_session())
     async with session.client("dynamodb", **_client_arguments(config)) as client:
         check_fast_parsing(client)
+        _record(client, config)
         yield client
 
 
@@ -42,7 +44,13 @@ async def open_streams_client(config: DynamoConfig) -> AsyncIterator[Any]:
     """A `dynamodbstreams` client on the endpoint, region and credentials of `open_client`, with
     its timeouts and retries. Untyped: the project has no stubs of DynamoDB Streams."""
     async with aioboto3.Session().client("dynamodbstreams", **_client_arguments(config)) as client:
+        _record(client, config)
         yield client
+
+
+def _record(client: Any, config: DynamoConfig) -> None:
+    if config.operation_log is not None:
+        record_operations(client, log_directory=config.operation_log, table_name=config.table_name)
 
 
 def _client_arguments(config: DynamoConfig) -> dict[str, Any]:

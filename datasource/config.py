@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +28,5 @@ class DynamoConfig:
     # When set (local and tests), used with the secret below; otherwise the default AWS chain.
     aws_access_key_id: str | None = None
     aws_secret_access_key: str | None = None
+    # Where each process appends the operations its clients make (`datasource.permissions`).
+    operation_log: Path | None = None

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -174,10 +175,18 @@ class DynamoDBStreamSource:
         self._describe_due = True
         self._healthy = False
         self._ready = asyncio.Event()
+        # When a round last read every shard to its head (monotonic); the start until then.
+        self._at_head = time.monotonic()
 
     @property
     def healthy(self) -> bool:
         return self._healthy
+
+    @property
+    def seconds_behind(self) -> float:
+        """Seconds since a round last read every shard to its head: about the poll interval
+        while the reader keeps up, growing while it falls behind or cannot read."""
+        return time.monotonic() - self._at_head
 
     @property
     def ready(self) -> asyncio.Event:
@@ -194,6 +203,7 @@ class DynamoDBStreamSource:
                     await self._describe()
                 await sink.round_started()
                 if await self._poll_round(sink):
+                    self._at_head = time.monotonic()
                     await sink.round_finished()
             except (BotoCoreError, ClientError, StreamMissing, SinkRefused) as error:
                 self._healthy = False

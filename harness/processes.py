@@ -173,6 +173,9 @@ class Process:
         self._log.close()
 
 
+KEPT_SETTINGS = ("LOC_AWS_OPERATION_LOG",)
+
+
 class Service(Process):
     """`python -m server serve` in the `local` environment on `table_name`, quiet (no metrics,
     warnings only) but for `settings` (more LOC_* variables, by setting name:
@@ -193,6 +196,8 @@ class Service(Process):
         self.ws_url = f"ws://{HOST}:{self.port}/graphql"
         self._env = {
             **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
+            # The test suite's record of AWS operations (`datasource.permissions`) goes on.
+            **{name: os.environ[name] for name in KEPT_SETTINGS if name in os.environ},
             "LOC_ENV": "local",
             **({} if endpoint_url is None else {"LOC_DYNAMODB_ENDPOINT": endpoint_url}),
             "LOC_TABLE_NAME": table_name,

@@ -30,6 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from datasource import PaymentStore
+from datasource.permissions import LOCAL_SETUP, acting_as
 from domain.errors import StorageUnavailable
 from domain.webhooks import EventsPolicy
 from schema import PaymentsSchema, build_schema
@@ -37,6 +38,7 @@ from schema.document_policy import DocumentPolicy, Documents
 from schema.limits import QueryLimits
 from schema.trusted_documents import ManifestsRefused, load_trusted_documents
 from server.auth import AuthConfig, mint_development_token
+from server.background import running
 from server.bootstrap import payment_store
 from server.demo_data import seed_demo_payments
 from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
@@ -46,6 +48,7 @@ from server.jwks import jwks_reading
 from server.live_feed import LiveFeed, live_feed
 from server.observability import Metrics
 from server.settings import Settings
+from server.status_log import log_status_every
 from server.tracing import open_tracing
 from server.webhook_delivery import WebhookDispatcher, webhook_delivery
 
@@ -134,7 +137,10 @@ async def store_lifespan(
         payment_store(settings, endpoint_url=endpoint_url, client=client, tracer=tracer) as opened,
     ):
         if opened.created_table and seed_demo_data:
-            await seed_demo_payments(opened.store, clock=clock, max_attempts=settings.max_attempts)
+            with acting_as(LOCAL_SETUP):
+                await seed_demo_payments(
+                    opened.store, clock=clock, max_attempts=settings.max_attempts
+                )
         app.state.store = opened.store
         metrics.watch_breaker(opened.store.breaker)
         async with (
@@ -152,7 +158,16 @@ async def store_lifespan(
         ):
             app.state.live = feed
             app.state.webhooks = sender
-            yield
+            if settings.status_log_interval == 0:
+                yield
+                return
+            status = log_status_every(
+                settings.status_log_interval,
+                opened.store.breaker,
+                lambda: feed.stream_seconds_behind,
+            )
+            async with running(status, name="status log"):
+                yield
 
 
 def graphql_routes(

@@ -15,6 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from datasource import PaymentStore, open_store
+from datasource.permissions import LOCAL_SETUP, acting_as
 from datasource.table import create_table_if_missing
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
@@ -107,7 +108,10 @@ async def payment_store(
         )
     )
     async with opened as store:
-        created = settings.creates_missing_table and await create_table_if_missing(
-            store.client, config.table_name, stream=settings.live_updates
-        )
+        created = False
+        if settings.creates_missing_table:
+            with acting_as(LOCAL_SETUP):
+                created = await create_table_if_missing(
+                    store.client, config.table_name, stream=settings.live_updates
+                )
         yield OpenedStore(store, created)

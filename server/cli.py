@@ -1,12 +1,11 @@
 """`loc-payments`: run the service (`serve`), mint a development token (`token`), print the
-table's CloudFormation template (`template`), run the collection job (`collect`), check
+service's CloudFormation stack (`template`), run the collection job (`collect`), check
 manifests of trusted documents (`documents check`), classify and accept schema changes
 (`schema diff`, `schema accept`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import shlex
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import pydantic
 
-from datasource.table import cloudformation_template
 from domain.errors import InvalidCursor, PaymentsError
 from server.auth import (
     DEFAULT_TOKEN_TTL_SECONDS,
@@ -38,12 +36,11 @@ from server.reshard_command import run_reshard
 from server.runtime import serve_app, tune_garbage_collector
 from server.schema_command import add_arguments as add_schema_arguments
 from server.schema_command import run_schema
-from server.settings import TABLE_AND_REGION, Settings
+from server.settings import Settings
+from server.stack import TEMPLATE_COMMAND, stack_template_text
 
 STARTUP_TOKEN_USER = "local-developer"
 server_log = logging.getLogger("loc_payments.server")
-TEMPLATE_PATH = "infra/table.template.json"
-TEMPLATE_COMMAND = f"loc-payments template > {TEMPLATE_PATH}"
 
 
 def command_as_invoked(argv0: str, *, python: str, cwd: Path) -> str:
@@ -81,12 +78,6 @@ def _print_development_access(settings: Settings) -> None:
         f"A customer's token: {command} token --user <user id>",
         flush=True,
     )
-
-
-def table_template() -> str:
-    """The table's CloudFormation template, as committed in infra/table.template.json."""
-    names = {env: table_name for env, (table_name, _region) in TABLE_AND_REGION.items()}
-    return json.dumps(cloudformation_template(names), indent=2) + "\n"
 
 
 def _announce(settings: Settings) -> None:
@@ -172,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_parser(
         "template",
-        help=f"print the table's CloudFormation template (committed: {TEMPLATE_COMMAND})",
+        help=f"print the service's CloudFormation stack (committed: {TEMPLATE_COMMAND})",
     )
     add_collect_arguments(
         commands.add_parser(
@@ -231,7 +222,7 @@ def _settings_problem(error: pydantic.ValidationError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.command == "template":
-        sys.stdout.write(table_template())
+        sys.stdout.write(stack_template_text())
         return 0
     if arguments.command == "schema":
         return run_schema(arguments, sys.stdout)

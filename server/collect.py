@@ -39,6 +39,7 @@ from typing import IO
 
 from datasource import Page, PaymentStore
 from datasource.pages import MAX_PAGE_SIZE
+from datasource.permissions import COLLECT_JOB, acting_as
 from domain.ach_returns import RetryEligibility, retry_eligibility
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
@@ -135,16 +136,20 @@ async def collect_with_settings(
 ) -> Checkpoint:
     """`collect_retries` on the table the settings name (created in `local` when missing); with
     tracing on, the run is one trace, and the events it writes link to it."""
-    async with (
-        open_tracing(settings) as tracer,
-        payment_store(settings, endpoint_url=endpoint_url, tracer=tracer) as (store, _created),
-    ):
-        with job_trace(tracer, "collect") as span:
-            final = await collect_retries(store, run, report=report, start=start, on_page=on_page)
-            span.set_attributes(
-                {f"loc.collect.{name}": count for name, count in asdict(final.counts).items()}
-            )
-            return final
+    # Recorded as the job's, not the service's (`datasource.permissions`).
+    with acting_as(COLLECT_JOB):
+        async with (
+            open_tracing(settings) as tracer,
+            payment_store(settings, endpoint_url=endpoint_url, tracer=tracer) as (store, _created),
+        ):
+            with job_trace(tracer, "collect") as span:
+                final = await collect_retries(
+                    store, run, report=report, start=start, on_page=on_page
+                )
+                span.set_attributes(
+                    {f"loc.collect.{name}": count for name, count in asdict(final.counts).items()}
+                )
+                return final
 
 
 async def collect_retries(

@@ -74,6 +74,12 @@ class LiveFeed:
             return self.reader.holding
         return self.source is not None
 
+    @property
+    def stream_seconds_behind(self) -> float | None:
+        """How far this instance's reading of the stream is behind; None if it reads none."""
+        source = self.reader.source if self.reader is not None else self.source
+        return None if source is None else source.seconds_behind
+
     def close(self) -> None:
         """End every subscription (the service is stopping)."""
         self.hub.close_all()

@@ -109,6 +109,7 @@ class StreamReader:
         self._ttl_ms = int(lease_seconds * 1000)
         self._period = lease_seconds / 3
         self.holding = False  # this instance holds the lease
+        self.source: DynamoDBStreamSource | None = None  # what it reads, while it holds it
 
     async def run(self) -> None:
         while True:
@@ -128,14 +129,14 @@ class StreamReader:
         self.holding = True
         logger.info("this instance reads the table's stream (lease %s)", token[:8])
         try:
-            source = self._source(await self._broker.checkpoints())
+            source = self.source = self._source(await self._broker.checkpoints())
             async with asyncio.TaskGroup() as group:
                 group.create_task(source.run(BrokerSink(self._broker, token)))
                 group.create_task(self._renew(token, source))
         except* LeaseLost:
             logger.warning("the stream reader's lease was lost: reading stops")
         finally:
-            self.holding = False
+            self.holding, self.source = False, None
             # Stopping (or failing) while it holds: hand the lease over at once, not after its
             # time. A token that lost it releases nothing.
             with contextlib.suppress(*_BROKER_DOWN, TimeoutError):

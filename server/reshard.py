@@ -32,6 +32,7 @@ from typing import Any
 
 from datasource import PaymentStore
 from datasource.items import Item
+from datasource.permissions import RESHARD_JOB, acting_as
 from datasource.shards import Placed
 from server.bootstrap import payment_store
 from server.checkpoint import CheckpointRefused, read_checkpoint, refuse_mismatch, replace_file
@@ -142,23 +143,25 @@ async def reshard_with_settings(
     on_page: Callable[[int, ReshardCounts], None] | None = None,
 ) -> ReshardCheckpoint:
     """`reshard` on the table the settings name; with tracing on, the run is one trace."""
-    async with (
-        open_tracing(settings) as tracer,
-        payment_store(settings, endpoint_url=endpoint_url, tracer=tracer) as (store, _created),
-    ):
-        with job_trace(tracer, "reshard") as span:
-            final = await reshard(
-                store,
-                start,
-                checkpoint_path=checkpoint_path,
-                page_size=page_size,
-                concurrency=concurrency,
-                on_page=on_page,
-            )
-            span.set_attributes(
-                {f"loc.reshard.{name}": count for name, count in asdict(final.counts).items()}
-            )
-            return final
+    # Recorded as the job's, not the service's (`datasource.permissions`).
+    with acting_as(RESHARD_JOB):
+        async with (
+            open_tracing(settings) as tracer,
+            payment_store(settings, endpoint_url=endpoint_url, tracer=tracer) as (store, _created),
+        ):
+            with job_trace(tracer, "reshard") as span:
+                final = await reshard(
+                    store,
+                    start,
+                    checkpoint_path=checkpoint_path,
+                    page_size=page_size,
+                    concurrency=concurrency,
+                    on_page=on_page,
+                )
+                span.set_attributes(
+                    {f"loc.reshard.{name}": count for name, count in asdict(final.counts).items()}
+                )
+                return final
 
 
 async def reshard(

@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     metrics: Literal["off", "app", "port"] = "app"
     metrics_port: Annotated[int, Field(ge=1, le=65535)] = 9464
+    # Seconds between two status lines (`server.status_log`: the breaker, the stream reader's
+    # lag), which the deploy stack's alarms read; 0: none.
+    status_log_interval: Annotated[float, Field(ge=0)] = 60.0
     # `loc_payments_field_usage_total{client, field}`: which client still uses which field.
     field_usage: bool = True
     # Traces (`server/tracing.py`): none (no tracer at all), otlp (OTLP over HTTP, where the
@@ -164,6 +167,9 @@ class Settings(BaseSettings):
     webhook_lease_seconds: Annotated[float, Field(ge=1)] = 30.0
     webhook_secret_grace_seconds: Annotated[float, Field(ge=0)] = 24 * 3600.0
     events_settle_seconds: Annotated[float, Field(gt=0)] = 5.0
+    # A directory where each process appends the DynamoDB operations it makes, as the IAM
+    # actions they need (`datasource.permissions`): what the least-privilege check reads.
+    aws_operation_log: Path | None = None
 
     @field_validator("trusted_documents", mode="before")
     @classmethod
@@ -345,5 +351,6 @@ class Settings(BaseSettings):
             breaker_failures=self.dynamodb_breaker_failures,
             breaker_probe_interval=self.dynamodb_breaker_probe_interval,
             coalesce_lookups=self.dynamodb_coalesce_lookups,
+            operation_log=self.aws_operation_log,
             **credentials,
         )

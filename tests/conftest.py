@@ -17,6 +17,7 @@ from moto.server import ThreadedMotoServer
 from datasource import DynamoConfig, PaymentStore
 from datasource.client import open_client
 from harness.redis_server import RedisServer
+from tests import least_privilege
 from tests.backends import (
     CURSOR_SECRET,
     REGION,
@@ -42,6 +43,24 @@ DYNAMODB_LOCAL_FIXTURES = frozenset(
 )
 SLOW_FIXTURES = DYNAMODB_LOCAL_FIXTURES | {"chromium_executable", "federated_graph"}
 BENCH_TESTS = Path(__file__).parent / "bench"
+
+
+LEAST_PRIVILEGE_REPORT = pytest.StashKey[list[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    least_privilege.start(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[LEAST_PRIVILEGE_REPORT] = least_privilege.finish(session)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    for line in config.stash.get(LEAST_PRIVILEGE_REPORT, []):
+        terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -281,10 +281,15 @@ async def test_an_unreachable_stream_is_unhealthy_and_retried_until_it_answers(
             assert not source.healthy
             assert not source.ready.is_set()
             assert not task.done()
+            # What the stream-lag alarm reads: a reader that cannot read falls behind.
+            behind = source.seconds_behind
+            await asyncio.sleep(0.2)
+            assert source.seconds_behind >= behind + 0.2
 
             streams.to = working
             await asyncio.wait_for(source.ready.wait(), WAIT)
             assert source.healthy
+            await eventually(lambda: source.seconds_behind < 1.0, "caught up: at the head again")
             payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
             await eventually(lambda: len(published) == 1, "the event written after recovery")
 

@@ -1,44 +1,21 @@
-"""The committed CloudFormation template: generated from the one table definition, lint-clean."""
+"""The table in the committed stack (`infra/stack.template.json`): generated from the one table
+definition, lint-clean."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
-from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from pydantic import SecretStr
 
 from datasource.table import TTL_ATTRIBUTE, table_definition, time_to_live
-from server.cli import TEMPLATE_COMMAND, TEMPLATE_PATH, main, table_template
+from server.cli import main
 from server.settings import Settings
-
-REPO = Path(__file__).resolve().parents[2]
-COMMITTED = REPO / TEMPLATE_PATH
-# The regions of SPEC §2: test and local in us-west-2, prod in us-east-2.
-REGIONS = ["us-west-2", "us-east-2"]
-
-
-def _committed() -> dict[str, Any]:
-    template: dict[str, Any] = json.loads(COMMITTED.read_text())
-    return template
-
-
-def _table(template: dict[str, Any]) -> dict[str, Any]:
-    resource: dict[str, Any] = template["Resources"]["PaymentsTable"]
-    return resource
-
-
-def _lint(text: str) -> list[str]:
-    # "I" adds cfn-lint's informational checks to its errors and warnings.
-    matches = lint(text, config=ManualArgs(regions=REGIONS, include_checks=["I"]))
-    return [str(match) for match in matches]
+from server.stack import TEMPLATE_COMMAND, TEMPLATE_PATH, stack_template_text
+from tests.infra.committed import COMMITTED, committed, lint_problems, resources
 
 
 def test_the_committed_template_is_what_the_table_definition_generates() -> None:
-    assert COMMITTED.read_text() == table_template(), (
-        f"{TEMPLATE_PATH} is out of date with datasource/table.py; regenerate it with "
+    assert COMMITTED.read_text() == stack_template_text(), (
+        f"{TEMPLATE_PATH} is out of date with the code; regenerate it with "
         f"`.venv/bin/{TEMPLATE_COMMAND}` and commit it"
     )
 
@@ -55,7 +32,7 @@ def test_the_template_command_prints_it_without_any_settings(
 
 
 def test_the_table_has_the_keys_indexes_and_billing_of_the_definition() -> None:
-    properties = _table(_committed())["Properties"]
+    properties = resources()["PaymentsTable"]["Properties"]
     definition = table_definition("any")
 
     for name in ("AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes", "BillingMode"):
@@ -86,7 +63,7 @@ def test_the_table_has_the_keys_indexes_and_billing_of_the_definition() -> None:
 
 
 def test_the_table_streams_new_images_as_cloudformation_spells_it() -> None:
-    properties = _table(_committed())["Properties"]
+    properties = resources()["PaymentsTable"]["Properties"]
 
     # CreateTable turns a stream on with `StreamEnabled`; the resource has none, only the view.
     assert table_definition("any")["StreamSpecification"] == {
@@ -97,7 +74,7 @@ def test_the_table_streams_new_images_as_cloudformation_spells_it() -> None:
 
 
 def test_the_table_is_protected_recoverable_and_encrypted() -> None:
-    table = _table(_committed())
+    table = resources()["PaymentsTable"]
     properties = table["Properties"]
 
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
@@ -112,7 +89,7 @@ def test_each_environment_gets_the_table_name_the_service_uses(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("LOC_TABLE_NAME", raising=False)
-    template = _committed()
+    template = committed()
 
     names = {
         env: values["TableName"] for env, values in template["Mappings"]["Environments"].items()
@@ -122,16 +99,17 @@ def test_each_environment_gets_the_table_name_the_service_uses(
         env: Settings(
             env=env, auth_jwt_secret=SecretStr("j" * 40), cursor_secret=SecretStr("c" * 40)
         ).table_name
-        for env in ("local", "test", "prod")
+        for env in ("test", "prod")
     }
-    assert template["Parameters"]["Environment"]["AllowedValues"] == ["local", "test", "prod"]
+    # The stack deploys to AWS: `local` is a developer's machine.
+    assert template["Parameters"]["Environment"]["AllowedValues"] == ["test", "prod"]
 
 
 def test_cfn_lint_finds_nothing_in_the_committed_template() -> None:
-    assert _lint(COMMITTED.read_text()) == []
+    assert lint_problems(COMMITTED.read_text()) == []
 
 
 def test_cfn_lint_is_really_checking() -> None:
     broken = COMMITTED.read_text().replace('"PAY_PER_REQUEST"', '"ON_DEMAND"')
 
-    assert any("ON_DEMAND" in problem for problem in _lint(broken))
+    assert any("ON_DEMAND" in problem for problem in lint_problems(broken))
