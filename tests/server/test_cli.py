@@ -13,6 +13,7 @@ from pathlib import Path
 import jwt
 import pytest
 
+from harness.processes import KEPT_SETTINGS
 from server.auth import SERVICE_SCOPE
 from server.cli import command_as_invoked, main
 from server.settings import DEV_JWT_SECRET
@@ -128,7 +129,11 @@ def _serve(
 def _customer_token_line(command: list[str], *, cwd: Path, dynamodb: str) -> str:
     """The banner's last line, from a `serve` on moto (the banner prints once it listens)."""
     environment = {
-        **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
+        **{
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith("LOC_") or name in KEPT_SETTINGS
+        },
         "LOC_PORT": str(_free_port()),
         "LOC_DYNAMODB_ENDPOINT": dynamodb,
         "LOC_TABLE_NAME": f"banner-{uuid.uuid4().hex[:12]}",
@@ -182,7 +187,11 @@ def _status(url: str) -> int | None:
 def test_serve_answers_readyz_and_stops_dynamodb_on_sigterm(tmp_path: Path) -> None:
     port = _free_port()
     environment = {
-        **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
+        **{
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith("LOC_") or name in KEPT_SETTINGS
+        },
         "LOC_PORT": str(port),
         "LOC_DATA_DIR": str(tmp_path / "data"),
     }

@@ -20,6 +20,7 @@ from pathlib import Path
 import jwt
 import pytest
 
+from harness.processes import KEPT_SETTINGS
 from server.auth import SERVICE_SCOPE
 from server.settings import DEV_JWT_SECRET
 
@@ -63,7 +64,11 @@ def test_make_run_ends_with_the_banner_on_one_screen(tmp_path: Path) -> None:
     primary, secondary = pty.openpty()
     ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     environment = {
-        **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
+        **{
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith("LOC_") or name in KEPT_SETTINGS
+        },
         "LOC_PORT": str(port),
         "LOC_DATA_DIR": str(tmp_path / "data"),
         "MAKEFLAGS": "",
