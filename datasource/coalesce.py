@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from datasource import accounting, breaker, deadline, tracing
+from datasource import accounting, breaker, deadline, permissions, tracing
 from domain.errors import StorageUnavailable
 
 if TYPE_CHECKING:
@@ -83,8 +83,10 @@ class _Batch(Generic[K, V]):
         # One future per caller, so that a caller who stops waiting cancels its own alone.
         self.waiters: list[asyncio.Future[dict[K, V]]] = []
         self.callers = 0
-        # The call runs in a context of its own: not any one caller's deadline or accounting.
+        # The call runs in a context of its own: not any one caller's deadline or accounting,
+        # but made as the role its callers act as (one per process: the service, or a job).
         self.context = contextvars.Context()
+        permissions.carry_role(self.context)
         self.calls = accounting.CallCount()
         self.task: asyncio.Task[None] | None = None
         # Traced: the callers' current spans, and the shared call's own.

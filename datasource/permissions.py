@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ __all__ = [
     "Grant",
     "Operation",
     "acting_as",
+    "carry_role",
     "granted",
     "operations_of",
     "record_operations",
@@ -117,6 +118,12 @@ def acting_as(role: str) -> Iterator[None]:
         yield
     finally:
         _role.reset(token)
+
+
+def carry_role(context: Context) -> None:
+    """Calls made in `context` (a fresh one, as a coalesced lookup's) are made as the current
+    role."""
+    context.run(_role.set, _role.get())
 
 
 def required(operation: str, params: Mapping[str, Any], *, table_name: str) -> set[tuple[str, str]]:

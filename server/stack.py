@@ -119,6 +119,22 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "Default": "",
         "Description": "The tokens' audience, `aud` (LOC_AUTH_JWT_AUDIENCE); empty: not checked",
     },
+    "ServiceScope": {
+        "Type": "String",
+        "Default": _DEFAULTS["auth_service_scope"].default,
+        "Description": (
+            "The scope that makes a token a service's (LOC_AUTH_SERVICE_SCOPE); Cognito writes "
+            "<resource server>/payments:service"
+        ),
+    },
+    "JwtClientIds": {
+        "Type": "String",
+        "Default": "",
+        "Description": (
+            "App clients accepted, comma-separated (LOC_AUTH_JWT_CLIENT_IDS): Cognito access "
+            "tokens carry client_id, not aud; empty: not checked"
+        ),
+    },
     "TrustedDocuments": {
         "Type": "String",
         "Default": "/app/trusted-documents",
@@ -486,6 +502,8 @@ def _environment() -> list[Any]:
         variable("auth_jwks_url", _ref("JwksUrl")),
         variable("auth_jwt_issuer", _ref("JwtIssuer")),
         unless_empty("auth_jwt_audience", "JwtAudience"),
+        variable("auth_service_scope", _ref("ServiceScope")),
+        unless_empty("auth_jwt_client_ids", "JwtClientIds"),
         unless_empty("trusted_documents", "TrustedDocuments"),
     ]
 
@@ -789,7 +807,7 @@ def stack_template() -> dict[str, Any]:
     }
     given = {
         f"{name}Given": {"Fn::Not": [{"Fn::Equals": [_ref(name), ""]}]}
-        for name in ("JwtAudience", "TrustedDocuments", "AlarmEmail")
+        for name in ("JwtAudience", "JwtClientIds", "TrustedDocuments", "AlarmEmail")
     }
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
@@ -826,4 +844,5 @@ def stack_template() -> dict[str, Any]:
 
 def stack_template_text() -> str:
     """The stack as committed in infra/stack.template.json."""
-    return json.dumps(stack_template(), indent=2) + "\n"
+    # One space a level: the file stays under the 51,200 bytes a template may be inline.
+    return json.dumps(stack_template(), indent=1) + "\n"

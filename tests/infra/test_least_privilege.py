@@ -3,18 +3,24 @@ the stack's task role grants, and the verdict. The check itself runs at the end 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from datasource import DynamoConfig
 from datasource.permissions import (
+    COLLECT_JOB,
     LOCAL_SETUP,
     SERVICE,
     SERVICE_GRANTS,
     Operation,
+    acting_as,
     granted,
     operations_of,
     required,
 )
+from domain.payment import PaymentRef
+from server.bootstrap import payment_store
+from server.settings import Settings
 from tests.api.conftest import api_client
 from tests.infra.committed import committed
 from tests.least_privilege import policy_grants, problems
@@ -96,3 +102,23 @@ async def test_the_service_records_what_a_request_makes_as_its_own_and_setup_apa
     assert made <= granted(SERVICE_GRANTS)
     # `local` looked for its table first, as setup, not as the service.
     assert Operation(LOCAL_SETUP, "dynamodb:DescribeTable", "table") in recorded
+
+
+async def test_a_lookup_that_other_lookups_share_is_made_as_its_callers_role(
+    moto_config: DynamoConfig, tmp_path: Path
+) -> None:
+    # A coalesced call runs in a context of its own (no caller's deadline or accounting): a
+    # job's reads must still be recorded as the job's, or its operator would lack a grant.
+    settings = Settings(
+        table_name=moto_config.table_name,
+        dynamodb_endpoint=moto_config.endpoint_url,
+        aws_operation_log=tmp_path,
+    )
+    refs = [PaymentRef("u", "loan", f"p{n}") for n in range(2)]
+    with acting_as(COLLECT_JOB):
+        async with payment_store(settings) as (store, _created):
+            await asyncio.gather(store.batch_get(refs[:1]), store.batch_get(refs[1:]))
+
+    made = {(op.role, op.action) for op in operations_of(tmp_path)}
+    assert (COLLECT_JOB, "dynamodb:BatchGetItem") in made
+    assert not any(role == SERVICE for role, _action in made)

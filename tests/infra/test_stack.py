@@ -139,3 +139,9 @@ def test_the_status_line_the_service_logs_feeds_the_alarms_metric_filters() -> N
         [transformation] = metric_filter["MetricTransformations"]
         assert transformation["MetricValue"] == f"$.{field}"
     assert line["breaker_open"] == 0 and line["stream_seconds_behind"] == 0.7
+
+
+def test_the_stack_deploys_inline_without_a_bucket() -> None:
+    # `aws cloudformation deploy` sends a template of up to 51,200 bytes itself; a larger one
+    # needs an S3 bucket, which an empty account does not have.
+    assert len(COMMITTED.read_bytes()) < 51_200
