@@ -133,7 +133,9 @@ async def measure(endpoint: str, *, table_name: str = "bench-capacity") -> dict[
                     input = {**payment, "reason": "bench", "idempotencyKey": key} | extra
                     await mutate(row, mutation, **input)
             stored = list(data.items(users=range(4), loans_per_user=1, payments_per_loan=110))
-            await data.load(app.state.store.client, table_name, iter(stored))
+            # Loaded as a fixture is, by a client of its own: not one of the service's calls.
+            async with data.raw_client(endpoint) as client:
+                await data.load(client, table_name, iter(stored))
             for workload in data.workloads(stored).values():
                 await run(f"workload: {workload.title}", workload.query, workload.variables)
     return rows
