@@ -13,6 +13,7 @@ from domain.idempotency import WriteOutcome
 from resolvers import mutations
 from resolvers.context import Context
 from schema import inputs
+from schema.descriptions import SERVICES_ONLY, MutationInput
 from schema.enums import PaymentStatus
 from schema.errors import PaymentPayload, PaymentResult, user_error
 from schema.types import PaymentType
@@ -58,8 +59,15 @@ def _move(
 
 @strawberry.type
 class PaymentMutations:
-    @strawberry.mutation(description="A new PENDING payment.")
-    async def create_payment(self, info: Info, input: inputs.CreatePaymentInput) -> PaymentResult:
+    @strawberry.mutation(
+        description=(
+            "A new PENDING payment. Customers create MANUAL payments on their own loans; "
+            "services any payment, for any user."
+        )
+    )
+    async def create_payment(
+        self, info: Info, input: MutationInput[inputs.CreatePaymentInput]
+    ) -> PaymentResult:
         return await _result(
             info,
             mutations.create_payment(
@@ -76,15 +84,21 @@ class PaymentMutations:
             ),
         )
 
-    @strawberry.mutation(description="Presented to the payments service: -> ACHSENT.")
-    async def submit_payment(self, info: Info, input: inputs.SubmitPaymentInput) -> PaymentResult:
+    @strawberry.mutation(
+        description=f"Presented to the payments service: -> ACHSENT. {SERVICES_ONLY}"
+    )
+    async def submit_payment(
+        self, info: Info, input: MutationInput[inputs.SubmitPaymentInput]
+    ) -> PaymentResult:
         return await _result(
             info, _move(info, input, PaymentStatus.ACHSENT, confirmation_id=input.confirmation_id)
         )
 
-    @strawberry.mutation(description="Settled and applied to installments: -> COMPLETED.")
+    @strawberry.mutation(
+        description=f"Settled and applied to installments: -> COMPLETED. {SERVICES_ONLY}"
+    )
     async def complete_payment(
-        self, info: Info, input: inputs.CompletePaymentInput
+        self, info: Info, input: MutationInput[inputs.CompletePaymentInput]
     ) -> PaymentResult:
         return await _result(
             info,
@@ -97,35 +111,50 @@ class PaymentMutations:
             ),
         )
 
-    @strawberry.mutation(description="Returned or declined, to be tried again: -> RETRY.")
+    @strawberry.mutation(
+        description=f"Returned or declined, to be tried again: -> RETRY. {SERVICES_ONLY}"
+    )
     async def schedule_payment_retry(
-        self, info: Info, input: inputs.SchedulePaymentRetryInput
+        self, info: Info, input: MutationInput[inputs.SchedulePaymentRetryInput]
     ) -> PaymentResult:
         return await _result(
             info, _move(info, input, PaymentStatus.RETRY, return_code=input.return_code)
         )
 
-    @strawberry.mutation(description="Given up on: -> FAILED.")
-    async def fail_payment(self, info: Info, input: inputs.FailPaymentInput) -> PaymentResult:
+    @strawberry.mutation(description=f"Given up on: -> FAILED. {SERVICES_ONLY}")
+    async def fail_payment(
+        self, info: Info, input: MutationInput[inputs.FailPaymentInput]
+    ) -> PaymentResult:
         return await _result(info, _move(info, input, PaymentStatus.FAILED))
 
-    @strawberry.mutation(description="An ACH return, on time or late: -> RETURNED.")
-    async def return_payment(self, info: Info, input: inputs.ReturnPaymentInput) -> PaymentResult:
+    @strawberry.mutation(
+        description=f"An ACH return, on time or late: -> RETURNED. {SERVICES_ONLY}"
+    )
+    async def return_payment(
+        self, info: Info, input: MutationInput[inputs.ReturnPaymentInput]
+    ) -> PaymentResult:
         return await _result(
             info, _move(info, input, PaymentStatus.RETURNED, return_code=input.return_code)
         )
 
-    @strawberry.mutation(description="A card chargeback: -> CHARGED_BACK.")
+    @strawberry.mutation(description=f"A card chargeback: -> CHARGED_BACK. {SERVICES_ONLY}")
     async def charge_back_payment(
-        self, info: Info, input: inputs.ChargeBackPaymentInput
+        self, info: Info, input: MutationInput[inputs.ChargeBackPaymentInput]
     ) -> PaymentResult:
         return await _result(info, _move(info, input, PaymentStatus.CHARGED_BACK))
 
-    @strawberry.mutation(description="Not needed any more: -> SKIPPED.")
-    async def skip_payment(self, info: Info, input: inputs.SkipPaymentInput) -> PaymentResult:
+    @strawberry.mutation(description=f"Not needed any more: -> SKIPPED. {SERVICES_ONLY}")
+    async def skip_payment(
+        self, info: Info, input: MutationInput[inputs.SkipPaymentInput]
+    ) -> PaymentResult:
         return await _result(info, _move(info, input, PaymentStatus.SKIPPED))
 
 
-@strawberry.type
+@strawberry.type(
+    description=(
+        "What changes a payment or a webhook endpoint. Each answers a result union: what it "
+        "wrote, or a `UserError` that says why nothing was written."
+    )
+)
 class Mutation(WebhookMutations, PaymentMutations):
     """The payments' mutations, then the webhook endpoints' (SPEC §18)."""

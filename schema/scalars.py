@@ -18,7 +18,10 @@ def _parse(value: object) -> datetime:
 
 DATETIME: ScalarDefinition = strawberry.scalar(
     name="DateTime",
-    description="An instant in RFC 3339, in UTC with a Z suffix (2024-01-15T12:00:00.000Z).",
+    description=(
+        "An instant in RFC 3339, in UTC with millisecond precision and a Z suffix, e.g. "
+        "2026-01-05T14:00:00.123Z. As input, any RFC 3339 instant in UTC that ends in Z."
+    ),
     specified_by_url="https://datatracker.ietf.org/doc/html/rfc3339",
     serialize=validation.format_timestamp,
     parse_value=_parse,

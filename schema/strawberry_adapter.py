@@ -10,6 +10,9 @@ offer as public API, in one place, checked against the version it was tested wit
                        wrapper would call it, without the wrapper's conversion of each argument
     enum_names         a Strawberry enum's GraphQL name for each member, found in a dict where
                        Strawberry compares the member with each value in turn
+    describe_values    a description on each value of an enum declared outside the schema (the
+                       domain's): `strawberry.enum_value` needs the enum's own class body, so
+                       the values of the enum's definition are given theirs after the fact
 
 Everything else the compiler reads of a Strawberry schema is graphql-core's (types, fields,
 `resolve`, `is_type_of`, `coerce_output_value`). `check_version` refuses a Strawberry this module
@@ -18,9 +21,10 @@ was not tested with: the names above are Strawberry's internals and may move in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from enum import Enum
 from importlib.metadata import version
-from typing import Any
+from typing import Any, TypeVar
 
 import strawberry
 from graphql import (
@@ -35,7 +39,10 @@ from graphql import (
 )
 from strawberry.relay.types import GlobalID
 from strawberry.types.base import StrawberryList, StrawberryMaybe, StrawberryOptional
+from strawberry.types.enum import has_enum_definition
 from strawberry.types.field import StrawberryField
+
+E = TypeVar("E", bound=Enum)
 
 # The releases this module was tested with (the lock file's).
 TESTED_VERSIONS = frozenset({"0.341.2"})
@@ -150,6 +157,14 @@ def enum_names(enum_type: GraphQLEnumType) -> tuple[type, dict[Any, str]] | None
             if member.value == enum_value.value:
                 names.setdefault(member, name)
     return members, names
+
+
+def describe_values(enum: type[E], descriptions: Mapping[E, str]) -> None:
+    """Each value of the Strawberry enum `enum` (made by `strawberry.enum`) described by
+    `descriptions`, which must hold every member (KeyError otherwise, at import)."""
+    assert has_enum_definition(enum)
+    for value in enum.__strawberry_definition__.values:
+        value.description = descriptions[enum[value.name]]  # type: ignore[index]
 
 
 def _without_non_null(graphql_type: Any) -> Any:

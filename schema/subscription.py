@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import cast
+from typing import Annotated, cast
 
 import strawberry
 
@@ -15,7 +15,12 @@ from schema.types import PaymentEventType
 Info = strawberry.Info[Context, None]
 
 
-@strawberry.type
+@strawberry.type(
+    description=(
+        "Payment events as they are stored, over WebSocket (`graphql-transport-ws`) at "
+        "`/graphql`, with the token in `connection_init`'s payload."
+    )
+)
 class Subscription:
     @strawberry.subscription(
         description=(
@@ -27,10 +32,36 @@ class Subscription:
     async def payment_events(
         self,
         info: Info,
-        user_id: strawberry.ID | None = None,
-        loan_id: strawberry.ID | None = None,
-        payment_id: strawberry.ID | None = None,
-        after_version: int | None = None,
+        user_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(
+                description=(
+                    "Whose events: a customer omits it or passes its own (another user's is a "
+                    "stream that stays quiet); a service names one user, or omits it for every "
+                    "user's."
+                )
+            ),
+        ] = None,
+        loan_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(description="Only this loan's payments' events."),
+        ] = None,
+        payment_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(
+                description="Only this payment's events; it needs `loanId` (and the user)."
+            ),
+        ] = None,
+        after_version: Annotated[
+            int | None,
+            strawberry.argument(
+                description=(
+                    "First the payment's stored events after this version (0: all of them), "
+                    "then the live ones, none missed or repeated: after a reconnect, pass the "
+                    "last `version` received. Needs `paymentId` and `loanId`."
+                )
+            ),
+        ] = None,
     ) -> AsyncGenerator[PaymentEventType, None]:
         context = info.context
         # An event announces a write: the payment it names is read as that write left it.

@@ -10,7 +10,7 @@ Where a resolver hands a domain object on, `cast` says which GraphQL type serves
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import strawberry
 from strawberry.federation.schema_directives import Key
@@ -25,6 +25,23 @@ from domain.webhooks import event_id, event_type
 from resolvers import queries
 from resolvers.context import Context
 from resolvers.node_ids import loan_node_id, payment_node_id
+from schema.descriptions import (
+    AMOUNT,
+    CENTS,
+    CURSOR,
+    EDGES,
+    EVENT_ID,
+    GLOBAL_ID,
+    INSTALLMENT_ID,
+    LOAN_ID,
+    PAGE_INFO,
+    PAYMENT_ID,
+    USER_ID,
+    After,
+    Before,
+    First,
+    Last,
+)
 from schema.enums import ActorKind, PaymentMethod, PaymentProcess, PaymentStatus
 
 Info = strawberry.Info[Context, None]
@@ -32,7 +49,7 @@ Info = strawberry.Info[Context, None]
 
 @strawberry.interface(description="An object with a globally unique, opaque id.")
 class Node:
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(description=GLOBAL_ID)
 
 
 @strawberry.federation.type(
@@ -43,15 +60,22 @@ class Node:
 class InstallmentType:
     # Not `id`: Relay takes every `id` for a global one (a Node's), and an installment's id is
     # the loans service's own.
-    installment_id: strawberry.ID
+    installment_id: strawberry.ID = strawberry.field(description=INSTALLMENT_ID)
 
 
-@strawberry.type(name="PaymentApplication")
+@strawberry.type(
+    name="PaymentApplication",
+    description="A part of a completed payment's amount, applied to one installment of its loan.",
+)
 class PaymentApplicationType:
-    payment_id: strawberry.ID
-    installment_id: strawberry.ID
-    amount_cents: int
-    payment_date: datetime
+    payment_id: strawberry.ID = strawberry.field(description="The id of the payment applied.")
+    installment_id: strawberry.ID = strawberry.field(description=INSTALLMENT_ID)
+    amount_cents: int = strawberry.field(
+        description=f"The part of the payment's amount applied to the installment, {CENTS}."
+    )
+    payment_date: datetime = strawberry.field(
+        description="When it was applied: the payment's completion time."
+    )
 
     @classmethod
     def is_type_of(cls, obj: Any, info: Any) -> bool:
@@ -74,9 +98,9 @@ def _payment_id(root: strawberry.Parent[Payment]) -> strawberry.ID:
     name="Loan", keys=["userId loanId"], description="A loan of a user, with its payments."
 )
 class LoanType(Node):
-    id: strawberry.ID = strawberry.field(resolver=_loan_id)
-    loan_id: strawberry.ID
-    user_id: strawberry.ID
+    id: strawberry.ID = strawberry.field(resolver=_loan_id, description=GLOBAL_ID)
+    loan_id: strawberry.ID = strawberry.field(description=LOAN_ID)
+    user_id: strawberry.ID = strawberry.field(description=USER_ID)
 
     @classmethod
     def is_type_of(cls, obj: Any, info: Any) -> bool:
@@ -87,11 +111,14 @@ class LoanType(Node):
         self,
         root: strawberry.Parent[LoanRef],
         info: Info,
-        status: PaymentStatus | None = None,
-        first: int | None = None,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        status: Annotated[
+            PaymentStatus | None,
+            strawberry.argument(description="Only the payments in this status; omitted, all."),
+        ] = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> PaymentConnection:
         page = await queries.loan_payments(
             info.context, root, status=status, first=first, after=after, last=last, before=before
@@ -99,9 +126,17 @@ class LoanType(Node):
         return PaymentConnection.from_page(page)
 
 
-@strawberry.type(name="RetryEligibility")
+@strawberry.type(
+    name="RetryEligibility",
+    description=(
+        "Whether a payment in RETRY may be presented again now, how many presentments are "
+        "left, and (ACH) until when."
+    ),
+)
 class RetryEligibilityType:
-    eligible: bool
+    eligible: bool = strawberry.field(
+        description="Whether it may be presented again now (only a payment in RETRY may)."
+    )
     attempts_remaining: int = strawberry.field(description="Presentments left of the maximum.")
     deadline: datetime | None = strawberry.field(
         description="ACH: the end of the 180-day re-presentment window; null before one."
@@ -111,36 +146,57 @@ class RetryEligibilityType:
 
 @strawberry.federation.type(name="Payment", keys=["id"], description="A payment against a loan.")
 class PaymentType(Node):
-    id: strawberry.ID = strawberry.field(resolver=_payment_id)
-    payment_id: strawberry.ID
-    user_id: strawberry.ID
-    loan_id: strawberry.ID
-    amount_cents: int
-    status: PaymentStatus
-    method: PaymentMethod
-    process: PaymentProcess
-    confirmation_id: str | None
-    account_last_four: str | None
-    intended_installment_id: strawberry.ID | None
+    id: strawberry.ID = strawberry.field(resolver=_payment_id, description=GLOBAL_ID)
+    payment_id: strawberry.ID = strawberry.field(description=PAYMENT_ID)
+    user_id: strawberry.ID = strawberry.field(description=USER_ID)
+    loan_id: strawberry.ID = strawberry.field(description=LOAN_ID)
+    amount_cents: int = strawberry.field(description=AMOUNT)
+    status: PaymentStatus = strawberry.field(
+        description="Where it is in its lifecycle; `allowedTransitions` says where it may go."
+    )
+    method: PaymentMethod = strawberry.field(
+        description="How the money moves; it decides which statuses the payment may reach."
+    )
+    process: PaymentProcess = strawberry.field(
+        description="What started it: the user, autopay, or a retry."
+    )
+    confirmation_id: str | None = strawberry.field(
+        description=(
+            "The payments service's id for its presentment; null until presented. No two "
+            "payments of a user hold the same one."
+        )
+    )
+    account_last_four: str | None = strawberry.field(
+        description="The last four digits of the paying account or card; never more of it."
+    )
+    intended_installment_id: strawberry.ID | None = strawberry.field(
+        description=(
+            "The installment it is meant for: completed without `applications`, it pays this one."
+        )
+    )
     attempts: int = strawberry.field(
         description="Times the payment was presented to the payments service."
     )
-    applications: list[PaymentApplicationType]
+    applications: list[PaymentApplicationType] = strawberry.field(
+        description="How its amount was applied to installments, at completion; empty before."
+    )
     update_reason: str | None = strawberry.field(description="Why the last write happened.")
     return_code: str | None = strawberry.field(description="The ACH return code, once returned.")
     version: int = strawberry.field(description="Rises by one with every write.")
-    created_at: datetime
-    updated_at: datetime
+    created_at: datetime = strawberry.field(description="When it was created.")
+    updated_at: datetime = strawberry.field(description="When it was last written.")
     first_presented_at: datetime | None = strawberry.field(
         description="When the payment was first presented to the payments service."
     )
-    completed_at: datetime | None
+    completed_at: datetime | None = strawberry.field(
+        description="When it was completed; null until then."
+    )
 
     @classmethod
     def is_type_of(cls, obj: Any, info: Any) -> bool:
         return isinstance(obj, Payment)
 
-    @strawberry.field
+    @strawberry.field(description="The loan it is a payment against.")
     def loan(self, root: strawberry.Parent[Payment]) -> LoanType:
         return cast(LoanType, root.loan)
 
@@ -164,10 +220,10 @@ class PaymentType(Node):
         self,
         root: strawberry.Parent[Payment],
         info: Info,
-        first: int | None = None,
-        after: str | None = None,
-        last: int | None = None,
-        before: str | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> PaymentEventConnection:
         page = await queries.payment_history(
             info.context, root, first=first, after=after, last=last, before=before
@@ -186,17 +242,22 @@ class PaymentEventType:
     from_status: PaymentStatus | None = strawberry.field(
         description="The status before the write; null for the creation."
     )
-    to_status: PaymentStatus
-    at: datetime
-    reason: str
+    to_status: PaymentStatus = strawberry.field(description="The status the write left it in.")
+    at: datetime = strawberry.field(description="When the write happened.")
+    reason: str = strawberry.field(description="Why the write happened: the move's `reason`.")
     return_code: str | None = strawberry.field(description="The ACH return this write recorded.")
     confirmation_id: str | None = strawberry.field(
         description="The confirmation id this write gave the payment."
     )
-    actor_kind: ActorKind
+    actor_kind: ActorKind = strawberry.field(
+        description="Who wrote: a customer, a service, or one of the service's jobs."
+    )
     actor_id: strawberry.ID | None = strawberry.field(
         resolver=_event_actor_id,
-        description="Who wrote (a token's subject, or a job's name); null for customers.",
+        description=(
+            "Who wrote (a token's subject, or a job's name); null when a customer reads it "
+            "(who inside the lender acted is internal)."
+        ),
     )
     request_id: str | None = strawberry.field(description="The API request that wrote, if any.")
 
@@ -204,11 +265,7 @@ class PaymentEventType:
     def is_type_of(cls, obj: Any, info: Any) -> bool:
         return isinstance(obj, PaymentEvent)
 
-    @strawberry.field(
-        description=(
-            "The event's id: a webhook's `webhook-id` and JSON `id`, the same on every delivery."
-        )
-    )
+    @strawberry.field(description=EVENT_ID)
     def event_id(self, root: strawberry.Parent[PaymentEvent]) -> strawberry.ID:
         return strawberry.ID(event_id(root.ref, root.version))
 
@@ -223,9 +280,15 @@ class PaymentEventType:
         return cast(PaymentType, await queries.event_payment(info.context, root))
 
 
-@strawberry.type
+@strawberry.type(description="Where a page is in its list, and the cursors to page on from it.")
 class PageInfo:
-    has_next_page: bool
+    has_next_page: bool = strawberry.field(
+        description=(
+            "Paging forward (`first`, `after`): whether edges come after this page. Paging "
+            "backward (`last`, `before`): whether `before` was given, since the edge it names "
+            "came after this page. `hasPreviousPage` is its mirror."
+        )
+    )
     has_previous_page: bool = strawberry.field(
         description=(
             "Paging backward (`last`, `before`): whether edges come before this page. Paging "
@@ -234,8 +297,12 @@ class PageInfo:
             "`before` was given."
         )
     )
-    start_cursor: str | None
-    end_cursor: str | None
+    start_cursor: str | None = strawberry.field(
+        description="The first edge's cursor, to page backward with `before`; null on no edges."
+    )
+    end_cursor: str | None = strawberry.field(
+        description="The last edge's cursor, to page forward with `after`; null on no edges."
+    )
 
 
 def page_info(page: PageOf[Any]) -> PageInfo:
@@ -248,32 +315,32 @@ def page_info(page: PageOf[Any]) -> PageInfo:
 
 
 # Edges are served as the datasource's edges themselves: a cursor is signed only if asked for.
-@strawberry.type(name="PaymentEdge")
+@strawberry.type(name="PaymentEdge", description="A payment in a page, with its cursor.")
 class PaymentEdge:
-    cursor: str
-    node: PaymentType
+    cursor: str = strawberry.field(description=CURSOR)
+    node: PaymentType = strawberry.field(description="The payment.")
 
 
-@strawberry.type(name="PaymentConnection")
+@strawberry.type(name="PaymentConnection", description="A page of payments.")
 class PaymentConnection:
-    edges: list[PaymentEdge]
-    page_info: PageInfo
+    edges: list[PaymentEdge] = strawberry.field(description=EDGES)
+    page_info: PageInfo = strawberry.field(description=PAGE_INFO)
 
     @classmethod
     def from_page(cls, page: Page) -> PaymentConnection:
         return cls(edges=cast(list[PaymentEdge], page.edges), page_info=page_info(page))
 
 
-@strawberry.type(name="PaymentEventEdge")
+@strawberry.type(name="PaymentEventEdge", description="A payment event in a page, with its cursor.")
 class PaymentEventEdge:
-    cursor: str
-    node: PaymentEventType
+    cursor: str = strawberry.field(description=CURSOR)
+    node: PaymentEventType = strawberry.field(description="The event.")
 
 
-@strawberry.type(name="PaymentEventConnection")
+@strawberry.type(name="PaymentEventConnection", description="A page of payment events.")
 class PaymentEventConnection:
-    edges: list[PaymentEventEdge]
-    page_info: PageInfo
+    edges: list[PaymentEventEdge] = strawberry.field(description=EDGES)
+    page_info: PageInfo = strawberry.field(description=PAGE_INFO)
     complete: bool = strawberry.field(
         description=(
             "Whether the history goes back to the payment's creation; false for a payment "

@@ -15,6 +15,17 @@ from domain.errors import PaymentsError
 from domain.webhooks import WebhookDelivery, WebhookEndpoint
 from resolvers import webhooks
 from resolvers.context import Context
+from schema.descriptions import (
+    CURSOR,
+    EDGES,
+    ENDPOINT_ID,
+    EVENT_ID,
+    PAGE_INFO,
+    SERVICES_ONLY,
+    After,
+    First,
+    MutationInput,
+)
 from schema.errors import InvalidInputError, NotFoundError, UnavailableError, user_error
 from schema.types import PageInfo, page_info
 
@@ -58,16 +69,20 @@ class WebhookDeliveryType:
         return isinstance(obj, WebhookDelivery)
 
 
-@strawberry.type(name="WebhookDeliveryEdge")
+@strawberry.type(
+    name="WebhookDeliveryEdge", description="A delivery attempt in a page, with its cursor."
+)
 class WebhookDeliveryEdge:
-    cursor: str
-    node: WebhookDeliveryType
+    cursor: str = strawberry.field(description=CURSOR)
+    node: WebhookDeliveryType = strawberry.field(description="The delivery attempt.")
 
 
-@strawberry.type(name="WebhookDeliveryConnection")
+@strawberry.type(
+    name="WebhookDeliveryConnection", description="A page of an endpoint's delivery attempts."
+)
 class WebhookDeliveryConnection:
-    edges: list[WebhookDeliveryEdge]
-    page_info: PageInfo
+    edges: list[WebhookDeliveryEdge] = strawberry.field(description=EDGES)
+    page_info: PageInfo = strawberry.field(description=PAGE_INFO)
 
     @classmethod
     def from_page(cls, page: PageOf[WebhookDelivery]) -> WebhookDeliveryConnection:
@@ -78,14 +93,18 @@ class WebhookDeliveryConnection:
     name="WebhookEndpoint", description="A receiver of payment events, signed as Standard Webhooks."
 )
 class WebhookEndpointType:
-    endpoint_id: strawberry.ID
+    endpoint_id: strawberry.ID = strawberry.field(description=ENDPOINT_ID)
     url: str = strawberry.field(description="Where each event is POSTed.")
     event_types: list[str] | None = strawberry.field(
         description="The event types sent to it; null: every type."
     )
-    description: str | None
-    status: WebhookEndpointStatusType
-    created_at: datetime
+    description: str | None = strawberry.field(
+        description="The note given at registration, for people; null if none."
+    )
+    status: WebhookEndpointStatusType = strawberry.field(
+        description="Whether its events arrive: ENABLED, or FAILING since an event was given up."
+    )
+    created_at: datetime = strawberry.field(description="When it was registered.")
     secret_rotated_at: datetime | None = strawberry.field(
         description="When its signing secret was last rotated."
     )
@@ -99,64 +118,75 @@ class WebhookEndpointType:
         self,
         root: strawberry.Parent[WebhookEndpoint],
         info: Info,
-        first: int | None = None,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
     ) -> WebhookDeliveryConnection:
         page = await webhooks.deliveries(info.context, root, first=first, after=after)
         return WebhookDeliveryConnection.from_page(page)
 
 
-@strawberry.type
+@strawberry.type(description="An endpoint registered or given a new secret, and that secret.")
 class WebhookEndpointPayload:
-    endpoint: WebhookEndpointType
+    endpoint: WebhookEndpointType = strawberry.field(description="The endpoint as it is now.")
     secret: str = strawberry.field(
         description="The signing secret (`whsec_…`): shown this once; keep it to verify events."
     )
 
 
-@strawberry.type
+@strawberry.type(description="The endpoint deleted: no more events are sent to it.")
 class DeleteWebhookEndpointPayload:
-    endpoint_id: strawberry.ID
+    endpoint_id: strawberry.ID = strawberry.field(description="The id of the endpoint deleted.")
 
 
-@strawberry.type
+@strawberry.type(description="An event to be sent to an endpoint again, now, with its retries.")
 class ResendWebhookEventPayload:
-    endpoint: WebhookEndpointType
-    event_id: strawberry.ID
+    endpoint: WebhookEndpointType = strawberry.field(description="The endpoint it is sent to.")
+    event_id: strawberry.ID = strawberry.field(description=EVENT_ID)
 
 
 WebhookEndpointResult = Annotated[
     WebhookEndpointPayload | NotFoundError | InvalidInputError | UnavailableError,
-    strawberry.union("WebhookEndpointResult"),
+    strawberry.union(
+        "WebhookEndpointResult",
+        description="The endpoint and its new secret, or a `UserError` that says why not.",
+    ),
 ]
 DeleteWebhookEndpointResult = Annotated[
     DeleteWebhookEndpointPayload | NotFoundError | InvalidInputError | UnavailableError,
-    strawberry.union("DeleteWebhookEndpointResult"),
+    strawberry.union(
+        "DeleteWebhookEndpointResult",
+        description="The endpoint deleted, or a `UserError` that says why not.",
+    ),
 ]
 ResendWebhookEventResult = Annotated[
     ResendWebhookEventPayload | NotFoundError | InvalidInputError | UnavailableError,
-    strawberry.union("ResendWebhookEventResult"),
+    strawberry.union(
+        "ResendWebhookEventResult",
+        description="The event to be sent again, or a `UserError` that says why not.",
+    ),
 ]
 
 
-@strawberry.input
+@strawberry.input(description="A new receiver of payment events.")
 class CreateWebhookEndpointInput:
     url: str = strawberry.field(description="An https URL (http and loopback outside prod).")
     event_types: list[str] | None = strawberry.field(
         default=None, description="The types to send, e.g. `payment.completed`; null: all."
     )
-    description: str | None = None
+    description: str | None = strawberry.field(
+        default=None, description="A note for people, e.g. the receiving service's name."
+    )
 
 
-@strawberry.input
+@strawberry.input(description="Names one webhook endpoint.")
 class WebhookEndpointInput:
-    endpoint_id: strawberry.ID
+    endpoint_id: strawberry.ID = strawberry.field(description=ENDPOINT_ID)
 
 
-@strawberry.input
+@strawberry.input(description="An event to send again, and the endpoint to send it to.")
 class ResendWebhookEventInput:
-    endpoint_id: strawberry.ID
-    event_id: strawberry.ID
+    endpoint_id: strawberry.ID = strawberry.field(description=ENDPOINT_ID)
+    event_id: strawberry.ID = strawberry.field(description=EVENT_ID)
 
 
 async def _refused(info: Info, work: Awaitable[Any]) -> Any:
@@ -169,9 +199,11 @@ async def _refused(info: Info, work: Awaitable[Any]) -> Any:
 
 @strawberry.type
 class WebhookMutations:
-    @strawberry.mutation(description="A new webhook endpoint; its secret is in the answer only.")
+    @strawberry.mutation(
+        description=f"A new webhook endpoint; its secret is in the answer only. {SERVICES_ONLY}"
+    )
     async def create_webhook_endpoint(
-        self, info: Info, input: CreateWebhookEndpointInput
+        self, info: Info, input: MutationInput[CreateWebhookEndpointInput]
     ) -> WebhookEndpointResult:
         async def create() -> WebhookEndpointPayload:
             endpoint, secret = await webhooks.create_endpoint(
@@ -186,9 +218,11 @@ class WebhookMutations:
 
         return cast(WebhookEndpointResult, await _refused(info, create()))
 
-    @strawberry.mutation(description="Stop sending events to an endpoint, and forget it.")
+    @strawberry.mutation(
+        description=f"Stop sending events to an endpoint, and forget it. {SERVICES_ONLY}"
+    )
     async def delete_webhook_endpoint(
-        self, info: Info, input: WebhookEndpointInput
+        self, info: Info, input: MutationInput[WebhookEndpointInput]
     ) -> DeleteWebhookEndpointResult:
         async def delete() -> DeleteWebhookEndpointPayload:
             deleted = await webhooks.delete_endpoint(info.context, endpoint_id=input.endpoint_id)
@@ -199,11 +233,12 @@ class WebhookMutations:
     @strawberry.mutation(
         description=(
             "A new signing secret, in the answer only; the old one signs beside it for a grace "
-            "period (a day by default), so receivers can switch without losing an event."
+            "period (a day by default), so receivers can switch without losing an event. "
+            f"{SERVICES_ONLY}"
         )
     )
     async def rotate_webhook_secret(
-        self, info: Info, input: WebhookEndpointInput
+        self, info: Info, input: MutationInput[WebhookEndpointInput]
     ) -> WebhookEndpointResult:
         async def rotate() -> WebhookEndpointPayload:
             endpoint, secret = await webhooks.rotate_secret(
@@ -215,9 +250,11 @@ class WebhookMutations:
 
         return cast(WebhookEndpointResult, await _refused(info, rotate()))
 
-    @strawberry.mutation(description="Send an event to an endpoint again, now, with its retries.")
+    @strawberry.mutation(
+        description=f"Send an event to an endpoint again, now, with its retries. {SERVICES_ONLY}"
+    )
     async def resend_webhook_event(
-        self, info: Info, input: ResendWebhookEventInput
+        self, info: Info, input: MutationInput[ResendWebhookEventInput]
     ) -> ResendWebhookEventResult:
         async def resend() -> ResendWebhookEventPayload:
             endpoint = await webhooks.resend_event(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,12 +30,22 @@ PAYMENT = "type Payment implements Node {\n"
 
 
 def in_payment(old: str, new: str) -> str:
-    """The snapshot with `old` replaced by `new` in `type Payment` only."""
+    """The snapshot with `old` replaced by `new` in `type Payment` only; a field removed (`new`
+    empty) goes with its description."""
     start = CURRENT.index(PAYMENT)
     end = CURRENT.index("\n}\n", start)
     block = CURRENT[start:end]
     assert old in block, old
-    return CURRENT[:start] + block.replace(old, new, 1) + CURRENT[end:]
+    changed = without_field(block, old) if new == "" else block.replace(old, new, 1)
+    return CURRENT[:start] + changed + CURRENT[end:]
+
+
+def without_field(sdl: str, line: str) -> str:
+    """`sdl` without the field `line` and the description printed above it."""
+    described = re.compile(r'^  """(?:(?!""")[\s\S])*"""\n' + re.escape(line), re.MULTILINE)
+    found, count = described.subn("", sdl, count=1)
+    assert count == 1 or line in sdl, line
+    return found if count else sdl.replace(line, "", 1)
 
 
 LAST_FOUR = "  accountLastFour: String\n"
@@ -71,7 +82,7 @@ def test_diff_names_the_trusted_documents_a_change_breaks(
         'query LoanStatuses { loan(loanId: "l") { payments { edges { node { status } } } } }'
     )
     manifest = written(tmp_path / "persisted-documents.json", json.dumps({"loan-v1": operation}))
-    without_status = CURRENT.replace("  status: PaymentStatus!\n", "", 1)
+    without_status = without_field(CURRENT, "  status: PaymentStatus!\n")
     assert "  status: PaymentStatus!\n" in CURRENT
     new = written(tmp_path / "new.graphql", without_status)
 
@@ -186,7 +197,7 @@ def test_accept_refuses_a_deprecated_field_a_committed_document_still_uses(
     documents = committed_documents(project, "HEAD")
     found = refusals(
         build_sdl(deprecated),
-        build_sdl(CURRENT.replace("  status: PaymentStatus!\n", "", 1)),
+        build_sdl(without_field(CURRENT, "  status: PaymentStatus!\n")),
         documents,
     )
 
