@@ -130,6 +130,7 @@ class FakeDynamoDB:
         ScanIndexForward: bool = True,
         Limit: int | None = None,
         ExclusiveStartKey: Item | None = None,
+        ProjectionExpression: str | None = None,
     ) -> dict[str, Any]:
         match = _KEY_CONDITION.match(KeyConditionExpression)
         if match is None:
@@ -155,6 +156,10 @@ class FakeDynamoDB:
                 high = min(high, bisect.bisect_left(order, start))
         positions = range(low, high) if ScanIndexForward else range(high - 1, low - 1, -1)
         found = [items[position] for position in positions[:Limit]]
+        if ProjectionExpression is not None:
+            # Attribute names (or #placeholders), as the service writes a projection.
+            kept = [names.get(name, name) for name in ProjectionExpression.split(", ")]
+            found = [{name: item[name] for name in kept if name in item} for item in found]
         response: dict[str, Any] = {"Items": found, "Count": len(found), "ScannedCount": len(found)}
         # Like DynamoDB, a page that stopped at its Limit says where to go on, even at the end.
         if Limit is not None and len(found) == Limit:

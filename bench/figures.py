@@ -234,6 +234,22 @@ def _field_usage(results: Results) -> str:
     return usage_cost.render(usage) + f" (commit `{results['commit']}`)."
 
 
+def _cpu_breakdown(results: Results) -> str:
+    breakdown = (results.get("dynamodb_local") or {}).get("cpu_breakdown")
+    if breakdown is None:
+        return _absent(results, "breakdown of the service's CPU")
+    cpu_ms = breakdown["server_cpu_ms_per_request"]
+    rows = [
+        [part, f"{share:.0%}", f"{share * cpu_ms:.2f}"]
+        for part, share in sorted(breakdown["shares"].items(), key=lambda item: -item[1])
+    ]
+    table = _markdown_table(["part", "share of the CPU", "CPU ms / request"], rows)
+    return (
+        f"`{breakdown['workload']}` on DynamoDB Local, {cpu_ms:.2f} ms of the service's CPU a "
+        f"request (commit `{results['commit']}`):\n\n{table}"
+    )
+
+
 def _webhooks(results: Results) -> str:
     webhooks = results.get("webhooks")
     if webhooks is None:
@@ -250,6 +266,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "documents": _documents,
     "field_usage": _field_usage,
     "webhooks": _webhooks,
+    "cpu_breakdown": _cpu_breakdown,
 }
 
 

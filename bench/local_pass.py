@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -28,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
+from graphql import parse
 
-from bench import data, load
+from bench import cpu_breakdown, data, load
 from bench.data import Workload
-from datasource.items import Item
+from datasource.items import Item, projected_attributes
 from datasource.pages import MAX_PAGE_SIZE
 from datasource.store import loan_query, status_query
 from datasource.table import PK, SK, create_table_if_missing
@@ -39,6 +41,9 @@ from domain import keys
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef
 from harness.processes import REGION, Process, Service, children
+from schema import build_schema
+from schema.projection import payment_fields
+from schema.usage import coordinates
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, LOCAL_AWS_CREDENTIALS, Settings
 
@@ -60,9 +65,11 @@ class LocalOptions:
     payments_per_user: int = 100
 
 
-def call_parameters(call: str, variables: dict[str, Any], table_name: str) -> dict[str, Any]:
-    """The service's own call for workload `call`: GetItem for one payment (eventually
-    consistent, as it reads), its Query for a page with one item more than the page."""
+def call_parameters(workload: Workload, table_name: str) -> dict[str, Any]:
+    """The service's own call for `workload`: GetItem for one payment (eventually consistent,
+    as it reads), its Query for a page with one item more than the page, reading the attributes
+    the workload's document selects, as the service does (`schema.projection`)."""
+    call, variables = workload.name, workload.variables
     if call == "payment":
         key = {
             PK: {"S": keys.user_partition(variables["u"])},
@@ -73,6 +80,9 @@ def call_parameters(call: str, variables: dict[str, Any], table_name: str) -> di
         query = loan_query(LoanRef(variables["u"], variables["l"]), status=None)
     else:
         query = status_query(PaymentStatus.PENDING, keys.GSI2_PARTITION)
+    fields = payment_fields(coordinates(build_schema().served, parse(workload.query)))
+    if fields is not None:
+        query = dataclasses.replace(query, projection=projected_attributes(fields))
     return {**query.parameters(table_name), "Limit": MAX_PAGE_SIZE + 1}
 
 
@@ -111,7 +121,7 @@ async def _raw_run(
 ) -> dict[str, Any]:
     """`kind` `aioboto3`: the workload's call in a loop on `connections` for `seconds`, its calls,
     seconds, CPU seconds, p50 and p99; `http`: the raw request for it (url, body, headers)."""
-    parameters = call_parameters(workload.name, workload.variables, table)
+    parameters = call_parameters(workload, table)
     operation = client.get_item if workload.name == "payment" else client.query
 
     def items(response: dict[str, Any]) -> Any:
@@ -194,8 +204,14 @@ class LocalPass:
 
     def _service(self, name: str, table: str) -> Service:
         """The service as `loc-payments serve` runs it (its request log, its metrics), without
-        live updates: the pass's tables have no stream."""
-        settings = {"live_updates": "false", "metrics": "app", "log_level": "INFO"}
+        live updates (the pass's tables have no stream) or webhook delivery (no endpoint: its
+        poll of the feed would be a Query a second the peer does not make)."""
+        settings = {
+            "live_updates": "false",
+            "webhooks": "false",
+            "metrics": "app",
+            "log_level": "INFO",
+        }
         service = Service(self.database.endpoint_url, table, settings, keep_stdout=False)
         service.name = name
         service.start()
@@ -253,12 +269,14 @@ class LocalPass:
         calls = load.check_same_data([self.work[n] for n in COMPARED], service, node, self.headers)
         with load.load_generator_core():
             comparison, resident = await self._compare()
+            breakdown = await self._cpu_breakdown()
             log("service against the Node peer, raw aioboto3 and raw HTTP done; p50 at both sizes")
             scale = await self._scale()
         return {
             "connections": options.connections,
             "service_calls": calls,
             "comparison": comparison,
+            "cpu_breakdown": breakdown,
             "base_payments": len(base_items),
             "scale_payments": scale_payments,
             "load": extra,
@@ -301,6 +319,19 @@ class LocalPass:
             "p99_ms": wrk.p99_ms,
             "load_generator_core_share": wrk.core_share,
         }
+
+    async def _cpu_breakdown(self, name: str = "loan_page") -> dict[str, Any]:
+        """Where the service's CPU goes on `name`, at the pass's connections: py-spy sampling
+        it during one more run (`bench.cpu_breakdown`), apart from the measured ones."""
+        service, seconds = self.servers[0], self.options.seconds
+        workload, connections = self.work[name], self.options.connections
+        run, parts = await cpu_breakdown.sampled(
+            service.pid,
+            seconds - 1,
+            lambda: load.timed_run(service, workload, self.headers, connections, seconds),
+        )
+        cpu_ms = 1000 * run.server_cpu_seconds / max(1, run.requests)
+        return {"workload": name, "server_cpu_ms_per_request": cpu_ms, "shares": parts}
 
     async def _compare(self) -> tuple[list[dict[str, Any]], list[float]]:
         """Each side taking its turn at going first, each workload, each repetition; the rows,

@@ -119,11 +119,14 @@ def caller(app: Any, body: bytes) -> Request:
 @contextlib.asynccontextmanager
 async def local_dynamodb() -> AsyncIterator[tuple[Settings, dict[str, Workload]]]:
     """An embedded DynamoDB Local (in memory) holding 2 users' loans of 110 payments on local's
-    table: the settings of an app on it (no live updates), and the workloads."""
+    table: the settings of an app on it (no live updates, no webhook delivery), and the
+    workloads."""
     stored = list(data.items(users=range(2), loans_per_user=1, payments_per_loan=110))
     with EmbeddedDynamoDB(data_dir=None) as database:
         endpoint = database.endpoint_url
-        settings = Settings(env="local", dynamodb_endpoint=endpoint, live_updates=False)
+        settings = Settings(
+            env="local", dynamodb_endpoint=endpoint, live_updates=False, webhooks=False
+        )
         async with data.raw_client(endpoint) as client:
             await create_table_if_missing(client, settings.table_name, stream=False)
             await data.load(client, settings.table_name, iter(stored))

@@ -237,6 +237,7 @@ def _local_lines(local: dict[str, Any]) -> list[str]:
         "HTTP (wrk on the server core)",
         *table(HEADER.split("|"), rows),
         _memory_line("The service", local["service_memory"]),
+        *_breakdown_lines(local.get("cpu_breakdown")),
         "",
         f"Scale: p50 at 1 connection; {load['payments']:,} payments written in "
         f"{load['seconds']:.1f} s ({load['payments_per_second']:,.0f}/s, {load['writers']} "
@@ -248,6 +249,22 @@ def _local_lines(local: dict[str, Any]) -> list[str]:
                 for name in local["scale"]["service"]
             ],
         ),
+    ]
+
+
+def _breakdown_lines(breakdown: dict[str, Any] | None) -> list[str]:
+    """Where the service's CPU went on one workload (`bench.cpu_breakdown`)."""
+    if breakdown is None:
+        return []
+    cpu_ms = breakdown["server_cpu_ms_per_request"]
+    rows = [
+        [part, f"{share:.0%}", f"{share * cpu_ms:.2f}"]
+        for part, share in sorted(breakdown["shares"].items(), key=lambda item: -item[1])
+    ]
+    return [
+        f"Where the service's CPU goes on {breakdown['workload']} ({cpu_ms:.2f} ms a request; "
+        "py-spy samples of one more run)",
+        *table(["part", "share", "CPU ms / request"], rows),
     ]
 
 

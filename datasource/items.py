@@ -15,7 +15,10 @@ exist once a confirmation id does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from datasource.table import GSI1PK, GSI1SK, GSI2PK, GSI2SK, GSI3PK, GSI3SK, PK, SK
@@ -135,53 +138,153 @@ _METHODS = {method.value: method for method in PaymentMethod}
 _PROCESSES = {process.value: process for process in PaymentProcess}
 
 
-def from_item(item: Item) -> Payment:
-    """The payment an item holds, in one pass over its attributes (a list page maps a hundred)."""
-    try:
-        status = _STATUSES[item["loc_status"]["S"]]
-        method = _METHODS[item["loc_payment_method"]["S"]]
-        process = _PROCESSES[item["loc_process"]["S"]]
-    except KeyError as missing:
-        raise ValueError(f"not a stored payment: {missing}") from None
-    get = item.get
-    confirmation = get("loc_confirmation_id")
-    last_four = get("loc_account_last_four")
-    installment = get("loc_intended_installment_id")
-    return_code = get("loc_return_code")
-    first_presented = get("loc_first_presented_date")
-    completed = get("loc_completed_date")
-    history_from = get("loc_history_from")
-    return Payment(
-        user_id=item["loc_user_id"]["S"],
-        loan_id=item["loc_loan_id"]["S"],
-        payment_id=item["loc_payment_id"]["S"],
-        # Our numbers are whole cents and counters, written by `_number`; int() refuses the rest.
-        amount_cents=int(item["loc_amount"]["N"]),
-        status=status,
-        method=method,
-        process=process,
-        attempts=int(item["loc_payment_attempts"]["N"]),
-        update_reason=item["loc_update_reason"]["S"],
-        created_at=parse_timestamp("loc_created_date", item["loc_created_date"]["S"]),
-        updated_at=parse_timestamp("loc_last_updated", item["loc_last_updated"]["S"]),
-        version=int(item["loc_version"]["N"]),
-        confirmation_id=None if confirmation is None else confirmation["S"],
-        account_last_four=None if last_four is None else last_four["S"],
-        intended_installment_id=None if installment is None else installment["S"],
-        applications=tuple(
-            _application(value["M"]) for value in item.get("loc_applications", {}).get("L", ())
-        ),
-        return_code=None if return_code is None else return_code["S"],
-        first_presented_at=(
-            None
-            if first_presented is None
-            else parse_timestamp("loc_first_presented_date", first_presented["S"])
-        ),
-        completed_at=(
-            None if completed is None else parse_timestamp("loc_completed_date", completed["S"])
-        ),
-        history_from=None if history_from is None else int(history_from["N"]),
-    )
+@dataclass(frozen=True, slots=True)
+class _Attribute:
+    """Where a field of Payment is in the item, and how its value is read."""
+
+    name: str
+    convert: Callable[[Any], Any]  # from the attribute's value ({"S": ...}, {"N": ...})
+    required: bool = True
+    absent: Any = None  # the field's value when an optional attribute is absent
+
+
+def _text(value: Any) -> str:
+    text: str = value["S"]
+    return text
+
+
+def _int(value: Any) -> int:
+    # Our numbers are whole cents and counters, written by `_number`; int() refuses the rest.
+    return int(value["N"])
+
+
+def _timestamp(name: str) -> Callable[[Any], datetime]:
+    return lambda value: parse_timestamp(name, value["S"])
+
+
+def _applications(value: Any) -> tuple[Application, ...]:
+    return tuple(_application(entry["M"]) for entry in value["L"])
+
+
+# Each field of Payment: its attribute, read when the field is first read (`StoredPayment`).
+ATTRIBUTES: dict[str, _Attribute] = {
+    "user_id": _Attribute("loc_user_id", _text),
+    "loan_id": _Attribute("loc_loan_id", _text),
+    "payment_id": _Attribute("loc_payment_id", _text),
+    "amount_cents": _Attribute("loc_amount", _int),
+    "status": _Attribute("loc_status", lambda value: _STATUSES[value["S"]]),
+    "method": _Attribute("loc_payment_method", lambda value: _METHODS[value["S"]]),
+    "process": _Attribute("loc_process", lambda value: _PROCESSES[value["S"]]),
+    "attempts": _Attribute("loc_payment_attempts", _int),
+    "update_reason": _Attribute("loc_update_reason", _text),
+    "created_at": _Attribute("loc_created_date", _timestamp("loc_created_date")),
+    "updated_at": _Attribute("loc_last_updated", _timestamp("loc_last_updated")),
+    "version": _Attribute("loc_version", _int),
+    "confirmation_id": _Attribute("loc_confirmation_id", _text, required=False),
+    "account_last_four": _Attribute("loc_account_last_four", _text, required=False),
+    "intended_installment_id": _Attribute("loc_intended_installment_id", _text, required=False),
+    "applications": _Attribute("loc_applications", _applications, required=False, absent=()),
+    "return_code": _Attribute("loc_return_code", _text, required=False),
+    "first_presented_at": _Attribute(
+        "loc_first_presented_date", _timestamp("loc_first_presented_date"), required=False
+    ),
+    "completed_at": _Attribute(
+        "loc_completed_date", _timestamp("loc_completed_date"), required=False
+    ),
+    "history_from": _Attribute("loc_history_from", _int, required=False),
+}
+_FIELDS = tuple(field.name for field in dataclasses.fields(Payment))
+assert set(ATTRIBUTES) == set(_FIELDS), "every field of Payment has its attribute"
+_REQUIRED = frozenset(attribute.name for attribute in ATTRIBUTES.values() if attribute.required)
+# What names a payment: read whatever a projection asks for (`projected_attributes`).
+IDENTITY = frozenset({"user_id", "loan_id", "payment_id"})
+
+
+class FieldNotRead(LookupError):
+    """A field of a payment read with a projection that left its attribute out: a reader
+    asked for less than it uses (a bug, never a value made up)."""
+
+
+class StoredPayment(Payment):
+    """A payment as its item holds it, each field converted from the item when first read and
+    kept: a page of a hundred payments that a document reads eight fields of converts eight
+    hundred values, not two thousand (and parses a timestamp only where one is read).
+
+    Read in full (no `fields`), it is a `Payment` in full: every field reads as written. It
+    equals the `Payment` of the same fields; `dataclasses.replace` of it (a write's next
+    version) makes a plain `Payment`. Read with a projection (`fields`), a field outside it
+    raises `FieldNotRead`.
+    """
+
+    __slots__ = ("_fields", "_item")
+    _item: Item
+    _fields: frozenset[str] | None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Payment:  # type: ignore[misc]
+        # Called with fields (dataclasses.replace, copies): a plain Payment of them.
+        return Payment(*args, **kwargs)
+
+    @classmethod
+    def of(cls, item: Item, fields: frozenset[str] | None = None) -> StoredPayment:
+        payment = object.__new__(cls)
+        for unread in _MARK_UNREAD:
+            unread(payment, _UNREAD)
+        _SET_ITEM(payment, item)
+        _SET_FIELDS(payment, fields)
+        return payment
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Payment):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
+
+    __hash__ = Payment.__hash__
+
+
+def _lazy_field(name: str, attribute: _Attribute) -> property:
+    slot_get = Payment.__dict__[name].__get__  # the field's slot keeps the converted value
+    slot_set = Payment.__dict__[name].__set__
+    attribute_name, convert, absent = attribute.name, attribute.convert, attribute.absent
+
+    def read(self: StoredPayment) -> Any:
+        value = slot_get(self, Payment)
+        if value is _UNREAD:
+            fields = self._fields
+            if fields is not None and name not in fields:
+                raise FieldNotRead(f"Payment.{name} was not read (projection {sorted(fields)})")
+            found = self._item.get(attribute_name)
+            value = absent if found is None else convert(found)
+            slot_set(self, value)
+        return value
+
+    return property(read, doc=f"Payment.{name}, converted from the item when first read")
+
+
+# A field not converted yet holds this (an exception per first read would cost more than the
+# conversion).
+_UNREAD: Any = object()
+_MARK_UNREAD = tuple(Payment.__dict__[name].__set__ for name in _FIELDS)
+_SET_ITEM = StoredPayment.__dict__["_item"].__set__
+_SET_FIELDS = StoredPayment.__dict__["_fields"].__set__
+for _name, _attribute in ATTRIBUTES.items():
+    setattr(StoredPayment, _name, _lazy_field(_name, _attribute))
+
+
+def from_item(item: Item, fields: frozenset[str] | None = None) -> Payment:
+    """The payment an item holds, each field converted as it is first read (`StoredPayment`).
+    `fields`: the item was read with `projected_attributes(fields)`, and only those fields
+    (and the payment's ids) may be read."""
+    if fields is None and not _REQUIRED.issubset(item):
+        missing = sorted(_REQUIRED.difference(item))
+        raise ValueError(f"not a stored payment: no {', '.join(missing)}")
+    return StoredPayment.of(item, None if fields is None else fields | IDENTITY)
+
+
+def projected_attributes(fields: frozenset[str]) -> tuple[str, ...]:
+    """The attributes of an item that hold `fields` (and the payment's ids), in a stable order:
+    a ProjectionExpression's names, with the keys the reader needs besides."""
+    wanted = fields | IDENTITY
+    return tuple(ATTRIBUTES[name].name for name in _FIELDS if name in wanted)
 
 
 def _application(value: Mapping[str, Any]) -> Application:

@@ -146,6 +146,9 @@ class PageQuery:
     # Items of the range that the list leaves out (DynamoDB's FilterExpression, and its values).
     filter_expression: str | None = None
     filter_values: dict[str, AttributeValueTypeDef] | None = None
+    # The attributes to read (DynamoDB's ProjectionExpression), the page's keys added; None:
+    # every attribute. DynamoDB charges the whole item either way.
+    projection: tuple[str, ...] | None = None
 
     def parameters(self, table_name: str, *, backward: bool = False) -> QueryInputTypeDef:
         """The Query's parameters; `backward` reads the list from its other end."""
@@ -170,6 +173,10 @@ class PageQuery:
                 **parameters["ExpressionAttributeValues"],
                 **(self.filter_values or {}),
             }
+        if self.projection is not None:
+            # The page's keys too: its cursors and the merge of a sharded list read them.
+            names = dict.fromkeys((*page_key_attributes(self.scope.index), *self.projection))
+            parameters["ProjectionExpression"] = ", ".join(names)
         if self.consistent:
             parameters["ConsistentRead"] = True
         if self.scope.index is not None:
@@ -296,10 +303,7 @@ def _page(
     kept = items[: paging.size]
     if paging.backward:
         kept.reverse()
-    edges = [
-        EdgeOf(node(item), partial(cursors.encode, scope, {n: item[n] for n in names}))
-        for item in kept
-    ]
+    edges = [EdgeOf(node(item), partial(_sign, cursors, scope, names, item)) for item in kept]
     came_from_a_cursor = paging.cursor is not None
     return PageOf(
         edges=edges,
@@ -307,3 +311,8 @@ def _page(
         end_cursor=edges[-1].cursor if edges else None,
         has_previous_page=beyond if paging.backward else came_from_a_cursor,
     )
+
+
+def _sign(cursors: CursorCodec, scope: ListScope, names: Sequence[str], item: Item) -> str:
+    """An edge's cursor: its item's key, signed (made only when a caller reads it)."""
+    return cursors.encode(scope, {name: item[name] for name in names})

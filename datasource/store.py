@@ -8,6 +8,7 @@ process.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -26,7 +27,7 @@ from datasource.deadline import storage_call
 from datasource.events import feed_query, feed_range
 from datasource.history import HistoryPage, event_from_item, event_key_of, history_query
 from datasource.idempotency import put_new_with_key, replayed_move
-from datasource.items import Item, from_item, primary_key, to_item
+from datasource.items import Item, from_item, primary_key, projected_attributes, to_item
 from datasource.pages import Page, PageQuery, Paging, merged_page, query_page, read_items
 from datasource.shards import PartitionPage, Placed
 from datasource.table import (
@@ -225,12 +226,14 @@ class PaymentStore:
         consistent: bool = False,
         last: int | None = None,
         before: str | None = None,
+        fields: frozenset[str] | None = None,
     ) -> Page:
         """A loan's payments, newest first; only those in `status` when given (GSI1); a page
         forward (`first`, `after`) or backward (`last`, `before`: `datasource.pages`).
-        `consistent` applies to the table's list; an index is read eventually consistent."""
+        `consistent` applies to the table's list; an index is read eventually consistent.
+        `fields`: only these fields of Payment are read (`items.from_item`); None: all."""
         paging = Paging.of(first=first, after=after, last=last, before=before)
-        return await self._page(loan_query(loan, status, consistent), paging)
+        return await self._page(loan_query(loan, status, consistent), paging, fields)
 
     async def payments_by_status(
         self,
@@ -240,8 +243,10 @@ class PaymentStore:
         after: str | None = None,
         last: int | None = None,
         before: str | None = None,
+        fields: frozenset[str] | None = None,
     ) -> Page:
-        """Every user's payments in one status, newest first (GSI2), for the jobs.
+        """Every user's payments in one status, newest first (GSI2), for the jobs; `fields`
+        as `loan_payments`'.
 
         One Query per GSI2 partition of the layout (one with the seed's), merged into the same
         exact pages whatever the number of shards, in either direction.
@@ -249,14 +254,14 @@ class PaymentStore:
         paging = Paging.of(first=first, after=after, last=last, before=before)
         queries = [status_query(status, partition) for partition in self._layout.read_partitions()]
         if len(queries) == 1:
-            return await self._page(queries[0], paging)
+            return await self._page(queries[0], paging, fields)
         return await merged_page(
             self._client,
             table_name=self._table,
-            queries=queries,
+            queries=[_projected(query, fields) for query in queries],
             cursors=self._cursors,
             paging=paging,
-            node=from_item,
+            node=functools.partial(from_item, fields=fields),
         )
 
     async def payment_by_confirmation(
@@ -443,15 +448,24 @@ class PaymentStore:
                 raise
             raise StorageUnavailable(f"the payments table does not answer: {error}") from error
 
-    async def _page(self, query: PageQuery, paging: Paging) -> Page:
+    async def _page(
+        self, query: PageQuery, paging: Paging, fields: frozenset[str] | None = None
+    ) -> Page:
         return await query_page(
             self._client,
             table_name=self._table,
-            query=query,
+            query=_projected(query, fields),
             cursors=self._cursors,
             paging=paging,
-            node=from_item,
+            node=from_item if fields is None else functools.partial(from_item, fields=fields),
         )
+
+
+def _projected(query: PageQuery, fields: frozenset[str] | None) -> PageQuery:
+    """The query reading only the attributes of `fields` (all when None)."""
+    if fields is None:
+        return query
+    return dataclasses.replace(query, projection=projected_attributes(fields))
 
 
 def _key_strings(ref: PaymentRef) -> tuple[str, str]:

@@ -111,6 +111,17 @@ class Loaders:
             return known
         return await self._payments.load(ref)
 
+    @property
+    def payment_fields(self) -> frozenset[str] | None:
+        """The fields of Payment this request reads, where a list is read (None: every field)."""
+        return self._reads.payment_fields
+
+    def read_only(self, fields: frozenset[str]) -> None:
+        """Lists read only these fields of their payments: the request's document reads no
+        other, anywhere (a query's; a mutation reads in full what it writes). A payment listed
+        is remembered as read, so a later lookup of it in this request needs no more."""
+        self._reads.payment_fields = fields
+
     def read_strongly(self) -> None:
         """Every later read of this request is strongly consistent: it decides a write, or it
         must see a write made since (this request's own, or one a live event announced)."""
@@ -144,13 +155,14 @@ class BatchReads:
     strongly consistent, and the payments this request listed or wrote, as they were then
     (consulted before a lookup reaches the store)."""
 
-    __slots__ = ("_store", "_tracer", "consistent", "known")
+    __slots__ = ("_store", "_tracer", "consistent", "known", "payment_fields")
 
     def __init__(self, store: PaymentStore, consistent: bool) -> None:
         self._store = store
         self._tracer = getattr(store, "tracer", None)  # none on the tests' stand-in stores
         self.consistent = consistent
         self.known: dict[PaymentRef, Payment] = {}
+        self.payment_fields: frozenset[str] | None = None
 
     def remember(self, payments: list[Payment]) -> None:
         self.known.update((payment.ref, payment) for payment in payments)
@@ -182,6 +194,7 @@ class BatchReads:
                     last=key.last,
                     before=key.before,
                     consistent=self.consistent,
+                    fields=self.payment_fields,
                 )
                 for key in keys
             ),

@@ -100,7 +100,12 @@ async def payments_by_status(
 ) -> Page:
     context.service()
     page = await context.store.payments_by_status(
-        status=status, first=first, after=after, last=last, before=before
+        status=status,
+        first=first,
+        after=after,
+        last=last,
+        before=before,
+        fields=context.loaders.payment_fields,
     )
     context.loaders.remember([edge.node for edge in page.edges])
     return page

@@ -27,6 +27,7 @@ from schema.federation import (
 from schema.limits import QueryLimits
 from schema.mutation import Mutation
 from schema.operations import Observer, OperationRunner
+from schema.projection import read_only_selected
 from schema.public_errors import is_unexpected
 from schema.query import Query
 from schema.scalars import DATETIME
@@ -79,6 +80,7 @@ class PaymentsSchema(FederatedSchema):
             observers=observers,
             dynamodb_budget=dynamodb_budget,
             trace_documents=trace_documents,
+            on_operation=read_only_selected,
         )
 
     async def execute(

@@ -114,6 +114,10 @@ class _Prepared:
     operations: dict[str | None, _Operation] = field(default_factory=dict)
 
 
+# Called before an operation runs: (its context, its type, the coordinates it selects).
+OperationHook = Callable[[Any, OperationType, Callable[[], frozenset[str]]], None]
+
+
 class OperationRunner:
     def __init__(
         self,
@@ -126,8 +130,12 @@ class OperationRunner:
         observers: Sequence[Observer],
         dynamodb_budget: float | None = None,
         trace_documents: bool = False,
+        on_operation: OperationHook | None = None,
     ) -> None:
+        """`on_operation` is called before each operation runs, with its context, its type and
+        a function that gives the schema coordinates its document selects (computed once)."""
         self._schema = schema
+        self._on_operation = on_operation
         self._trace_documents = trace_documents
         self._limits = limits
         self._hide_suggestions = production
@@ -258,6 +266,10 @@ class OperationRunner:
             if hasattr(context, "calls"):
                 context.calls = calls
             if document is not None and not errors:
+                if self._on_operation is not None:
+                    operation = self._operation(self._prepare(query), operation_name)
+                    selected = functools.partial(self.selected, query, operation_name)
+                    self._on_operation(context, operation.type, selected)
                 data, errors, executed = await self._execute(
                     query, variables, context, operation_name, operation_extensions
                 )

@@ -117,7 +117,7 @@ def test_the_build_refuses_a_page_whose_figures_are_not_the_latest_runs() -> Non
     hook = _bench_figures()
     page = SimpleNamespace(file=SimpleNamespace(src_uri="performance.md"))
     current = figures.render("Run: <!-- bench:run --><!-- /bench:run -->", figures.latest())
-    stale = re.sub(r"at commit `\w+`", "at commit `0000000`", current)
+    stale = re.sub(r"at commit `[^`]+`", "at commit `0000000`", current)
 
     assert hook.on_page_markdown(current, page=page) == current
     with pytest.raises(PluginError, match=r"performance.md: its benchmark figures are not those"):

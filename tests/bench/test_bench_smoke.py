@@ -118,6 +118,16 @@ def test_dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer(
     assert "Load generator (wrk, one thread, its own core): busiest " in quick_run.stdout
 
 
+def test_the_loan_pages_cpu_is_broken_down_by_part(quick_run: QuickRun) -> None:
+    breakdown = quick_run.results["dynamodb_local"]["cpu_breakdown"]
+
+    assert breakdown["workload"] == "loan_page" and breakdown["server_cpu_ms_per_request"] > 0
+    assert abs(sum(breakdown["shares"].values()) - 1) < 1e-9
+    # py-spy saw the service's own work, not only its event loop.
+    assert {"mapping", "completion", "decode"} <= set(breakdown["shares"])
+    assert "Where the service's CPU goes on loan_page" in quick_run.stdout
+
+
 def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) -> None:
     repetitions = quick_run.results["settings"]["repetitions"]
     for run in (quick_run.results["engine"], quick_run.results["dynamodb_local"]):
