@@ -16,6 +16,7 @@ exist once a confirmation id does.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -207,30 +208,25 @@ class FieldNotRead(LookupError):
 
 class StoredPayment(Payment):
     """A payment as its item holds it, each field converted from the item when first read and
-    kept: a page of a hundred payments that a document reads eight fields of converts eight
-    hundred values, not two thousand (and parses a timestamp only where one is read).
+    kept: what a lookup reads whole, and a reader may answer few fields of.
 
-    Read in full (no `fields`), it is a `Payment` in full: every field reads as written. It
-    equals the `Payment` of the same fields; `dataclasses.replace` of it (a write's next
-    version) makes a plain `Payment`. Read with a projection (`fields`), a field outside it
-    raises `FieldNotRead`.
+    It is a `Payment` in full: every field reads as written. It equals the `Payment` of the
+    same fields; `dataclasses.replace` of it (a write's next version) makes a plain `Payment`.
     """
 
-    __slots__ = ("_fields", "_item")
+    __slots__ = ("_item",)
     _item: Item
-    _fields: frozenset[str] | None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Payment:  # type: ignore[misc]
         # Called with fields (dataclasses.replace, copies): a plain Payment of them.
         return Payment(*args, **kwargs)
 
     @classmethod
-    def of(cls, item: Item, fields: frozenset[str] | None = None) -> StoredPayment:
+    def of(cls, item: Item) -> StoredPayment:
         payment = object.__new__(cls)
         for unread in _MARK_UNREAD:
             unread(payment, _UNREAD)
         _SET_ITEM(payment, item)
-        _SET_FIELDS(payment, fields)
         return payment
 
     def __eq__(self, other: object) -> bool:
@@ -241,6 +237,23 @@ class StoredPayment(Payment):
     __hash__ = Payment.__hash__
 
 
+class ProjectedPayment(Payment):
+    """A payment read with a projection (a list's, `projected_attributes`): the fields read
+    are converted at once into the payment's own slots, read as fast as any payment's; a field
+    left out was never set, and reading it raises `FieldNotRead`, never a made-up value."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Payment:  # type: ignore[misc]
+        return Payment(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for a name not found: a field whose slot the projection left unset.
+        if name in ATTRIBUTES:
+            raise FieldNotRead(f"Payment.{name} was not read: its list's projection left it out")
+        raise AttributeError(name)
+
+
 def _lazy_field(name: str, attribute: _Attribute) -> property:
     slot_get = Payment.__dict__[name].__get__  # the field's slot keeps the converted value
     slot_set = Payment.__dict__[name].__set__
@@ -249,9 +262,6 @@ def _lazy_field(name: str, attribute: _Attribute) -> property:
     def read(self: StoredPayment) -> Any:
         value = slot_get(self, Payment)
         if value is _UNREAD:
-            fields = self._fields
-            if fields is not None and name not in fields:
-                raise FieldNotRead(f"Payment.{name} was not read (projection {sorted(fields)})")
             found = self._item.get(attribute_name)
             value = absent if found is None else convert(found)
             slot_set(self, value)
@@ -265,19 +275,41 @@ def _lazy_field(name: str, attribute: _Attribute) -> property:
 _UNREAD: Any = object()
 _MARK_UNREAD = tuple(Payment.__dict__[name].__set__ for name in _FIELDS)
 _SET_ITEM = StoredPayment.__dict__["_item"].__set__
-_SET_FIELDS = StoredPayment.__dict__["_fields"].__set__
 for _name, _attribute in ATTRIBUTES.items():
     setattr(StoredPayment, _name, _lazy_field(_name, _attribute))
 
 
+@functools.lru_cache(maxsize=256)
+def _projection(fields: frozenset[str]) -> Callable[[Item], Payment]:
+    """How an item read with `projected_attributes(fields)` becomes its payment."""
+    steps = tuple(
+        (Payment.__dict__[name].__set__, attribute.name, attribute.convert, attribute.absent)
+        for name, attribute in ATTRIBUTES.items()
+        if name in fields
+    )
+    new = object.__new__
+
+    def payment(item: Item) -> Payment:
+        made: Payment = new(ProjectedPayment)
+        get = item.get
+        for set_field, name, convert, absent in steps:
+            value = get(name)
+            set_field(made, absent if value is None else convert(value))
+        return made
+
+    return payment
+
+
 def from_item(item: Item, fields: frozenset[str] | None = None) -> Payment:
-    """The payment an item holds, each field converted as it is first read (`StoredPayment`).
-    `fields`: the item was read with `projected_attributes(fields)`, and only those fields
-    (and the payment's ids) may be read."""
-    if fields is None and not _REQUIRED.issubset(item):
+    """The payment an item holds: whole, each field converted as it is first read
+    (`StoredPayment`); or, with `fields`, an item read with `projected_attributes(fields)`,
+    those fields and the payment's ids converted at once (`ProjectedPayment`)."""
+    if fields is not None:
+        return _projection(fields | IDENTITY)(item)
+    if not _REQUIRED.issubset(item):
         missing = sorted(_REQUIRED.difference(item))
         raise ValueError(f"not a stored payment: no {', '.join(missing)}")
-    return StoredPayment.of(item, None if fields is None else fields | IDENTITY)
+    return StoredPayment.of(item)
 
 
 def projected_attributes(fields: frozenset[str]) -> tuple[str, ...]:
