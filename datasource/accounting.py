@@ -27,8 +27,9 @@ those parts under the table's name, and a part that consumed nothing not at all.
 
 An error answer carries no `ConsumedCapacity` (a failed condition, a cancelled transaction,
 throttling; on AWS and on DynamoDB Local alike), though AWS bills a failed conditional write: such
-a call counts as a call, with no units. Attempts that botocore retried are not seen either, only
-the final answer.
+a call counts as a call, with no units. Attempts that were retried are not seen either, only
+the final answer; but each attempt DynamoDB throttled is counted, per operation and index, by the
+retry handler (`throttled`, from `datasource.retries` and `datasource.transactions`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ WRITE_OPERATIONS = frozenset(
     {"BatchWriteItem", "DeleteItem", "PutItem", "TransactWriteItems", "UpdateItem"}
 )
 CAPACITY_DETAIL = "INDEXES"
+# The `index` a throttle of the table itself (or of an unnamed part of it) is counted under.
+TABLE = "table"
 
 Kind = Literal["read", "write"]
 
@@ -82,6 +85,8 @@ class CallCount:
     units_by_api: dict[str, Units] = field(default_factory=dict)
     # The table's name, or `<table>/<index>` -> the units it consumed.
     units_by_index: dict[str, Units] = field(default_factory=dict)
+    # (API name, index name or TABLE) -> attempts DynamoDB throttled (`datasource.retries`).
+    throttles: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add(self, operation: str) -> None:
         self.requests += 1
@@ -91,6 +96,10 @@ class CallCount:
         key = (operation, outcome)
         self.outcomes[key] = self.outcomes.get(key, 0) + 1
 
+    def throttled(self, operation: str, index: str | None) -> None:
+        key = (operation, index or TABLE)
+        self.throttles[key] = self.throttles.get(key, 0) + 1
+
     def add_share(self, call: CallCount, share: float) -> None:
         """Count the calls of `call` (another context's count: a call shared with other
         requests) as this one's own, and `share` of their units."""
@@ -99,6 +108,8 @@ class CallCount:
             self.operations[operation] = self.operations.get(operation, 0) + calls
         for outcome, answers in call.outcomes.items():
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + answers
+        for throttle, attempts in call.throttles.items():
+            self.throttles[throttle] = self.throttles.get(throttle, 0) + attempts
         self.units.add(call.units.read * share, call.units.write * share)
         for mine, theirs in (
             (self.units_by_api, call.units_by_api),
@@ -167,6 +178,13 @@ def counting(count: CallCount) -> AbstractContextManager[CallCount]:
 def current() -> CallCount | None:
     """The count the calls made here go to, if any."""
     return _current.get()
+
+
+def throttled(operation: str, index: str | None = None) -> None:
+    """Count an attempt of `operation` (on `index`, if it named one) that DynamoDB throttled."""
+    count = _current.get()
+    if count is not None:
+        count.throttled(operation, index)
 
 
 def attach_accounting(client: DynamoDBClient) -> None:

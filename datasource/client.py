@@ -1,6 +1,7 @@
-"""The one low-level DynamoDB client, built from `DynamoConfig` with explicit pool, timeouts
-and retries (the SDK defaults: 10 connections, 60 s timeouts, legacy retries), and with the
-service's own parser of DynamoDB's data answers (`datasource.aiobotocore_adapter`).
+"""The one low-level DynamoDB client, built from `DynamoConfig` with explicit pool and timeouts
+(the SDK defaults: 10 connections, 60 s timeouts), the service's retries in place of botocore's
+(`datasource.retries`), and the service's own parser of DynamoDB's data answers
+(`datasource.aiobotocore_adapter`).
 
 `open_streams_client` builds the DynamoDB Streams client (`datasource.streams`) from the same
 config, with botocore's own parser: its answers are few and its records stay in DynamoDB JSON."""
@@ -19,6 +20,7 @@ from aiobotocore.config import AioConfig
 from datasource.aiobotocore_adapter import check_fast_parsing, fast_session
 from datasource.config import DynamoConfig
 from datasource.permissions import record_operations
+from datasource.retries import RetryPolicy
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
@@ -35,7 +37,7 @@ async def open_client(config: DynamoConfig) -> AsyncIterator[DynamoDBClient]:
     session = aioboto3.Session(botocore_session=fast_session())
     async with session.client("dynamodb", **_client_arguments(config)) as client:
         check_fast_parsing(client)
-        _record(client, config)
+        _prepare(client, config)
         yield client
 
 
@@ -44,11 +46,12 @@ async def open_streams_client(config: DynamoConfig) -> AsyncIterator[Any]:
     """A `dynamodbstreams` client on the endpoint, region and credentials of `open_client`, with
     its timeouts and retries. Untyped: the project has no stubs of DynamoDB Streams."""
     async with aioboto3.Session().client("dynamodbstreams", **_client_arguments(config)) as client:
-        _record(client, config)
+        _prepare(client, config)
         yield client
 
 
-def _record(client: Any, config: DynamoConfig) -> None:
+def _prepare(client: Any, config: DynamoConfig) -> None:
+    RetryPolicy(attempts=config.max_attempts).attach(client)
     if config.operation_log is not None:
         record_operations(client, log_directory=config.operation_log, table_name=config.table_name)
 
@@ -61,8 +64,9 @@ def _client_arguments(config: DynamoConfig) -> dict[str, Any]:
         max_pool_connections=config.max_pool_connections,
         connect_timeout=config.connect_timeout,
         read_timeout=config.read_timeout,
-        # botocore's `max_attempts` counts retries after the first try.
-        retries={"mode": config.retry_mode, "max_attempts": config.max_attempts},
+        # One attempt each as far as botocore is concerned: `datasource.retries` retries. The
+        # mode says whether botocore's adaptive rate limiter paces the calls ("adaptive").
+        retries={"mode": config.retry_mode, "total_max_attempts": 1},
     )
     credentials: dict[str, str | None] = {}
     if config.aws_access_key_id is not None:

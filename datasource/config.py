@@ -16,8 +16,9 @@ class DynamoConfig:
     max_pool_connections: int = 64
     connect_timeout: float = 2.0
     read_timeout: float = 5.0
-    # botocore's own retries (throttling, 5xx, timeouts); after the last one we give up.
-    max_attempts: int = 5
+    # Attempts a call makes at most (`datasource.retries`: throttles, 5xx, lost connections),
+    # within its operation's budget; "adaptive" adds botocore's client-side rate limiter.
+    max_attempts: int = 16
     retry_mode: str = "standard"  # or "adaptive"
     # The circuit breaker (`datasource.breaker`): attempts without an answer in a row that open
     # it, and how often an open one asks DynamoDB whether it answers again.

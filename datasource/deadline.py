@@ -57,9 +57,15 @@ async def storage_call() -> AsyncIterator[None]:
         raise
 
 
-async def pause(seconds: float) -> None:
-    """A wait before trying again, never past the deadline."""
+def leaves_time_for(seconds: float) -> bool:
+    """Whether `seconds` from now is still before the deadline (always, without one)."""
     deadline = _deadline.get()
-    if deadline is not None and asyncio.get_running_loop().time() + seconds >= deadline:
+    return deadline is None or asyncio.get_running_loop().time() + seconds < deadline
+
+
+async def pause(seconds: float, *, then: float = 0.0) -> None:
+    """A wait before trying again, refused (StorageUnavailable, at once) when the wait and `then`
+    seconds more (the attempt it leads to) would not end before the deadline."""
+    if not leaves_time_for(seconds + then):
         raise StorageUnavailable(OUT_OF_TIME)
     await asyncio.sleep(seconds)

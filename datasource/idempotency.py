@@ -14,26 +14,30 @@ deletes it); when one does the transaction is cancelled, and the record (`ALL_OL
 the request is the same: then its answer is the payment as it is now, and nothing was written;
 if not, `IdempotencyMismatch`.
 
-Creation: concurrent creations under one key can cancel each other (``TransactionConflict``);
-those are tried again after a jittered wait, a bounded number of times. Moves: `datasource.writes`
+Creation: concurrent creations under one key can cancel each other (``TransactionConflict``),
+and a throttle cancels a transaction too (``ThrottlingError``); those are tried again after a
+jittered wait, a bounded number of times, within the operation's budget
+(`datasource.transactions`). Moves: `datasource.writes`
 adds the record to the move's transaction; `replayed_move` reads a record for a move that was
 refused before any write was tried (it had already happened).
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from datasource.batch import Backoff, batch_get_items
-from datasource.deadline import pause, storage_call
+from datasource.deadline import storage_call
 from datasource.history import event_put, history_taken
 from datasource.items import Item, from_item, primary_key
 from datasource.table import PK, SK, TTL_ATTRIBUTE
 from datasource.transactions import (
     CONDITION_FAILED_REASON,
-    TRANSACTION_CONFLICT_REASON,
     cancellation_reasons,
+    wait_to_retry,
+    worth_retrying,
 )
 from domain import keys
 from domain.errors import Conflict, IdempotencyMismatch, NotFound, StorageUnavailable
@@ -108,7 +112,9 @@ async def put_new_with_key(
         record_put(table_name, claim, payment),
         event_put(table_name, event),
     ]
+    loop = asyncio.get_running_loop()
     for attempt in range(backoff.retries + 1):
+        started = loop.time()
         reasons = await cancellation_reasons(client, transaction)
         if reasons is None:
             return WriteOutcome(payment)
@@ -122,10 +128,10 @@ async def put_new_with_key(
             raise Conflict(None, "a payment with this id exists already")
         elif event_code == CONDITION_FAILED_REASON:
             raise history_taken(event)
-        elif TRANSACTION_CONFLICT_REASON not in (payment_code, record_code, event_code):
+        elif not worth_retrying((payment_code, record_code, event_code)):
             raise StorageUnavailable()
-        await pause(backoff.delay(attempt))
-    raise StorageUnavailable("the idempotency key is busy with a concurrent request; retry")
+        await wait_to_retry(backoff, attempt, took=loop.time() - started)
+    raise StorageUnavailable("the idempotency key is busy with concurrent requests; retry")
 
 
 async def replayed_move(

@@ -29,6 +29,7 @@ from datasource.history import HistoryPage, event_from_item, event_key_of, histo
 from datasource.idempotency import put_new_with_key, replayed_move
 from datasource.items import Item, from_item, primary_key, projected_attributes, to_item
 from datasource.pages import Page, PageQuery, Paging, merged_page, query_page, read_items
+from datasource.retries import RetryPolicy, Throttles, throttles_of
 from datasource.shards import PartitionPage, Placed
 from datasource.table import (
     GSI1,
@@ -80,6 +81,7 @@ async def open_store(
                 table_name=config.table_name,
                 cursor_secret=cursor_secret,
                 layout=layout,
+                backoff=RetryPolicy(attempts=config.max_attempts).backoff,
                 breaker=breaker,
                 coalesce=config.coalesce_lookups,
                 tracer=tracer,
@@ -106,7 +108,7 @@ class PaymentStore:
         # GSI2's shards: where writes put a payment, and which partitions a list reads.
         self._layout = layout
         self._cursors = CursorCodec(cursor_secret)
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or RetryPolicy().backoff
         # Lookups shared with other requests' (the service's store; a job's reads are its own).
         self._lookups = Coalescer(self._read, tracer=tracer) if coalesce else None
         attach_accounting(client)
@@ -118,6 +120,11 @@ class PaymentStore:
         self.breaker = breaker
         if breaker is not None:
             breaker.attach(client, probe=self._describe_table)
+
+    @property
+    def throttles(self) -> Throttles:
+        """The attempts DynamoDB throttled, of every call of the store's client."""
+        return throttles_of(self._client)
 
     @property
     def client(self) -> DynamoDBClient:

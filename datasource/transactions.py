@@ -1,13 +1,17 @@
 """TransactWriteItems, answered with why each of its writes was cancelled, or None if it went.
 
 DynamoDB cancels a whole transaction when one of its conditions fails (`ConditionalCheckFailed`
-in that write's reason, with the stored item when the write asked for `ALL_OLD`), or when another
-transaction holds one of its items (`TransactionConflict`). The latter says nothing about the
-items, so it is tried again after a jittered wait, a bounded number of times.
+in that write's reason, with the stored item when the write asked for `ALL_OLD`), when another
+transaction holds one of its items (`TransactionConflict`), or when one of its items' table or
+index is throttled (`ThrottlingError`, the other reasons "None"). The last two say nothing about
+the items and wrote nothing, so the transaction is tried again after a jittered wait, a bounded
+number of times, and only while the wait and another attempt fit in the operation's budget.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypedDict
 
 from botocore.exceptions import ClientError
@@ -16,6 +20,7 @@ from datasource.batch import Backoff
 from datasource.deadline import pause, storage_call
 from datasource.errors import error_code
 from datasource.items import Item
+from datasource.retries import throttles_of
 from domain.errors import StorageUnavailable
 
 if TYPE_CHECKING:
@@ -25,7 +30,11 @@ if TYPE_CHECKING:
 CONDITION_FAILED_REASON = "ConditionalCheckFailed"
 NO_REASON = "None"
 TRANSACTION_CONFLICT_REASON = "TransactionConflict"
+THROTTLING_REASON = "ThrottlingError"
+# Reasons that say nothing of the items: the same transaction may go through when sent again.
+RETRIED_REASONS = frozenset({TRANSACTION_CONFLICT_REASON, THROTTLING_REASON})
 _CANCELLED = "TransactionCanceledException"
+_OPERATION = "TransactWriteItems"
 
 
 class CancellationReason(TypedDict, total=False):
@@ -52,8 +61,24 @@ async def cancellation_reasons(
             reasons: list[CancellationReason] = list(error.response.get("CancellationReasons", []))
             # A list that stops short (some emulators) reads as "not the cause" for the rest.
             padding: list[CancellationReason] = [{"Code": NO_REASON}] * len(transaction)
-            return (reasons + padding)[: len(transaction)]
+            reasons = (reasons + padding)[: len(transaction)]
+            if any(reason.get("Code") == THROTTLING_REASON for reason in reasons):
+                throttles_of(client).add(_OPERATION)
+            return reasons
     return None
+
+
+def worth_retrying(codes: Iterable[str | None]) -> bool:
+    """Whether a transaction cancelled for these reasons (no condition among them failed) may go
+    through when sent again."""
+    return not RETRIED_REASONS.isdisjoint(codes)
+
+
+async def wait_to_retry(backoff: Backoff, attempt: int, *, took: float) -> None:
+    """The wait before retry `attempt` (from 0) of a transaction whose last attempt took `took`
+    seconds; StorageUnavailable, at once, when the wait and another such attempt do not fit in
+    the operation's budget."""
+    await pause(backoff.delay(attempt), then=took)
 
 
 async def run_transaction(
@@ -61,14 +86,16 @@ async def run_transaction(
 ) -> list[CancellationReason] | None:
     """Like `cancellation_reasons`, with cancellations by a concurrent transaction retried; the
     reasons returned name a failed condition (StorageUnavailable for any other cause)."""
+    loop = asyncio.get_running_loop()
     for attempt in range(backoff.retries + 1):
+        started = loop.time()
         reasons = await cancellation_reasons(client, transaction)
         if reasons is None:
             return None
         codes = {reason.get("Code") for reason in reasons}
         if CONDITION_FAILED_REASON in codes:
             return reasons
-        if TRANSACTION_CONFLICT_REASON not in codes:
+        if not worth_retrying(codes):
             raise StorageUnavailable()
-        await pause(backoff.delay(attempt))
-    raise StorageUnavailable("the payment is busy with a concurrent request; retry")
+        await wait_to_retry(backoff, attempt, took=loop.time() - started)
+    raise StorageUnavailable("the payment is busy with concurrent requests; retry")

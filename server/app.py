@@ -143,6 +143,7 @@ async def store_lifespan(
                 )
         app.state.store = opened.store
         metrics.watch_breaker(opened.store.breaker)
+        metrics.watch_throttles(opened.store.throttles)
         async with (
             live_feed(
                 settings, opened.store, endpoint_url=endpoint_url, reads_stream=client is None
@@ -164,6 +165,7 @@ async def store_lifespan(
             status = log_status_every(
                 settings.status_log_interval,
                 opened.store.breaker,
+                opened.store.throttles,
                 lambda: feed.stream_seconds_behind,
             )
             async with running(status, name="status log"):

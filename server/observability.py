@@ -7,6 +7,10 @@ Metrics (`prometheus-client`, one registry per app):
     loc_payments_dynamodb_capacity_units_total{operation, api, kind}
                                                              the units they consumed, kind read
                                                              or write (`datasource.accounting`)
+    loc_payments_dynamodb_throttles_total{api, index}        attempts DynamoDB throttled, by API and
+                                                             index (`table`: the table itself), each
+                                                             retried within the budget
+                                                             (`datasource.retries`)
     loc_payments_dynamodb_breaker_open                       1 while the circuit breaker is open
     loc_payments_dynamodb_breaker_opens_total                times it opened
     loc_payments_dynamodb_breaker_open_seconds_total         time spent open
@@ -39,6 +43,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from datasource.breaker import CircuitBreaker
+from datasource.retries import Throttles
 from resolvers.context import Context
 from schema.operations import Observed
 
@@ -150,6 +155,10 @@ class Metrics:
         if breaker is not None:
             self.registry.register(_BreakerCollector(breaker))
 
+    def watch_throttles(self, throttles: Throttles) -> None:
+        """Report the throttles the store's client met (read at each scrape)."""
+        self.registry.register(_ThrottlesCollector(throttles))
+
     def observe(self, observed: Observed) -> None:
         """Count a finished operation and write its request log line."""
         context = observed.context
@@ -202,6 +211,7 @@ class Metrics:
                 "dynamodb_operations": {} if calls is None else dict(calls.operations),
                 "dynamodb_rcu": 0.0 if calls is None else round(calls.units.read, 2),
                 "dynamodb_wcu": 0.0 if calls is None else round(calls.units.write, 2),
+                "dynamodb_throttles": 0 if calls is None else sum(calls.throttles.values()),
                 "outcome": outcome,
                 "error_codes": codes,
             },
@@ -224,6 +234,21 @@ class _UsageCollector(Collector):
         )
         for (client, field_name), count in sorted(by_field.items()):
             family.add_metric([client, field_name], count)
+        yield family
+
+
+class _ThrottlesCollector(Collector):
+    def __init__(self, throttles: Throttles) -> None:
+        self._throttles = throttles
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "loc_payments_dynamodb_throttles",
+            "DynamoDB attempts throttled, each retried while its operation's budget allowed",
+            labels=["api", "index"],
+        )
+        for (api, index), attempts in sorted(self._throttles.counts.items()):
+            family.add_metric([api, index], attempts)
         yield family
 
 

@@ -123,7 +123,7 @@ class Settings(BaseSettings):
     dynamodb_max_pool_connections: Annotated[int, Field(ge=1)] = 64
     dynamodb_connect_timeout: Annotated[float, Field(gt=0)] = 2.0
     dynamodb_read_timeout: Annotated[float, Field(gt=0)] = 5.0
-    dynamodb_max_attempts: Annotated[int, Field(ge=1)] = 5
+    dynamodb_max_attempts: Annotated[int, Field(ge=1)] = 16
     dynamodb_retry_mode: Literal["standard", "adaptive"] = "standard"
     # Seconds one GraphQL operation may spend on DynamoDB, across all its calls and retries.
     dynamodb_budget: Annotated[float, Field(gt=0)] = 3.0

@@ -27,7 +27,7 @@ from typing import Any
 from datasource.permissions import SERVICE_GRANTS, STREAM, TABLE, Grant
 from datasource.table import cloudformation_template
 from server.settings import DEPLOYED, TABLE_AND_REGION, Settings
-from server.status_log import BREAKER_OPEN_FIELD, STREAM_BEHIND_FIELD
+from server.status_log import BREAKER_OPEN_FIELD, STREAM_BEHIND_FIELD, THROTTLES_FIELD
 
 __all__ = ["TEMPLATE_COMMAND", "TEMPLATE_PATH", "stack_template", "stack_template_text"]
 
@@ -179,6 +179,12 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "Type": "Number",
         "Default": 30,
         "Description": "How far behind the stream reader may fall before its alarm fires",
+    },
+    "ThrottlesPerMinute": {
+        "Type": "Number",
+        "Default": 100,
+        "Description": "DynamoDB attempts throttled a minute, all tasks, above which the "
+        "throttling alarm fires (each is retried; sustained, clients wait and some fail)",
     },
 }
 
@@ -674,6 +680,7 @@ ALARMS = (
     ("LatencyAlarm", "p99 response time above LatencyP99Seconds, 3 of the last 5 minutes"),
     ("BreakerOpenAlarm", "the DynamoDB circuit breaker open on any task"),
     ("StreamLagAlarm", "the stream reader StreamBehindSeconds behind, or no reader, 3 minutes"),
+    ("ThrottlingAlarm", "over ThrottlesPerMinute DynamoDB attempts throttled, 3 of 5 minutes"),
 )
 
 
@@ -739,6 +746,7 @@ def _alarms() -> dict[str, Any]:
         },
         "BreakerOpenMetric": status_metric("DynamoDBBreakerOpen", BREAKER_OPEN_FIELD, "Count"),
         "StreamBehindMetric": status_metric("StreamSecondsBehind", STREAM_BEHIND_FIELD, "Seconds"),
+        "ThrottlesMetric": status_metric("DynamoDBThrottles", THROTTLES_FIELD, "Count"),
         "ServerErrorsAlarm": _alarm(
             described["ServerErrorsAlarm"],
             Metrics=[
@@ -793,6 +801,19 @@ def _alarms() -> dict[str, Any]:
             EvaluationPeriods=3,
             # No line from any task: no instance reads the stream, and subscribers hear nothing.
             TreatMissingData="breaching",
+        ),
+        "ThrottlingAlarm": _alarm(
+            described["ThrottlingAlarm"],
+            Namespace=namespace,
+            MetricName="DynamoDBThrottles",
+            # Each task's lines are summed: the fleet's throttles in the minute.
+            Statistic="Sum",
+            Period=60,
+            ComparisonOperator="GreaterThanThreshold",
+            Threshold=_ref("ThrottlesPerMinute"),
+            EvaluationPeriods=5,
+            DatapointsToAlarm=3,
+            TreatMissingData="notBreaching",
         ),
     }
 

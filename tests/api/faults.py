@@ -32,7 +32,7 @@ def faulty_settings(fault: FaultyDynamoDB) -> dict[str, Any]:
         "cursor_secret": "a-test-cursor-secret-of-enough-bytes",
         "dynamodb_read_timeout": 0.3,
         "dynamodb_connect_timeout": 0.3,
-        "dynamodb_max_attempts": 2,
+        "dynamodb_max_attempts": 3,  # attempts in all: the first and two retries
         # These tests are about the SDK's own retries: a budget that never cuts them short.
         "dynamodb_budget": 60.0,
     }

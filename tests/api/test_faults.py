@@ -35,7 +35,7 @@ async def test_reads_end_in_a_typed_error_after_the_sdk_retries(
     assert error_codes(body) == ["UNAVAILABLE"]
     # No partial answer stands in for the real one: the field is null, the error says why.
     assert body["data"] is None or set(body["data"].values()) == {None}
-    # The SDK tried again (max_attempts 2 -> three tries) before giving up.
+    # The service tried again (max_attempts 3: three tries) before giving up.
     assert len(faulty.requests) == 3
     # Bounded by the configured timeouts and retries, not by the slow server.
     assert elapsed < 3 * (0.3 + 0.3) + 3.0

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.proxy import proxy_to
 from harness.redis_server import RedisServer
 from resolvers.event_hub import FEED_GAP_REASON, SLOW_CONSUMER_CODE
 from tests.api.conftest import SERVICE
@@ -26,7 +27,6 @@ from tests.api.fleet import (
 )
 from tests.api.live_instances import Instance
 from tests.backends import Backend
-from tests.proxy import proxy_to
 
 pytestmark = pytest.mark.ddblocal
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from datasource import DynamoConfig
+from harness.proxy import Proxy, proxy_to
 from tests.api.conftest import Api, api_client, stored_items
-from tests.proxy import Proxy, proxy_to
 
 ANSWER = (
     "__typename ... on PaymentPayload { replayed payment { status version attempts } } "

@@ -27,8 +27,8 @@ import httpx
 import pytest
 
 from datasource import DynamoConfig
+from harness.proxy import proxy_to
 from tests.api.conftest import RESULT_FIELDS, SERVICE
-from tests.proxy import proxy_to
 from tests.servers import java_child, serving
 
 pytestmark = pytest.mark.ddblocal

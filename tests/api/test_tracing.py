@@ -307,7 +307,7 @@ async def test_a_throttled_call_records_each_attempt_and_its_retries(
     assert call.attributes is not None
     assert call.attributes["error.type"] == "ThrottlingException"
     assert call.attributes["http.response.status_code"] == 400
-    assert call.attributes["loc.dynamodb.retries"] == 2  # max_attempts 2: three tries
+    assert call.attributes["loc.dynamodb.retries"] == 2  # max_attempts 3: three tries
     assert call.status.status_code is StatusCode.ERROR
     failed = [event for event in call.events if event.name == "dynamodb.attempt_failed"]
     assert [event.attributes["loc.dynamodb.attempt"] for event in failed] == [1, 2, 3]  # type: ignore[index]

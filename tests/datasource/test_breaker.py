@@ -19,9 +19,9 @@ from datasource.client import open_client
 from datasource.store import open_store
 from domain.errors import StorageUnavailable
 from domain.payment import PaymentRef
+from harness.proxy import Proxy, proxy_to
 from tests.backends import CURSOR_SECRET
 from tests.datasource.sent_requests import sends_counted
-from tests.proxy import Proxy, proxy_to
 
 REF = PaymentRef("alice", "loan-1", "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b")
 

@@ -17,11 +17,11 @@ from datasource.breaker import OPEN_MESSAGE, CircuitBreaker
 from datasource.client import open_client
 from domain.errors import StorageUnavailable
 from domain.payment import Payment, PaymentRef
+from harness.proxy import proxy_to
 from tests.backends import CURSOR_SECRET
 from tests.datasource.sent_requests import sends_counted
 from tests.datasource.stored_items import put_all
 from tests.payment_samples import ref_of, sample_payment
-from tests.proxy import proxy_to
 
 
 def coalescing(store: PaymentStore) -> PaymentStore:

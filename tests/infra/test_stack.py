@@ -127,18 +127,21 @@ def test_the_status_line_the_service_logs_feeds_the_alarms_metric_filters() -> N
     stream = io.StringIO()
     handler = configure_logging(log_format="json", local=False, stream=stream)
     try:
-        log_status(CircuitBreaker(failures=5, probe_interval=0.5), stream_seconds_behind=0.7)
+        log_status(
+            CircuitBreaker(failures=5, probe_interval=0.5), throttled=3, stream_seconds_behind=0.7
+        )
     finally:
         logging.getLogger().removeHandler(handler)
     [line] = [json.loads(text) for text in stream.getvalue().splitlines()]
 
-    for name in ("BreakerOpenMetric", "StreamBehindMetric"):
+    for name in ("BreakerOpenMetric", "StreamBehindMetric", "ThrottlesMetric"):
         metric_filter = _properties(name)
         field = metric_filter["FilterPattern"].removeprefix("{ $.").removesuffix(" >= 0 }")
         assert isinstance(line[field], int | float), (name, line)
         [transformation] = metric_filter["MetricTransformations"]
         assert transformation["MetricValue"] == f"$.{field}"
     assert line["breaker_open"] == 0 and line["stream_seconds_behind"] == 0.7
+    assert line["dynamodb_throttles"] == 3
 
 
 def test_the_stack_deploys_inline_without_a_bucket() -> None:

@@ -178,7 +178,7 @@ def test_local_clients_use_the_fixed_test_credentials() -> None:
     assert config.endpoint_url == "http://127.0.0.1:1234"
     assert (config.table_name, config.region) == ("local-loc-service", "us-west-2")
     assert (config.aws_access_key_id, config.aws_secret_access_key) == ("testkey", "testkey")
-    assert (config.retry_mode, config.max_attempts) == ("standard", 5)
+    assert (config.retry_mode, config.max_attempts) == ("standard", 16)
 
 
 def test_aws_clients_use_the_standard_credential_chain(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,8 @@ import logging
 import pytest
 
 from datasource import DynamoConfig
+from datasource.retries import Throttles
+from server.status_log import log_status_every
 from tests.api.conftest import api_client
 
 
@@ -23,7 +25,29 @@ async def test_a_running_service_logs_its_breaker_every_interval_and_no_stream_i
     assert all(getattr(line, "breaker_open", None) == 0 for line in lines)
     # No live updates here: this instance reads no stream, and says nothing of a lag.
     assert not any(hasattr(line, "stream_seconds_behind") for line in lines)
-    assert lines[0].getMessage() == "status: DynamoDB breaker closed, stream not read here"
+    assert lines[0].getMessage() == (
+        "status: DynamoDB breaker closed, 0 attempts throttled, stream not read here"
+    )
+
+
+async def test_each_line_counts_the_throttles_since_the_one_before(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="loc_payments.status")
+    throttles = Throttles()
+    throttles.add("GetItem")  # before the first interval starts: not this log's to count
+    status = asyncio.create_task(log_status_every(0.05, None, throttles, lambda: None))
+    for api in ("Query", "Query", "TransactWriteItems"):
+        await asyncio.sleep(0.03)
+        throttles.add(api, "GSI2" if api == "Query" else None)
+    await asyncio.sleep(0.12)
+    status.cancel()
+
+    lines = [record for record in caplog.records if record.name == "loc_payments.status"]
+    counted = [vars(line)["dynamodb_throttles"] for line in lines]
+    assert sum(counted) == 3 and len(counted) >= 2, counted
+    assert throttles.counts == {("GetItem", "table"): 1, ("Query", "GSI2"): 2,
+                                ("TransactWriteItems", "table"): 1}  # fmt: skip
 
 
 async def test_no_status_line_when_the_interval_is_zero(

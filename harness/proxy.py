@@ -1,4 +1,5 @@
-"""A TCP proxy in front of DynamoDB that can stop answering: for the circuit breaker's tests.
+"""A TCP proxy in front of DynamoDB that can stop answering or throttle: for the tests of the
+circuit breaker and of throttling, and the bench's storm.
 
     forward   bytes pass both ways
     hang      connections are accepted and kept, and nothing is answered (a network partition,
@@ -13,13 +14,24 @@ carries any TCP protocol). Beside the mode, by DynamoDB operation, whatever the 
     lose_answers_to   the request reaches DynamoDB, which applies it; its answer never comes back
     hold              the request waits in the proxy until `release()`, then goes on: DynamoDB
                       applies it late, after the client has given up on it
+
+and `throttle(fraction)`: that fraction of the data calls (`THROTTLED_OPERATIONS`), drawn at
+random, is answered by the proxy exactly as DynamoDB answers a throttle, and never reaches
+DynamoDB: `ProvisionedThroughputExceededException` (400) for a read or a single write;
+`TransactionCanceledException` whose `CancellationReasons` hold, one per item, a
+`ThrottlingError` for one item drawn at random and "None" for the others, for a
+`TransactWriteItems`. `throttled` counts them by operation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import random
 import re
+import uuid
+import zlib
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Literal
@@ -40,6 +52,9 @@ class Proxy:
         self._released = asyncio.Event()
         self.connections = 0
         self.calls: Counter[str] = Counter()
+        self.throttled: Counter[str] = Counter()
+        self._throttle_fraction = 0.0
+        self._random = random.Random(0)
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -96,6 +111,14 @@ class Proxy:
         for task in list(self._tasks):
             task.cancel()
 
+    def throttle(self, fraction: float, *, seed: int = 0) -> None:
+        """Answer `fraction` of the data calls from now on as DynamoDB's throttles (0: none)."""
+        self._throttle_fraction = fraction
+        self._random = random.Random(seed)
+
+    def _throttles(self, operation: str) -> bool:
+        return operation in THROTTLED_OPERATIONS and self._random.random() < self._throttle_fraction
+
     def release(self) -> None:
         """Send on every request held, and hold no more."""
         self.hold = set()
@@ -111,6 +134,8 @@ class Proxy:
         answering: list[str] | None = None,
     ) -> None:
         while data := await source.read(65536):
+            if asked is not None and data.startswith(_POST):
+                data += await _rest_of_request(source, data)
             if asked is not None:
                 self.calls.update(target.decode() for target in _TARGETS.findall(data))
             if self.mode == "reset":
@@ -124,10 +149,90 @@ class Proxy:
                 if operation in self.hold:
                     self.held += 1
                     await self._released.wait()
+                if self._throttles(operation):
+                    self.throttled[operation] += 1
+                    other.write(_throttle_answer(operation, data, self._random))
+                    await other.drain()
+                    continue
             if answering is not None and answering[0] in self.lose_answers_to:
                 continue  # applied, never answered
             sink.write(data)
             await sink.drain()
+
+
+_POST = b"POST "
+_CONTENT_LENGTH = re.compile(rb"content-length: *(\d+)", re.IGNORECASE)
+_HEAD_END = b"\r\n\r\n"
+
+
+async def _rest_of_request(source: asyncio.StreamReader, start: bytes) -> bytes:
+    """The bytes of an HTTP request that `start` (its first read) lacks: the rest of its head
+    and of its body, by its Content-Length (the SDK sends no chunked bodies)."""
+    rest = b""
+    if _HEAD_END not in start:
+        rest = await source.readuntil(_HEAD_END)
+    head, _, body = (start + rest).partition(_HEAD_END)
+    length = _CONTENT_LENGTH.search(head)
+    missing = (int(length.group(1)) if length else 0) - len(body)
+    return rest + (await source.readexactly(missing) if missing > 0 else b"")
+
+
+# The data calls a throttle answers; DescribeTable (the breaker's probe, readiness) is never one.
+THROTTLED_OPERATIONS = frozenset(
+    {
+        "BatchGetItem",
+        "BatchWriteItem",
+        "DeleteItem",
+        "GetItem",
+        "PutItem",
+        "Query",
+        "Scan",
+        "TransactGetItems",
+        "TransactWriteItems",
+        "UpdateItem",
+    }
+)
+_ERROR_TYPE = "com.amazonaws.dynamodb.v20120810#"
+_THROUGHPUT = (
+    "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically "
+    "scaling your table or index so please try again shortly."
+)
+
+
+def _throttle_answer(operation: str, request: bytes, draw: random.Random) -> bytes:
+    """DynamoDB's answer to a throttled `operation`, as bytes on the wire."""
+    if operation == "TransactWriteItems":
+        _, _, body = request.partition(_HEAD_END)
+        count = max(1, len(json.loads(body).get("TransactItems", [])))
+        throttled = draw.randrange(count)
+        reasons = [
+            {"Code": "ThrottlingError", "Message": _THROUGHPUT}
+            if index == throttled
+            else {"Code": "None"}
+            for index in range(count)
+        ]
+        codes = ", ".join(reason["Code"] for reason in reasons)
+        error: dict[str, object] = {
+            "__type": _ERROR_TYPE + "TransactionCanceledException",
+            "CancellationReasons": reasons,
+            "Message": f"Transaction cancelled, please refer cancellation reasons for specific "
+            f"reasons [{codes}]",
+        }
+    else:
+        error = {
+            "__type": _ERROR_TYPE + "ProvisionedThroughputExceededException",
+            "message": _THROUGHPUT,
+        }
+    body = json.dumps(error).encode()
+    head = (
+        "HTTP/1.1 400 Bad Request\r\n"
+        f"x-amzn-RequestId: {uuid.uuid4().hex.upper()}\r\n"
+        f"x-amz-crc32: {zlib.crc32(body)}\r\n"
+        "Content-Type: application/x-amz-json-1.0\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "\r\n"
+    )
+    return head.encode() + body
 
 
 _TARGET = re.compile(rb"x-amz-target: *DynamoDB_\d+\.(\w+)", re.IGNORECASE)
