@@ -6,7 +6,8 @@ The first pass runs the service (P3) against the engine floor (P1, `bench.peers.
 on the fake DynamoDB, each a server process on the server core, this process the load
 generator; P1 must answer the service's `data` first, and in each repetition the peers take
 turns at going first. Then `bench.local_pass`, and the live-updates, tracing and
-trusted-documents passes, each on a DynamoDB Local of its own.
+trusted-documents passes, each on a DynamoDB Local of its own, and the throttling storms
+(`bench.storm`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from bench import (
     live,
     load,
     report,
+    storm,
     tracing_cost,
     usage_cost,
     webhooks_cost,
@@ -192,7 +194,11 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         results["field_usage"] = await usage_cost.measure(usage, log=log)
         webhooks = webhooks_cost.QUICK if quick else webhooks_cost.DEFAULT
         results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
+        storms = storm.QUICK if quick else storm.DEFAULT
+        results["storm"] = await storm.measure(storms, log=log)
     found = report.targets(results["engine"], results.get("dynamodb_local"))
+    if "storm" in results:
+        found += storm.targets(results["storm"])
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started
@@ -223,6 +229,7 @@ def main() -> None:
         ("documents", documents_cost.render),
         ("field_usage", usage_cost.render),
         ("webhooks", webhooks_cost.render),
+        ("storm", storm.render),
     )
     for name, render in renders:
         if name in results:

@@ -21,6 +21,7 @@ of its paragraph. The docs build refuses a page whose figures are not what the f
 | `documents`  | CPU per request by trusted-document id and by text               | `documents`    |
 | `field_usage`| what counting field usage costs a loan's page, and its target    | `field_usage`  |
 | `webhooks`   | a payment write with one webhook endpoint, beside none           | `webhooks`     |
+| `storm`      | the throttling storms, each retry mode, and the storm's targets  | `storm`        |
 
 A pass the run did not make (`--no-local`, or a run older than the pass) is said so in the page.
 """
@@ -35,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import report, usage_cost, webhooks_cost
+from bench import report, storm, usage_cost, webhooks_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -257,6 +258,13 @@ def _webhooks(results: Results) -> str:
     return webhooks_cost.render(webhooks) + f" (commit `{results['commit']}`)."
 
 
+def _storm(results: Results) -> str:
+    storms = results.get("storm")
+    if storms is None:
+        return _absent(results, "throttling storm figures")
+    return storm.render(storms) + f"\n\n(commit `{results['commit']}`)"
+
+
 RENDERERS: dict[str, Callable[[Results], str]] = {
     "run": _run,
     "table": _table,
@@ -266,6 +274,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "documents": _documents,
     "field_usage": _field_usage,
     "webhooks": _webhooks,
+    "storm": _storm,
     "cpu_breakdown": _cpu_breakdown,
 }
 

@@ -64,6 +64,8 @@ class _Call:
     the store and its client alive after the app that owned them stopped."""
 
     breaker: weakref.ref[CircuitBreaker]
+    # An attempt went out (past any client-side rate limiter's wait), and one got an answer.
+    sent: bool = False
     answered: bool = False
 
 
@@ -110,6 +112,9 @@ class CircuitBreaker:
             "before-call.dynamodb", self._refuse_when_open, unique_id=f"{_HOOK_ID}-refuse"
         )
         events.register("needs-retry.dynamodb", self._watch_attempt, unique_id=f"{_HOOK_ID}-watch")
+        # The generic event, registered after botocore's adaptive rate limiter's: it runs once
+        # the limiter let the attempt go.
+        events.register("before-send", _note_sent, unique_id=f"{_HOOK_ID}-sent")
 
     async def close(self) -> None:
         """Stop probing (the store is closing)."""
@@ -188,12 +193,19 @@ class CircuitBreaker:
             _probing.reset(token)
 
 
-def budget_ran_out() -> None:
-    """An operation's time budget ran out while its call waited. If no attempt of that call got
-    an answer, that is a failure of the breaker of the client it went out on. (A call that was
-    answered, throttled say, and ran out of time between retries says nothing of the kind.)"""
+def _note_sent(**_: Any) -> None:
     call = _call.get()
-    breaker = None if call is None or call.answered else call.breaker()
+    if call is not None:
+        call.sent = True
+
+
+def budget_ran_out() -> None:
+    """An operation's time budget ran out while its call waited. If an attempt of that call went
+    out and none got an answer, that is a failure of the breaker of the client it went out on.
+    (A call that was answered, throttled say, and ran out of time between retries says nothing
+    of the kind; nor does one still waiting for a client-side rate limiter to let it go.)"""
+    call = _call.get()
+    breaker = None if call is None or call.answered or not call.sent else call.breaker()
     if breaker is not None:
         breaker.failure("a call got no answer within its operation's time budget")
 

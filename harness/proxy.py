@@ -17,7 +17,9 @@ carries any TCP protocol). Beside the mode, by DynamoDB operation, whatever the 
 
 and `throttle(fraction)`: that fraction of the data calls (`THROTTLED_OPERATIONS`), drawn at
 random, is answered by the proxy exactly as DynamoDB answers a throttle, and never reaches
-DynamoDB: `ProvisionedThroughputExceededException` (400) for a read or a single write;
+DynamoDB; or `throttle(capacity=N)`: the calls beyond N a second are (a table at its capacity,
+whose throttles fall as its callers slow down). The answer is
+`ProvisionedThroughputExceededException` (400) for a read or a single write;
 `TransactionCanceledException` whose `CancellationReasons` hold, one per item, a
 `ThrottlingError` for one item drawn at random and "None" for the others, for a
 `TransactWriteItems`. `throttled` counts them by operation.
@@ -30,6 +32,7 @@ import contextlib
 import json
 import random
 import re
+import time
 import uuid
 import zlib
 from collections import Counter
@@ -55,6 +58,10 @@ class Proxy:
         self.throttled: Counter[str] = Counter()
         self._throttle_fraction = 0.0
         self._random = random.Random(0)
+        # A token bucket of `capacity` calls a second (none: no limit), holding up to a second's.
+        self._capacity: float | None = None
+        self._tokens = 0.0
+        self._filled_at = 0.0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -111,13 +118,28 @@ class Proxy:
         for task in list(self._tasks):
             task.cancel()
 
-    def throttle(self, fraction: float, *, seed: int = 0) -> None:
-        """Answer `fraction` of the data calls from now on as DynamoDB's throttles (0: none)."""
+    def throttle(
+        self, fraction: float = 0.0, *, capacity: float | None = None, seed: int = 0
+    ) -> None:
+        """Answer `fraction` of the data calls from now on, and those beyond `capacity` a
+        second, as DynamoDB's throttles (0 and None: none)."""
         self._throttle_fraction = fraction
         self._random = random.Random(seed)
+        self._capacity = capacity
+        self._tokens = capacity or 0.0
+        self._filled_at = time.monotonic()
 
     def _throttles(self, operation: str) -> bool:
-        return operation in THROTTLED_OPERATIONS and self._random.random() < self._throttle_fraction
+        if operation not in THROTTLED_OPERATIONS:
+            return False
+        if self._capacity is not None:
+            now = time.monotonic()
+            elapsed, self._filled_at = now - self._filled_at, now
+            self._tokens = min(self._capacity, self._tokens + elapsed * self._capacity)
+            if self._tokens < 1:
+                return True
+            self._tokens -= 1
+        return self._random.random() < self._throttle_fraction
 
     def release(self) -> None:
         """Send on every request held, and hold no more."""

@@ -71,6 +71,7 @@ class _Tally:
 @dataclass(frozen=True)
 class StormFigures:
     fraction: float
+    capacity: float | None
     seconds: float
     clients: int
     reads: int
@@ -93,6 +94,11 @@ class StormFigures:
     # From the service's metrics, when served: throttles it counted, times its breaker opened.
     throttles_counted: float | None
     breaker_opens: float | None
+
+    @property
+    def requests_per_second(self) -> float:
+        """First answers of either kind a second, during the storm."""
+        return (self.reads + self.writes) / self.seconds
 
     @property
     def read_share(self) -> float:
@@ -233,12 +239,14 @@ async def storm(
     *,
     token: str,
     fraction: float = 0.5,
+    capacity: float | None = None,
     seconds: float = 15.0,
     clients: int = 4,
     metrics_url: str | None = None,
 ) -> StormFigures:
     """`clients` clients on the service at `url` while `proxy` throttles `fraction` of its data
-    calls for `seconds`; `token` a service token (it acts for any user)."""
+    calls, and those beyond `capacity` a second, for `seconds`; `token` a service token (it acts
+    for any user)."""
     reads, writes = _Tally(), _Tally()
     problems = {"server_errors": 0, "wrong_answers": 0, "resent": 0}
     run = uuid.uuid4().hex[:8]
@@ -249,7 +257,7 @@ async def storm(
             for n in range(clients)
         ]
         calls_before, throttled_before = _data_calls(proxy), sum(proxy.throttled.values())
-        proxy.throttle(fraction)
+        proxy.throttle(fraction, capacity=capacity)
         ends = time.monotonic() + seconds
 
         async def go_round(client: _Client) -> None:
@@ -259,7 +267,7 @@ async def storm(
                 number += 1
 
         await asyncio.gather(*(go_round(client) for client in users))
-        proxy.throttle(0.0)
+        proxy.throttle()
         ended = time.monotonic()
         data_calls = _data_calls(proxy) - calls_before
         throttled = sum(proxy.throttled.values()) - throttled_before
@@ -281,6 +289,7 @@ async def storm(
             breaker_opens = families["loc_payments_dynamodb_breaker_opens"].samples[0].value
     return StormFigures(
         fraction=fraction,
+        capacity=capacity,
         seconds=seconds,
         clients=clients,
         reads=reads.sent,

@@ -76,7 +76,7 @@ def test_the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRu
     }
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
-    assert len(targets) == 14
+    assert len(targets) == 18  # 14 of the engine and DynamoDB Local, 4 of the storm
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
@@ -145,3 +145,18 @@ def test_the_fleet_and_the_field_usage_passes_are_made(quick_run: QuickRun) -> N
     assert usage["off_cpu_ms"] > 0 and usage["on_cpu_ms"] > 0
     assert usage["count_us_per_operation"] >= 0
     assert "Field usage on loan_page: the count's own CPU" in quick_run.stdout
+
+
+def test_the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
+    storms = quick_run.results["storm"]
+    assert storms["default_mode"] == "standard"
+    for runs in (storms["modes"], storms["capacity"]):
+        assert set(runs) == {"standard", "adaptive"}
+    random_storm = storms["modes"]["standard"]
+    assert random_storm["fraction"] == 0.5 and random_storm["throttled"] > 0
+    assert storms["capacity"]["standard"]["capacity"] > 0 and storms["calm"]["throttled"] == 0
+    assert "Throttling storms, 4 clients" in quick_run.stdout
+    targets = [
+        target for target in quick_run.results["targets"] if target["name"].startswith("storm:")
+    ]
+    assert len(targets) == 4

@@ -143,6 +143,33 @@ async def test_a_dynamodb_that_never_answers_opens_it_as_budgets_run_out(
     assert await store.get(REF) is None
 
 
+async def test_calls_held_by_a_rate_limiter_past_their_budget_do_not_open_it(
+    moto_config: DynamoConfig,
+) -> None:
+    """botocore's adaptive rate limiter holds an attempt in `before-send` until its token bucket
+    lets it go; a budget that runs out there says nothing of whether DynamoDB answers."""
+    config = dataclasses.replace(moto_config, retry_mode="adaptive")
+    breaker = CircuitBreaker(failures=1)
+    release = asyncio.Event()
+
+    async def held(**_: object) -> None:
+        await release.wait()
+
+    async with open_client(config) as client:
+        # Before the breaker's own hook, as the limiter's (registered with the client) is.
+        client.meta.events.register("before-send", held)
+        store = PaymentStore(
+            client, table_name=config.table_name, cursor_secret=CURSOR_SECRET, breaker=breaker
+        )
+        for _ in range(2):
+            with deadline.budget(0.1), pytest.raises(StorageUnavailable, match="time budget"):
+                await store.get(REF)
+        assert breaker.state == "closed"
+        release.set()
+        assert await store.get(REF) is None
+        await breaker.close()
+
+
 async def test_a_store_without_a_breaker_is_not_guarded(moto_store: PaymentStore) -> None:
     assert moto_store.breaker is None
     assert await moto_store.get(REF) is None
