@@ -28,8 +28,8 @@ those parts under the table's name, and a part that consumed nothing not at all.
 An error answer carries no `ConsumedCapacity` (a failed condition, a cancelled transaction,
 throttling; on AWS and on DynamoDB Local alike), though AWS bills a failed conditional write: such
 a call counts as a call, with no units. Attempts that were retried are not seen either, only
-the final answer; but each attempt DynamoDB throttled is counted, per operation and index, by the
-retry handler (`throttled`, from `datasource.retries` and `datasource.transactions`).
+the final answer; but each attempt DynamoDB throttled is counted, per operation and index
+(`throttled`, called by `datasource.retries.Throttles.add`).
 """
 
 from __future__ import annotations

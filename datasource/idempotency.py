@@ -17,9 +17,9 @@ if not, `IdempotencyMismatch`.
 Creation: concurrent creations under one key can cancel each other (``TransactionConflict``),
 and a throttle cancels a transaction too (``ThrottlingError``); those are tried again after a
 jittered wait, a bounded number of times, within the operation's budget
-(`datasource.transactions`). Moves: `datasource.writes`
-adds the record to the move's transaction; `replayed_move` reads a record for a move that was
-refused before any write was tried (it had already happened).
+(`datasource.transactions`). Moves: `datasource.writes` adds the record to the move's
+transaction; `replayed_move` reads a record for a move that was refused before any write was
+tried (it had already happened).
 """
 
 from __future__ import annotations

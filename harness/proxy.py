@@ -40,6 +40,8 @@ from collections.abc import AsyncIterator
 from typing import Literal
 from urllib.parse import urlsplit
 
+from datasource.accounting import READ_OPERATIONS, WRITE_OPERATIONS
+
 Mode = Literal["forward", "hang", "reset"]
 
 
@@ -200,20 +202,7 @@ async def _rest_of_request(source: asyncio.StreamReader, start: bytes) -> bytes:
 
 
 # The data calls a throttle answers; DescribeTable (the breaker's probe, readiness) is never one.
-THROTTLED_OPERATIONS = frozenset(
-    {
-        "BatchGetItem",
-        "BatchWriteItem",
-        "DeleteItem",
-        "GetItem",
-        "PutItem",
-        "Query",
-        "Scan",
-        "TransactGetItems",
-        "TransactWriteItems",
-        "UpdateItem",
-    }
-)
+THROTTLED_OPERATIONS = READ_OPERATIONS | WRITE_OPERATIONS
 _ERROR_TYPE = "com.amazonaws.dynamodb.v20120810#"
 _THROUGHPUT = (
     "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically "

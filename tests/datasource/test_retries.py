@@ -7,17 +7,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from botocore.exceptions import EndpointConnectionError, ParamValidationError, ReadTimeoutError
 
-from datasource import DynamoConfig, count_calls, open_store
+from datasource import DynamoConfig, PaymentStore, count_calls, open_store
 from datasource.deadline import budget
 from datasource.retries import RetryPolicy, Throttles
 from domain.errors import StorageUnavailable
-from harness.proxy import proxy_to
+from harness.proxy import Proxy, proxy_to
 from tests.backends import CURSOR_SECRET
 from tests.payment_samples import ref_of, sample_payment, stored_new
 
@@ -134,23 +135,30 @@ async def test_each_throttle_is_counted_by_api_and_index_for_the_client_and_the_
     assert count.throttles == throttles.counts
 
 
-@pytest.mark.ddblocal
-async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
-    ddblocal_config: DynamoConfig,
-) -> None:
+@pytest.fixture
+async def behind_proxy(ddblocal_config: DynamoConfig) -> AsyncIterator[tuple[PaymentStore, Proxy]]:
+    """The service's store on DynamoDB Local, through the throttling proxy."""
     assert ddblocal_config.endpoint_url is not None
     async with proxy_to(ddblocal_config.endpoint_url) as proxy:
         config = dataclasses.replace(ddblocal_config, endpoint_url=proxy.url)
         async with open_store(config, cursor_secret=CURSOR_SECRET) as store:
-            payment = sample_payment()
-            proxy.throttle(1.0)
-            asyncio.get_running_loop().call_later(0.3, proxy.throttle, 0.0)
-            with count_calls() as count, budget(3.0):
-                started = time.monotonic()
-                # A transaction cancelled for ThrottlingError, then a throttled GetItem.
-                await stored_new(store, payment)
-                assert await store.get(ref_of(payment)) == payment
-            took = time.monotonic() - started
+            yield store, proxy
+
+
+@pytest.mark.ddblocal
+async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
+    behind_proxy: tuple[PaymentStore, Proxy],
+) -> None:
+    store, proxy = behind_proxy
+    payment = sample_payment()
+    proxy.throttle(1.0)
+    asyncio.get_running_loop().call_later(0.3, proxy.throttle, 0.0)
+    with count_calls() as count, budget(3.0):
+        started = time.monotonic()
+        # A transaction cancelled for ThrottlingError, then a throttled GetItem.
+        await stored_new(store, payment)
+        assert await store.get(ref_of(payment)) == payment
+    took = time.monotonic() - started
     assert proxy.throttled["TransactWriteItems"] >= 2
     assert count.operations["TransactWriteItems"] >= 3  # each transaction is a call of ours
     assert count.throttles[("TransactWriteItems", "table")] == proxy.throttled["TransactWriteItems"]
@@ -161,22 +169,19 @@ async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
 
 @pytest.mark.ddblocal
 async def test_a_storm_longer_than_the_budget_answers_unavailable_within_it_breaker_closed(
-    ddblocal_config: DynamoConfig,
+    behind_proxy: tuple[PaymentStore, Proxy],
 ) -> None:
-    assert ddblocal_config.endpoint_url is not None
-    async with proxy_to(ddblocal_config.endpoint_url) as proxy:
-        config = dataclasses.replace(ddblocal_config, endpoint_url=proxy.url)
-        async with open_store(config, cursor_secret=CURSOR_SECRET) as store:
-            proxy.throttle(1.0)
-            for write in (True, False):
-                started = time.monotonic()
-                with budget(0.5), pytest.raises(StorageUnavailable):
-                    if write:
-                        await stored_new(store, sample_payment())
-                    else:
-                        await store.get(ref_of(sample_payment()))
-                assert time.monotonic() - started < 0.5
-            assert store.breaker is not None and store.breaker.state == "closed"
+    store, proxy = behind_proxy
+    proxy.throttle(1.0)
+    for write in (True, False):
+        started = time.monotonic()
+        with budget(0.5), pytest.raises(StorageUnavailable):
+            if write:
+                await stored_new(store, sample_payment())
+            else:
+                await store.get(ref_of(sample_payment()))
+        assert time.monotonic() - started < 0.5
+    assert store.breaker is not None and store.breaker.state == "closed"
     # Retried while the budget allowed: more than once, far fewer than 16 attempts' worth of
     # waits at the cap would take.
     assert proxy.throttled["TransactWriteItems"] > 2 and proxy.throttled["GetItem"] > 2
