@@ -48,6 +48,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from datasource import tracing
 from datasource.batch import Backoff
+from datasource.errors import error_code
 from datasource.history import event_from_item
 from datasource.table import SK
 from domain.errors import PaymentsError
@@ -207,7 +208,7 @@ class DynamoDBStreamSource:
                     await sink.round_finished()
             except (BotoCoreError, ClientError, StreamMissing, SinkRefused) as error:
                 self._healthy = False
-                if isinstance(error, ClientError) and error.response["Error"]["Code"] == _GONE:
+                if isinstance(error, ClientError) and error_code(error) == _GONE:
                     self._stream_arn = None  # the table or its stream was deleted: look again
                 delay = min(MAX_RETRY_DELAY, self._backoff.delay(min(failures, 16)))
                 failures += 1
@@ -311,7 +312,7 @@ class DynamoDBStreamSource:
                 ShardIterator=shard.iterator, Limit=RECORDS_PER_CALL
             )
         except ClientError as error:
-            if error.response["Error"]["Code"] not in _STALE_ITERATOR:
+            if error_code(error) not in _STALE_ITERATOR:
                 raise
             shard.iterator = None  # re-opened after its last record in the next round
             return False
@@ -358,7 +359,7 @@ class DynamoDBStreamSource:
                 StreamArn=self._stream_arn, ShardId=shard.shard_id, **where
             )
         except ClientError as error:
-            if error.response["Error"]["Code"] != "TrimmedDataAccessException":
+            if error_code(error) != "TrimmedDataAccessException":
                 raise
             # Down for longer than the stream keeps records: read what is left.
             logger.warning("stream records of shard %s were trimmed unread", shard.shard_id)

@@ -13,6 +13,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from datasource.errors import error_code
+
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import (
@@ -250,7 +252,7 @@ async def _enable_stream(client: DynamoDBClient, table_name: str) -> None:
         await client.update_table(TableName=table_name, StreamSpecification=STREAM_SPECIFICATION)
     except client.exceptions.ClientError as error:
         # Another process may have turned it on first: DynamoDB then refuses ours as invalid.
-        if error.response["Error"]["Code"] != "ValidationException":
+        if error_code(error) != "ValidationException":
             raise
         described = await client.describe_table(TableName=table_name)
         if not described["Table"].get("StreamSpecification", {}).get("StreamEnabled", False):

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from domain.enums import PaymentStatus
-    from domain.payment import Payment
 
 
 class PaymentsError(Exception):
@@ -68,13 +67,14 @@ class Conflict(PaymentsError):
         found: PaymentStatus | None,
         message: str | None = None,
         *,
-        payment: Payment | None = None,
+        payment: object | None = None,
     ) -> None:
         found_text = found.value if found is not None else "unknown"
         default = f"the payment was changed by another writer (now {found_text}); reload it"
         super().__init__(message or default)
         self.found = found
-        # The payment as the refused write found it, when it was read.
+        # The payment (a `domain.payment.Payment`) as the refused write found it, when it was
+        # read. Typed `object` here: errors are below payments in the domain's imports.
         self.payment = payment
 
 

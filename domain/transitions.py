@@ -1,23 +1,8 @@
 """The status transition table (SPEC §5) as data, and the one engine that applies it.
 
 The source document's diagram is mandatory: PENDING -> ACHSENT -> {COMPLETED, RETRY, RETURNED},
-RETRY -> FAILED. The other rows place the statuses the diagram leaves out (our decision):
-
-    from          to            methods  presentment  requires
-    PENDING       ACHSENT       ach      yes          confirmation id
-    RETRY         ACHSENT       ach      yes          confirmation id; attempts below the maximum
-    ACHSENT       COMPLETED     ach                   applications
-    ACHSENT       RETRY         ach                   return code
-    ACHSENT       RETURNED      ach                   return code
-    COMPLETED     RETURNED      ach                   return code (late ACH return)
-    PENDING       COMPLETED     pinless  yes          confirmation id, applications
-    RETRY         COMPLETED     pinless  yes          confirmation id, applications
-    PENDING       RETRY         pinless  yes          decline reason (the move's reason)
-    RETRY         RETRY         pinless  yes          declined again
-    COMPLETED     CHARGED_BACK  pinless
-    RETRY         FAILED        any
-    PENDING       FAILED        pinless  yes
-    PENDING|RETRY SKIPPED       any
+RETRY -> FAILED. The other rows place the statuses the diagram leaves out (our decision). `RULES`
+is the table; docs/api.md shows it, and `tests/test_docs.py` checks the page against it.
 
 A presentment (a try at the payments service) adds one to the attempts, and is allowed only while
 the attempts are below the maximum (a setting, default 3). SKIPPED, FAILED, RETURNED and
@@ -138,13 +123,6 @@ class TransitionRequest:
             )
             validation.amount_cents(f"applications[{index}].amountCents", application.amount_cents)
         return cls(target, reason, confirmation_id, applications, return_code, expected_version)
-
-
-def rule_for(payment: Payment, target: PaymentStatus) -> Rule | None:
-    rule = _BY_MOVE.get((payment.status, target))
-    if rule is None or payment.method not in rule.methods:
-        return None
-    return rule
 
 
 def allowed_targets(payment: Payment, *, max_attempts: int, now: datetime) -> list[PaymentStatus]:

@@ -1,6 +1,6 @@
 """Expected failures are part of the schema: `PaymentResult` is the payload or a `UserError`.
 
-Unexpected failures go to `errors[]`, masked (see `schema.extensions`).
+Unexpected failures go to `errors[]`, masked (see `schema.public_errors`).
 """
 
 from __future__ import annotations

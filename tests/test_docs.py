@@ -1,6 +1,6 @@
 """The documentation site: it builds with --strict (no broken link or anchor), the settings table
-is `Settings`, the README's links land, and the benchmark's figures in the pages are those of its
-JSON file."""
+is `Settings`, the transition table is the rules', the README's links land, and the benchmark's
+figures in the pages are those of its JSON file."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import pytest
 from mkdocs.exceptions import PluginError
 
 from bench import figures
+from domain.enums import PaymentMethod
+from domain.transitions import RULES
 from server.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,6 +76,33 @@ def test_every_setting_is_in_the_configuration_table_and_nothing_else() -> None:
     assert len(documented) == len(set(documented)), "a variable in two rows"
     assert fields - set(documented) == set(), "settings missing from docs/configuration.md"
     assert set(documented) - fields == set(), "rows naming no field of server.settings.Settings"
+
+
+def test_the_api_pages_transition_table_is_the_rules() -> None:
+    """Each row of docs/api.md's table (a "PENDING, RETRY" row is one per source) says a rule's
+    move, methods, presentment and requirements; every rule has its row."""
+    page = (DOCS / "api.md").read_text()
+    table = page.split("## Status transitions", 1)[1].split("\n\n")[2]
+    methods = {"ach": "ach", "pinless": "pinless", "any": "ach pinless"}
+    documented = set()
+    for line in table.splitlines()[2:]:
+        sources, target, _mutation, method, presentment, requires = (
+            cell.strip() for cell in line.strip("|").split("|")
+        )
+        named = frozenset(re.findall(r"\b(confirmationId|applications|returnCode)\b", requires))
+        for source in sources.split(", "):
+            documented.add((source, target, methods[method], presentment == "yes", named))
+    ruled = {
+        (
+            rule.source.value,
+            rule.target.value,
+            " ".join(method.value for method in PaymentMethod if method in rule.methods),
+            rule.presentment,
+            frozenset(requirement.value for requirement in rule.requires),
+        )
+        for rule in RULES
+    }
+    assert documented == ruled
 
 
 def test_the_readme_links_to_pages_and_headings_that_exist() -> None:
