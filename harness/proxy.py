@@ -103,7 +103,11 @@ class Proxy:
                 )
             finally:
                 target_writer.transport.abort()
-        except (ConnectionError, OSError):
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            # Stopped by `stop` or `retarget`: end normally, or asyncio's stream server logs the
+            # cancelled handler as an error in a callback.
             pass
         finally:
             # Whatever ended it (a cut, the target refusing, a cancellation by `stop` or

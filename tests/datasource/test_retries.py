@@ -163,8 +163,9 @@ async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
     assert count.operations["TransactWriteItems"] >= 3  # each transaction is a call of ours
     assert count.throttles[("TransactWriteItems", "table")] == proxy.throttled["TransactWriteItems"]
     assert store.throttles.total == sum(proxy.throttled.values())
-    # Sent again within tens of milliseconds of the throttle's end, not seconds after.
-    assert took < 1.0, took
+    # Sent again within a wait of at most 250 ms of the throttle's end (at 0.3 s), not after
+    # botocore's waits of up to 1, 2, 4 s (a bound for a loaded machine).
+    assert took < 1.5, took
 
 
 @pytest.mark.ddblocal
@@ -180,7 +181,8 @@ async def test_a_storm_longer_than_the_budget_answers_unavailable_within_it_brea
                 await stored_new(store, sample_payment())
             else:
                 await store.get(ref_of(sample_payment()))
-        assert time.monotonic() - started < 0.5
+        # Ended by the budget, not after 16 attempts' waits (a bound for a loaded machine).
+        assert time.monotonic() - started < 0.5 + 0.25
     assert store.breaker is not None and store.breaker.state == "closed"
     # Retried while the budget allowed: more than once, far fewer than 16 attempts' worth of
     # waits at the cap would take.
