@@ -48,7 +48,7 @@ TYPED_PACKAGES := domain datasource resolvers schema server harness bench tests
 
 help:
 	@echo "make run      serve the API on $(API_ADDRESS) (embedded DynamoDB Local)"
-	@echo "make test     run the tests (extra pytest arguments: make test ARGS='-k cursor')"
+	@echo "make test     run every test, over every core (~5 min; extra pytest arguments: make test ARGS='-k cursor')"
 	@echo "make test-fast   the tests not marked slow, over every core (no DynamoDB Local, Chromium, gateway, bench; ~2 min)"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
@@ -134,14 +134,27 @@ $(IDENTITY_PROVIDER_STAMP): $(IDENTITY_PROVIDER_PKG)/package.json $(IDENTITY_PRO
 run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
 
-# Any non-zero pytest status fails the target, including 5 ("no tests collected").
+# Every test, in two runs. First all but those marked `quiet`, over TEST_WORKERS processes
+# (pytest-xdist; twice the cores, as many tests wait on servers they start); then the `quiet`
+# ones, which need the machine to themselves (the races, the bench's measurements), in one
+# process. Both record the DynamoDB operations made as the service into one directory, checked
+# against the stack's task role after both (tests/least_privilege.py). Any other non-zero pytest
+# status fails the target, and so does 5 ("no tests collected") unless the other run had tests
+# (ARGS selecting only quiet tests, or none).
+TEST_WORKERS ?= $(shell echo $$((2 * $$(nproc))))
 test: install bench-tools test-tools
-	$(VENV)/bin/pytest $(PYTEST_FLAGS) $(ARGS)
+	@operations=$$(mktemp -d -t loc-aws-operations-XXXXXX); \
+	export LOC_AWS_OPERATION_LOG=$$operations; \
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not quiet" -n $(TEST_WORKERS) --dist worksteal $(ARGS); \
+	first=$$?; [ $$first = 0 ] || [ $$first = 5 ] || exit $$first; \
+	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m quiet $(ARGS); \
+	second=$$?; [ $$second = 0 ] || [ $$second = 5 ] || exit $$second; \
+	[ $$first$$second != 55 ] || exit 5; \
+	$(VENV)/bin/python -m tests.least_privilege $(if $(ARGS),,--whole-suite) "$$operations"
 
 # While developing: every test but those marked `slow` (tests/conftest.py marks them from the
 # fixtures they use: DynamoDB Local, Chromium, the federation gateway; and the bench's own).
-# Spread over the machine's cores by pytest-xdist (`-n auto`), each worker with its own moto; the
-# full run stays in one process, where the bench's ratios and the races are measured.
+# Spread over the machine's cores by pytest-xdist (`-n auto`), each worker with its own moto.
 test-fast: install
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not slow" -n auto $(ARGS)
 

@@ -8,7 +8,7 @@ session); every test gets a fresh table of its own, deleted afterwards. moto's i
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from moto.server import ThreadedMotoServer
 from datasource import DynamoConfig, PaymentStore
 from datasource.client import open_client
 from harness.redis_server import RedisServer
-from tests import least_privilege
+from tests import hypothesis_profiles, least_privilege
 from tests.backends import (
     CURSOR_SECRET,
     REGION,
@@ -43,12 +43,25 @@ DYNAMODB_LOCAL_FIXTURES = frozenset(
 )
 SLOW_FIXTURES = DYNAMODB_LOCAL_FIXTURES | {"chromium_executable", "federated_graph"}
 BENCH_TESTS = Path(__file__).parent / "bench"
+# The bench's smoke test proves the harness and the report's shape: it asserts no figure, so it
+# needs no quiet machine, unlike the bench's other tests, which measure.
+BENCH_SMOKE = BENCH_TESTS / "test_bench_smoke.py"
+# The longest tests (30 s to 2 min each), started first so that none is left to the end of the
+# run with the other workers idle.
+STARTED_FIRST = (
+    BENCH_SMOKE,
+    Path(__file__).parent / "api" / "test_state_machine.py",
+    Path(__file__).parent / "security" / "test_fuzzing.py",
+    Path(__file__).parent / "server" / "test_webhook_delivery.py",
+    Path(__file__).parent / "api" / "test_fleet.py",
+)
 
 
 LEAST_PRIVILEGE_REPORT = pytest.StashKey[list[str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    hypothesis_profiles.load()
     least_privilege.start(config)
 
 
@@ -63,12 +76,21 @@ def pytest_terminal_summary(
         terminalreporter.write_line(line)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> Generator[None]:
+    """The markers below, before the selection by marker; the longest tests first, after
+    pytest-randomly's shuffle."""
+    mark(items)
+    yield
+    items.sort(key=lambda item: item.path not in STARTED_FIRST)
+
+
+def mark(items: list[pytest.Item]) -> None:
     """Markers from the fixtures a test uses: `ddblocal` for a test on DynamoDB Local, `slow`
     for one on DynamoDB Local, Chromium or the gateway, or of the bench (`make test-fast` runs
-    the rest). A race runs on DynamoDB Local only: moto's conditional writes are not atomic
-    across its threads, so on moto both racers can win. A race test that could reach moto is
-    refused."""
+    the rest); `quiet` for a race or a measurement of the bench. A race runs on DynamoDB Local
+    only: moto's conditional writes are not atomic across its threads, so on moto both racers
+    can win. A race test that could reach moto is refused."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
@@ -81,6 +103,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             or item.path.is_relative_to(BENCH_TESTS)
         ):
             item.add_marker(pytest.mark.slow)
+        if item.path.is_relative_to(BENCH_TESTS) and item.path != BENCH_SMOKE:
+            item.add_marker(pytest.mark.quiet)
         if item.get_closest_marker("race") is None:
             continue
         on_moto = any(name.startswith("moto") for name in fixtures) or backend == "moto"
@@ -88,6 +112,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(f"{item.nodeid} is a race: give it a DynamoDB Local fixture")
         item.add_marker(pytest.mark.ddblocal)
         item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.quiet)
 
 
 @pytest.fixture(scope="session", autouse=True)

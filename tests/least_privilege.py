@@ -1,6 +1,7 @@
 """Least privilege, proven on the whole test suite (issue 44; `datasource.permissions`).
 
-The suite's first process makes a directory and names it in `LOC_AWS_OPERATION_LOG`; every
+The suite's first process makes a directory and names it in `LOC_AWS_OPERATION_LOG` (or
+`make test` does, for its two runs, and gives the verdict after both with `main`); every
 service the tests run (in process, or as a server process: `harness.processes` keeps the
 variable) appends the DynamoDB operations it makes there, as IAM actions on its table's
 resources. At the end of the session the operations made as the service are compared with the
@@ -16,7 +17,9 @@ as the operators' jobs are listed, for the deploy page's operator role.
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -94,9 +97,17 @@ def finish(session: pytest.Session) -> list[str]:
     problem."""
     if hasattr(session.config, "workerinput") or LOG_VARIABLE not in os.environ:
         return []
-    recorded = operations_of(Path(os.environ[LOG_VARIABLE]))
-    whole = _whole_suite(session)
-    found = problems(recorded, policy_grants(committed()), whole_suite=whole)
+    lines, found = verdict(Path(os.environ[LOG_VARIABLE]), whole_suite=_whole_suite(session))
+    if found:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return lines
+
+
+def verdict(directory: Path, *, whole_suite: bool) -> tuple[list[str], bool]:
+    """The lines that report the operations recorded in `directory`, and whether least
+    privilege is broken (see `problems`)."""
+    recorded = operations_of(directory)
+    found = problems(recorded, policy_grants(committed()), whole_suite=whole_suite)
     service = sorted({(op.action, op.resource) for op in recorded if op.role == SERVICE})
     jobs = sorted(
         (op.role, op.action, op.resource)
@@ -106,11 +117,27 @@ def finish(session: pytest.Session) -> list[str]:
     lines = [
         f"least privilege: {len(service)} operations made as the service, "
         + ("each granted" if not found else f"{len(found)} problems")
-        + ("; every grant used" if whole and not found else "")
-        + ("" if whole else " (not the whole suite: unused grants not checked)"),
+        + ("; every grant used" if whole_suite and not found else "")
+        + ("" if whole_suite else " (not the whole suite: unused grants not checked)"),
         *(f"  {problem}" for problem in found),
         *(f"  made as {role}: {action} on {resource}" for role, action, resource in jobs),
     ]
-    if found:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    return lines
+    return lines, bool(found)
+
+
+def main() -> None:
+    """`python -m tests.least_privilege [--whole-suite] DIRECTORY`: the verdict over the
+    operations recorded by several pytest runs into one directory (`make test` runs two); with
+    `--whole-suite` (they ran every test and passed), a grant never used is a problem too.
+    Exits 1 on a problem."""
+    parser = argparse.ArgumentParser(prog="python -m tests.least_privilege")
+    parser.add_argument("--whole-suite", action="store_true")
+    parser.add_argument("directory", type=Path)
+    arguments = parser.parse_args()
+    lines, found = verdict(arguments.directory, whole_suite=arguments.whole_suite)
+    print("\n".join(lines))
+    sys.exit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -15,6 +15,7 @@ import schema.projection
 from datasource import DynamoConfig, PaymentStore
 from domain.enums import PaymentMethod, PaymentStatus
 from tests.api.conftest import Api, api_client
+from tests.hypothesis_profiles import examples
 from tests.payment_samples import full_payment, payment_in, sample_payment, stored_new
 
 USER, LOAN = "alice", "loan-1"
@@ -104,7 +105,7 @@ async def _answer(api: Api, document: str, variables: dict[str, Any]) -> dict[st
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -39,7 +39,8 @@ spends 3-10 ms of CPU on each, more on a transaction (a deep copy of the table p
 writes). This test's read is one Query of the example's partition, which brings the payment's
 item and its events together: no dearer on moto than the GetItem it replaced, where a second
 Query for the history cost a fifth more. 200 examples of up to 8 steps take 65-110 s on two
-cores (32 s before every write was a transaction); the "loop" rule and Hypothesis's swarm
+cores, so `make test` runs 50 (`tests.hypothesis_profiles`; 500 with HYPOTHESIS_PROFILE=long);
+the "loop" rule and Hypothesis's swarm
 testing (some examples only loop) make up for the short examples by driving payments to
 the attempts maximum quickly.
 """
@@ -68,6 +69,7 @@ from hypothesis.stateful import (
 
 from datasource import DynamoConfig
 from tests.api.conftest import Api, api_client
+from tests.hypothesis_profiles import examples
 
 MAX_ATTEMPTS = 3
 MAX_INT = 2_147_483_647
@@ -635,7 +637,7 @@ async def open_api(stack: AsyncExitStack, config: DynamoConfig) -> Api:
     return api
 
 
-@pytest.mark.slow  # hypothesis's stateful runs: about two minutes
+@pytest.mark.slow  # hypothesis's stateful runs: about 20 s
 def test_payment_lifecycle_state_machine(moto_config: DynamoConfig) -> None:
     dynamodb = boto3.client(
         "dynamodb",
@@ -654,7 +656,7 @@ def test_payment_lifecycle_state_machine(moto_config: DynamoConfig) -> None:
         run_state_machine_as_test(
             machine,
             settings=settings(
-                max_examples=200,
+                max_examples=examples(50),
                 stateful_step_count=8,
                 deadline=None,
                 # No example database: it would be a `.hypothesis/` directory in the checkout.

@@ -42,6 +42,7 @@ from resolvers.loaders import BatchReads
 from resolvers.node_ids import loan_node_id, payment_node_id
 from schema import build_schema, completion, strawberry_adapter
 from schema.compiler import compile_operation
+from tests.hypothesis_profiles import examples
 
 NOW = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)
 # The subgraph's schema: the public one's fields and federation's `_entities` too.
@@ -444,9 +445,9 @@ def documents(draw: st.DrawFn) -> str:
     return " ".join([f"{head} {{ {body} }}", *fragments])
 
 
-@pytest.mark.slow  # 300 drawn documents
+@pytest.mark.slow  # drawn documents
 @settings(
-    max_examples=300,
+    max_examples=examples(100),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

@@ -53,6 +53,7 @@ from server.graphql_over_http import GRAPHQL_RESPONSE, JSON
 from server.settings import Settings
 from tests.api.conftest import ALICE, SERVICE, Clock, api_client, error_codes
 from tests.datasource.stored_items import put_items
+from tests.hypothesis_profiles import examples
 from tests.payment_samples import TEST_ACTOR
 
 USER, LOAN = "alice", "loan-1"  # ALICE's token is user "alice"
@@ -238,13 +239,13 @@ class Served:
 
 
 @AS_SERVICE.parametrize()
-@settings(FUZZ_SETTINGS, max_examples=100)
+@settings(FUZZ_SETTINGS, max_examples=examples(25))
 def test_fuzz_as_service(case: Case[Any], served: Served) -> None:
     served.check(case, token=SERVICE)
 
 
 @AS_CUSTOMER.parametrize()
-@settings(FUZZ_SETTINGS, max_examples=20)
+@settings(FUZZ_SETTINGS, max_examples=examples(10))
 def test_fuzz_as_customer(case: Case[Any], served: Served) -> None:
     served.check(case, token=ALICE)
 
@@ -350,7 +351,7 @@ def requests_to_send(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @given(request=requests_to_send())
-@settings(FUZZ_SETTINGS, max_examples=400)
+@settings(FUZZ_SETTINGS, max_examples=examples(100))
 def test_fuzz_the_envelope(request: dict[str, Any], served: Served) -> None:
     response = served.client.request(url="/graphql", **request)
     assert_graphql_over_http_answer(request, response)

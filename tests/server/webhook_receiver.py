@@ -44,7 +44,8 @@ class Receiver:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/{path}", self._receive)
-        self._runner = web.AppRunner(app, handle_signals=False)
+        # A handler still sleeping (a slow path) is not waited for at the end: aiohttp waits 60 s.
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         await web.TCPSite(self._runner, HOST, self.port).start()
 
