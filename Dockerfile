@@ -21,6 +21,7 @@ RUN uv sync --frozen --no-dev --no-editable --no-install-project
 COPY domain/ domain/
 COPY datasource/ datasource/
 COPY resolvers/ resolvers/
+COPY engine/ engine/
 COPY schema/ schema/
 COPY server/ server/
 RUN uv sync --frozen --no-dev --no-editable

@@ -40,10 +40,10 @@ from datasource.table import PK, SK, create_table_if_missing
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef
+from engine.usage import coordinates
 from harness.processes import REGION, Process, Service, children
 from schema import build_schema
 from schema.projection import payment_fields
-from schema.usage import coordinates
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, LOCAL_AWS_CREDENTIALS, Settings
 

@@ -18,11 +18,11 @@ from typing import Any, cast
 
 from bench.load import service_headers
 from bench.profile import Request, Rounds, interleaved, local_dynamodb, paired, quietly, running
+from engine.operations import Observed
 from harness.asgi import asgi_caller, asgi_headers
 from resolvers.callers import Unauthenticated
 from resolvers.context import Context
 from schema import build_schema
-from schema.operations import Observed
 from server.app import create_app
 from server.observability import Metrics
 
@@ -94,7 +94,7 @@ def count_cost(query: str, operations: int = 50_000) -> float:
     )
     context.client = "bench"
 
-    def observed(counted: bool) -> Observed:
+    def observed(counted: bool) -> Observed[Any]:
         text = (query + " ")[:-1]  # a new string, as a request's body gives
         if counted:
             return Observed(

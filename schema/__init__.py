@@ -1,7 +1,9 @@
-"""The GraphQL schema: Strawberry types over the resolvers, run by `schema.operations`."""
+"""The GraphQL schema: Strawberry types over the resolvers, run by the engine (`engine`) with
+the payments' hooks (`schema.operation_hooks`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import AsyncGenerator, Iterable, Sequence
@@ -14,9 +16,10 @@ from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from engine import OperationRunner, QueryLimits, compile_operation, strawberry_adapter
+from engine.operations import Observer
 from resolvers.context import Context
-from schema import strawberry_adapter
-from schema.compiler import compile_operation
 from schema.federation import (
     FEDERATION_VERSION,
     FederatedSchema,
@@ -24,10 +27,8 @@ from schema.federation import (
     public_sdl,
     subgraph_sdl,
 )
-from schema.limits import QueryLimits
 from schema.mutation import Mutation
-from schema.operations import Observer, OperationRunner
-from schema.projection import read_only_selected
+from schema.operation_hooks import payments_hooks
 from schema.public_errors import is_unexpected
 from schema.query import Query
 from schema.scalars import DATETIME
@@ -43,7 +44,7 @@ class PaymentsSchema(FederatedSchema):
     variables), which would reveal the schema piece by piece. `observers` are what the server
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
     on DynamoDB (`datasource.deadline`); `trace_documents` puts each operation's document in its
-    span (`schema.tracing`). Operations run by their compiled plans (`schema.compiler`).
+    span (`schema.tracing`). Operations run by their compiled plans (`engine.compiler`).
 
     `subgraph` serves the schema as a federation subgraph (`_service`, `_entities`, federation's
     directives and scalars); without it, the public schema, which holds none of them
@@ -54,7 +55,7 @@ class PaymentsSchema(FederatedSchema):
         limits: QueryLimits | None = None,
         *,
         production: bool = False,
-        observers: Sequence[Observer] = (),
+        observers: Sequence[Observer[Any]] = (),
         dynamodb_budget: float | None = None,
         trace_documents: bool = False,
         subgraph: bool = False,
@@ -71,16 +72,17 @@ class PaymentsSchema(FederatedSchema):
         subgraph_schema = strawberry_adapter.graphql_schema(self)
         self.subgraph = subgraph
         self.served = subgraph_schema if subgraph else public_schema(subgraph_schema)
-        self._operations = OperationRunner(
+        self._operations: OperationRunner[Any] = OperationRunner(
             self.served,
-            limits=limits or QueryLimits(),
-            production=production,
             compile_operation=functools.partial(compile_operation, self, served=self.served),
-            on_errors=self.process_errors,
-            observers=observers,
-            dynamodb_budget=dynamodb_budget,
-            trace_documents=trace_documents,
-            on_operation=read_only_selected,
+            limits=payments_limits(limits),
+            production=production,
+            hooks=payments_hooks(
+                observers=observers,
+                on_errors=self.process_errors,
+                dynamodb_budget=dynamodb_budget,
+                trace_documents=trace_documents,
+            ),
         )
 
     async def execute(
@@ -146,7 +148,7 @@ class PaymentsSchema(FederatedSchema):
         return self._operations.is_valid(query)
 
     def process_errors(
-        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+        self, errors: Sequence[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
         # Expected failures are answers, not incidents: log only what gets masked.
         for error in errors:
@@ -154,11 +156,19 @@ class PaymentsSchema(FederatedSchema):
                 logger.error("unexpected error in %s", error.path, exc_info=error.original_error)
 
 
+def payments_limits(limits: QueryLimits | None = None) -> QueryLimits:
+    """`limits` (the engine's defaults without) with the payments' page sizes
+    (`datasource.pages`), which a connection's cost counts."""
+    return dataclasses.replace(
+        limits or QueryLimits(), default_page_size=DEFAULT_PAGE_SIZE, max_page_size=MAX_PAGE_SIZE
+    )
+
+
 def build_schema(
     limits: QueryLimits | None = None,
     *,
     production: bool = False,
-    observers: Sequence[Observer] = (),
+    observers: Sequence[Observer[Any]] = (),
     dynamodb_budget: float | None = None,
     trace_documents: bool = False,
     subgraph: bool = False,

@@ -12,7 +12,7 @@ import strawberry
 
 from domain.audit import ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
-from schema import strawberry_adapter
+from engine import strawberry_adapter
 
 E = TypeVar("E", bound=Enum)
 

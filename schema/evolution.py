@@ -7,7 +7,7 @@
     broken_documents(new, docs)  the trusted documents that no longer validate against `new`
     refusals(old, new, docs)     the breaking changes a deliberate change of the snapshot may not
                                  make: any, unless what it removes or changes was `@deprecated` in
-                                 `old` and no document uses it (`schema.usage`)
+                                 `old` and no document uses it (`engine.usage`)
 
 `loc-payments schema diff` prints the first two; `loc-payments schema accept` (`make schema`)
 and the test of the snapshot's history apply the third.
@@ -39,7 +39,7 @@ from graphql.utilities import (
     resolve_schema_coordinate,
 )
 
-from schema.usage import coordinates
+from engine.usage import coordinates
 
 __all__ = [
     "Change",

@@ -1,7 +1,7 @@
 """Which fields of Payment a query reads: its lists read only those (a DynamoDB projection),
 and convert only those (`datasource.items.StoredPayment`).
 
-From the schema coordinates the operation's document selects (`schema.usage`: every selection,
+From the schema coordinates the operation's document selects (`engine.usage`: every selection,
 through fragments, whatever `@include` and `@skip` decide, so a superset of what one run reads),
 computed once a document. A field of `Payment` reads the field of the domain's `Payment` of the
 same name, but for those below; a field not known here reads the whole payment, so a field added

@@ -111,11 +111,13 @@ def operation_trace(
     document: DocumentNode | None,
     operation_name: str | None,
     query: str,
-    record_document: bool = False,
     started: float | None = None,
+    *,
+    record_document: bool = False,
 ) -> OperationTrace | _Untraced:
-    """The span of one operation (see the module's docstring); `query` is recorded with
-    `record_document` (the setting), `started` (`time.perf_counter()`) is when it began."""
+    """The span of one operation (see the module's docstring), an `engine.Trace`; `started`
+    (`time.perf_counter()`) is when it began, `query` is recorded with `record_document` (the
+    setting)."""
     tracer = context.tracer if isinstance(context, Context) else None
     if tracer is None:
         return UNTRACED

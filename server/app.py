@@ -33,10 +33,10 @@ from datasource import PaymentStore
 from datasource.permissions import LOCAL_SETUP, acting_as
 from domain.errors import StorageUnavailable
 from domain.webhooks import EventsPolicy
+from engine.document_policy import DocumentPolicy, Documents
+from engine.limits import QueryLimits
+from engine.trusted_documents import ManifestsRefused, load_trusted_documents
 from schema import PaymentsSchema, build_schema
-from schema.document_policy import DocumentPolicy, Documents
-from schema.limits import QueryLimits
-from schema.trusted_documents import ManifestsRefused, load_trusted_documents
 from server.auth import AuthConfig, mint_development_token
 from server.background import running
 from server.bootstrap import payment_store

@@ -92,7 +92,7 @@ def serve(settings: Settings) -> int:
     # Imported here so that `token` works without loading the web stack.
     from prometheus_client import start_http_server
 
-    from schema.trusted_documents import ManifestsRefused
+    from engine.trusted_documents import ManifestsRefused
     from server.app import create_app
 
     configure_logging(

@@ -40,16 +40,16 @@ from strawberry.types.unset import UNSET, UnsetType
 
 from datasource import PaymentStore
 from domain.webhooks import EventsPolicy
-from resolvers.callers import Caller, CallerError
-from resolvers.context import Context
-from schema import PaymentsSchema
-from schema.document_policy import (
+from engine.document_policy import (
     DOCUMENT_NOT_TRUSTED,
     PERSISTED_QUERY_NOT_FOUND,
     DocumentRefused,
     Documents,
     MalformedDocumentRequest,
 )
+from resolvers.callers import Caller, CallerError
+from resolvers.context import Context
+from schema import PaymentsSchema
 from server.auth import AuthConfig, authenticate, token_expiry
 from server.graphiql import GraphiQLPage
 from server.graphql_over_http import (
@@ -263,7 +263,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         return self._text(envelope(payload), context)
 
     def _text(self, data: Envelope, context: Context) -> str | None:
-        """The text the request runs (`schema.document_policy`). Text the policy refuses from a
+        """The text the request runs (`engine.document_policy`). Text the policy refuses from a
         request without a valid token is refused for the token (UNAUTHENTICATED): a service
         whose token failed would otherwise read that it must name a trusted document."""
         try:

@@ -56,7 +56,7 @@ _FIELDS: dict[str, tuple[type, str]] = {
         dict,
         "The GraphQL operation's `extensions` must be an object or null, if provided.",
     ),
-    # A trusted document by id (`schema.document_policy`): the working group's and Relay's.
+    # A trusted document by id (`engine.document_policy`): the working group's and Relay's.
     "documentId": (str, "The `documentId` must be a string or null, if provided."),
     "doc_id": (str, "The `doc_id` must be a string or null, if provided."),
 }

@@ -44,8 +44,8 @@ from prometheus_client.registry import Collector
 
 from datasource.breaker import CircuitBreaker
 from datasource.retries import Throttles
+from engine.operations import Observed
 from resolvers.context import Context
-from schema.operations import Observed
 
 request_log = logging.getLogger("loc_payments.request")
 
@@ -159,7 +159,7 @@ class Metrics:
         """Report the throttles the store's client met (read at each scrape)."""
         self.registry.register(_ThrottlesCollector(throttles))
 
-    def observe(self, observed: Observed) -> None:
+    def observe(self, observed: Observed[Any]) -> None:
         """Count a finished operation and write its request log line."""
         context = observed.context
         if not isinstance(context, Context):

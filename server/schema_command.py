@@ -24,6 +24,7 @@ from typing import TextIO
 
 from graphql import GraphQLError, GraphQLSchema
 
+from engine.trusted_documents import read_manifest
 from schema.evolution import (
     Document,
     Refusal,
@@ -32,7 +33,6 @@ from schema.evolution import (
     refusals,
     schema_changes,
 )
-from schema.trusted_documents import read_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = "schema.graphql"

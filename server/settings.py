@@ -22,9 +22,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from datasource.config import DynamoConfig
 from domain.keys import MAX_GSI2_SHARDS, StatusLayout
 from domain.webhooks import DEFAULT_RETRY_SCHEDULE
+from engine import QueryLimits
 
 Env = Literal["local", "test", "prod"]
-# Who must name a trusted document (`schema.document_policy.DocumentPolicy`).
+# Who must name a trusted document (`engine.document_policy.DocumentPolicy`).
 Policy = Literal["any", "trusted-for-customers", "trusted"]
 
 # Documented in the README so anyone can mint a local token (`loc-payments token`); worthless
@@ -47,6 +48,9 @@ TABLE_AND_REGION: dict[str, tuple[str, str]] = {
 
 # The environments that run on AWS, behind a load balancer (`local` is a developer's machine).
 DEPLOYED = ("test", "prod")
+# A setting that configures one of these objects defaults to the object's own default.
+_DYNAMODB = DynamoConfig(table_name="", region="")
+_LIMITS = QueryLimits()
 
 
 class Settings(BaseSettings):
@@ -92,10 +96,10 @@ class Settings(BaseSettings):
     max_attempts: Annotated[int, Field(ge=1)] = 3
 
     # Query limits (README "Security"); each refuses an operation before anything runs.
-    max_query_depth: Annotated[int, Field(ge=1)] = 10
-    max_query_aliases: Annotated[int, Field(ge=0)] = 15
-    max_query_tokens: Annotated[int, Field(ge=1)] = 1000
-    max_query_cost: Annotated[int, Field(ge=1)] = 10_000
+    max_query_depth: Annotated[int, Field(ge=1)] = _LIMITS.max_depth
+    max_query_aliases: Annotated[int, Field(ge=0)] = _LIMITS.max_aliases
+    max_query_tokens: Annotated[int, Field(ge=1)] = _LIMITS.max_tokens
+    max_query_cost: Annotated[int, Field(ge=1)] = _LIMITS.max_cost
     max_request_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
 
     # Trusted documents (README "Trusted documents"): the manifests (comma-separated paths),
@@ -120,18 +124,20 @@ class Settings(BaseSettings):
     otel_exporter: Literal["none", "otlp", "console"] = "none"
     otel_graphql_document: bool = False
 
-    dynamodb_max_pool_connections: Annotated[int, Field(ge=1)] = 64
-    dynamodb_connect_timeout: Annotated[float, Field(gt=0)] = 2.0
-    dynamodb_read_timeout: Annotated[float, Field(gt=0)] = 5.0
-    dynamodb_max_attempts: Annotated[int, Field(ge=1)] = 16
+    dynamodb_max_pool_connections: Annotated[int, Field(ge=1)] = _DYNAMODB.max_pool_connections
+    dynamodb_connect_timeout: Annotated[float, Field(gt=0)] = _DYNAMODB.connect_timeout
+    dynamodb_read_timeout: Annotated[float, Field(gt=0)] = _DYNAMODB.read_timeout
+    dynamodb_max_attempts: Annotated[int, Field(ge=1)] = _DYNAMODB.max_attempts
     dynamodb_retry_mode: Literal["standard", "adaptive"] = "standard"
     # Seconds one GraphQL operation may spend on DynamoDB, across all its calls and retries.
     dynamodb_budget: Annotated[float, Field(gt=0)] = 3.0
     # The circuit breaker: attempts without an answer in a row that open it; probe period.
-    dynamodb_breaker_failures: Annotated[int, Field(ge=1)] = 5
-    dynamodb_breaker_probe_interval: Annotated[float, Field(gt=0)] = 0.5
+    dynamodb_breaker_failures: Annotated[int, Field(ge=1)] = _DYNAMODB.breaker_failures
+    dynamodb_breaker_probe_interval: Annotated[float, Field(gt=0)] = (
+        _DYNAMODB.breaker_probe_interval
+    )
     # Lookups by key that requests make at the same moment go out as one call (one BatchGetItem).
-    dynamodb_coalesce_lookups: bool = True
+    dynamodb_coalesce_lookups: bool = _DYNAMODB.coalesce_lookups
     # `local`: the wait before restarting an embedded DynamoDB Local that exited (doubling).
     dynamodb_local_restart_backoff: Annotated[float, Field(gt=0)] = 0.5
     # Queries read eventually consistent (half the read units); true: every read strongly.

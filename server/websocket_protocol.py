@@ -17,7 +17,7 @@ graphql-transport-ws closes a socket with (Strawberry's handler, unless marked o
     4409  a `subscribe` with the id of an operation still running
     4429  a second `connection_init`
 
-A `subscribe` that names a document the policy refuses (`schema.document_policy`) is answered
+A `subscribe` that names a document the policy refuses (`engine.document_policy`) is answered
 with an `error` message carrying its code; the socket stays open.
 
 The legacy `graphql-ws` protocol closes at the token's `exp` the same way, and names documents
@@ -45,8 +45,8 @@ from strawberry.subscriptions.protocols.graphql_ws.types import (
 )
 from strawberry.subscriptions.protocols.graphql_ws.types import StartMessage
 
+from engine.document_policy import DocumentRefused, MalformedDocumentRequest
 from resolvers.context import Context
-from schema.document_policy import DocumentRefused, MalformedDocumentRequest
 from server.graphql_over_http import Refused, envelope
 
 TOKEN_EXPIRED_CODE = 4403
@@ -55,7 +55,7 @@ TOKEN_EXPIRED_REASON = "token expired: reconnect with a fresh token"
 
 class SocketView(Protocol):
     """What the view tells a handler: the seconds an acknowledged connection's token has left,
-    and the text a `subscribe` payload runs (`schema.document_policy`: its own, or a trusted
+    and the text a `subscribe` payload runs (`engine.document_policy`: its own, or a trusted
     document it names), or why it may not run."""
 
     def token_lifetime(self, context: Context) -> float: ...

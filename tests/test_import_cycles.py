@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("domain", "datasource", "resolvers", "schema", "server", "harness", "bench")
+PACKAGES = ("domain", "datasource", "resolvers", "engine", "schema", "server", "harness", "bench")
 
 
 def _modules() -> dict[str, Path]:
@@ -79,3 +79,24 @@ def test_no_module_imports_one_that_imports_it_back() -> None:
 def test_the_check_finds_a_circle() -> None:
     graph = {"a.x": {"a.y"}, "a.y": {"a.z"}, "a.z": {"a.x"}, "a.w": {"a.x"}}
     assert _circles(graph) == [["a.x", "a.y", "a.z"]]
+
+
+def _importing(graph: dict[str, set[str]], package: str, of: set[str]) -> dict[str, list[str]]:
+    """Each module of `package` that imports a module of the packages `of`, with those."""
+    found = {
+        module: sorted(name for name in imported if name.split(".")[0] in of)
+        for module, imported in graph.items()
+        if module.split(".")[0] == package
+    }
+    return {module: names for module, names in found.items() if names}
+
+
+def test_the_engine_imports_nothing_of_the_payments() -> None:
+    """`engine` could be published on its own: what the service adds comes in as hooks."""
+    payments = set(PACKAGES) - {"engine"}
+    assert _importing(_imports(_modules()), "engine", payments) == {}
+
+
+def test_the_boundary_check_finds_an_import_across_it() -> None:
+    graph = {"engine.x": {"datasource.deadline", "engine.y"}, "engine.y": set()}
+    assert _importing(graph, "engine", {"datasource"}) == {"engine.x": ["datasource.deadline"]}

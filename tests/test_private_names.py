@@ -1,4 +1,4 @@
-"""Private names of libraries only in their adapters: `schema/strawberry_adapter.py` (Strawberry,
+"""Private names of libraries only in their adapters: `engine/strawberry_adapter.py` (Strawberry,
 and graphql-core's schema behind it) and `datasource/aiobotocore_adapter.py` (aiobotocore and
 botocore), each of which refuses at start a release it was not tested with. Everywhere else in
 the service, the bench and the harness, an attribute whose name starts with one underscore is
@@ -11,8 +11,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("domain", "datasource", "resolvers", "schema", "server", "harness", "bench")
-ADAPTERS = {"schema/strawberry_adapter.py", "datasource/aiobotocore_adapter.py"}
+PACKAGES = ("domain", "datasource", "resolvers", "engine", "schema", "server", "harness", "bench")
+ADAPTERS = {"engine/strawberry_adapter.py", "datasource/aiobotocore_adapter.py"}
 LIBRARIES = {"graphql", "strawberry", "botocore", "aiobotocore", "aioboto3"}
 
 

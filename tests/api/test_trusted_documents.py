@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-import schema.operations
+import engine.operations
 from datasource import DynamoConfig
-from schema.trusted_documents import ManifestsRefused
+from engine.trusted_documents import ManifestsRefused
 from tests.api.conftest import (
     PROD_SETTINGS,
     SERVICE,
@@ -327,13 +327,13 @@ async def test_a_trusted_documents_request_does_no_parse_or_validation(
 ) -> None:
     calls: list[str] = []
     for name in ("parse", "validate"):
-        original = getattr(schema.operations, name)
+        original = getattr(engine.operations, name)
 
         def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
             calls.append(_name)
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(schema.operations, name, counted)
+        monkeypatch.setattr(engine.operations, name, counted)
     async with api_client(moto_config, **settings_of(manifests)) as api:
         at_start = list(calls)
         calls.clear()

@@ -39,7 +39,7 @@ def test_the_profile_of_one_payment_names_the_pipeline() -> None:
     assert figures is not None, printed[0]
     assert figures[1] == "payment" and float(figures[4]) > 0
     assert float(figures[7]) == 1.0  # one request at a time: one GetItem each
-    assert any("schema/operations.py" in line for line in printed[1:])
+    assert any("engine/operations.py" in line for line in printed[1:])
 
 
 def test_requests_in_flight_on_a_slow_fake_give_the_rate_and_the_busy_share() -> None:

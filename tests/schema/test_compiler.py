@@ -36,12 +36,14 @@ from domain.audit import ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.history import PaymentEvent
 from domain.payment import Application, LoanRef, Payment, PaymentRef, new_payment
+from engine import _completion as completion
+from engine import strawberry_adapter
+from engine.compiler import compile_operation
 from resolvers.callers import Caller
 from resolvers.context import Context
 from resolvers.loaders import BatchReads
 from resolvers.node_ids import loan_node_id, payment_node_id
-from schema import build_schema, completion, strawberry_adapter
-from schema.compiler import compile_operation
+from schema import build_schema
 from tests.hypothesis_profiles import examples
 
 NOW = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)

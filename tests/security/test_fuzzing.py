@@ -167,7 +167,7 @@ FUZZ_SETTINGS = settings(
 # The codes of refusals and domain errors during execution; INTERNAL (masked) is not among them:
 # the service failing on an input is what the fuzzing looks for.
 CODES = {"UNAUTHENTICATED", "FORBIDDEN", "INVALID_INPUT", "NOT_FOUND", "UNAVAILABLE"}
-# A query limit refuses the whole operation before execution (schema.limits).
+# A query limit refuses the whole operation before execution (engine.limits).
 QUERY_LIMIT = re.compile(r"QUERY_[A-Z_]+")
 # What a leaked traceback, module path, AWS error or table name would show.
 LEAKS = re.compile(

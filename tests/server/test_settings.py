@@ -4,6 +4,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr, ValidationError
 
+from datasource.config import DynamoConfig
+from engine import QueryLimits
+from server.app import query_limits
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Env, Settings
 
 SECRET = SecretStr("s" * 40)
@@ -192,3 +195,23 @@ def test_aws_clients_use_the_standard_credential_chain(monkeypatch: pytest.Monke
     assert config.endpoint_url is None
     assert (config.table_name, config.region) == ("prod-loc-service", "us-east-2")
     assert (config.read_timeout, config.retry_mode) == (1.5, "adaptive")
+
+
+def test_a_setting_that_configures_an_object_defaults_to_the_objects_own_default() -> None:
+    """Each default once: the settings' DynamoDB and query-limit defaults are those of
+    `DynamoConfig` and the engine's `QueryLimits`, which tests and tools build directly."""
+    settings = Settings()
+    config = settings.dynamo_config()
+    defaults = DynamoConfig(table_name=config.table_name, region=config.region)
+    for name in (
+        "max_pool_connections",
+        "connect_timeout",
+        "read_timeout",
+        "max_attempts",
+        "retry_mode",
+        "breaker_failures",
+        "breaker_probe_interval",
+        "coalesce_lookups",
+    ):
+        assert getattr(config, name) == getattr(defaults, name), name
+    assert query_limits(settings) == QueryLimits()

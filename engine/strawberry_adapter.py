@@ -1,4 +1,4 @@
-"""What the compiler of operations (`schema.compiler`) needs of Strawberry that Strawberry does not
+"""What the compiler of operations (`engine.compiler`) needs of Strawberry that Strawberry does not
 offer as public API, in one place, checked against the version it was tested with at start.
 
     graphql_schema     the graphql-core schema a Strawberry schema built (`Schema._schema`)
@@ -42,6 +42,18 @@ from strawberry.types.base import StrawberryList, StrawberryMaybe, StrawberryOpt
 from strawberry.types.enum import has_enum_definition
 from strawberry.types.field import StrawberryField
 
+__all__ = [
+    "TESTED_VERSIONS",
+    "UntestedStrawberry",
+    "check_version",
+    "describe_values",
+    "direct_resolver",
+    "enum_names",
+    "graphql_schema",
+    "plain_attribute",
+    "resolve_info",
+]
+
 E = TypeVar("E", bound=Enum)
 
 # The releases this module was tested with (the lock file's).
@@ -50,14 +62,14 @@ _BACKREF = "strawberry-definition"
 
 
 class UntestedStrawberry(RuntimeError):
-    """The installed Strawberry is not one `schema.strawberry_adapter` was tested with."""
+    """The installed Strawberry is not one `engine.strawberry_adapter` was tested with."""
 
 
 def check_version(installed: str | None = None) -> None:
     installed = installed or version("strawberry-graphql")
     if installed not in TESTED_VERSIONS:
         raise UntestedStrawberry(
-            f"strawberry-graphql {installed} is not one schema/strawberry_adapter.py was tested "
+            f"strawberry-graphql {installed} is not one engine/strawberry_adapter.py was tested "
             f"with ({', '.join(sorted(TESTED_VERSIONS))}): check the names it reads, then add it"
         )
 

@@ -1,4 +1,4 @@
-"""The nodes of a compiled operation (`schema.compiler`), and how they run: graphql-core's
+"""The nodes of a compiled operation (`engine.compiler`), and how they run: graphql-core's
 execution (`graphql.execution.Executor`: execute_fields, execute_field, complete_value and its
 kinds) step for step, with everything that depends only on the document decided once.
 
@@ -42,6 +42,8 @@ from graphql import (
 from graphql.execution import VariableValues, default_type_resolver, get_argument_values
 from graphql.pyutils import Path, Undefined, gather_with_cancel, inspect, is_iterable
 from strawberry.execution import optimized_is_awaitable
+
+__all__: list[str] = []  # internal to the engine: its names are not its interface
 
 is_awaitable = cast("Callable[[Any], TypeGuard[Awaitable[Any]]]", optimized_is_awaitable)
 # A one-pass answer that only the ordinary nodes may give.
@@ -580,7 +582,7 @@ class ObjectCompleter(Completer):
         # (response key, attribute or None for __typename, completer) when every field is
         # plain: the one pass.
         self.plain: tuple[tuple[str, str | None, Completer], ...] | None = None
-        # The one pass of a plain object, written for it (`schema.one_pass`).
+        # The one pass of a plain object, written for it (`engine._one_pass`).
         self.generated: Callable[[Any], Any] = _no_pass
 
     def set_fields(self, fields: tuple[FieldPlan, ...]) -> None:

@@ -7,19 +7,19 @@
                own rules, no introspection (nor `_service`) and no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
                `first` or a list of keys (`nodes`, `_entities`) in it is a variable
-    execute    the operation's plan (`schema.compiler`, compiled once and cached with the parse),
-               counting the DynamoDB calls it makes and the capacity they consume
-               (`dynamodb_report`), which must all end within the operation's budget
-               (`datasource.deadline`)
-    errors     the unexpected logged and masked, the rest made public (`schema.public_errors`);
-               a result refused before execution (parse, validation, cost, variables) is a
+    execute    the operation's plan (`engine.compiler`, compiled once and cached with the parse),
+               inside the service's `Hooks.scope` (which may add to the result's extensions)
+    errors     every error given to `Hooks.on_errors`, then worded by `Hooks.public_error`; a
+               result refused before execution (parse, validation, cost, variables) is a
                `PreExecutionError`: its GraphQL response has no `data` entry
-    observe    the server's observers (request log, metrics) see the finished operation
-    trace      with a tracer, the operation is a span from its parse to its answer, current
-               while it executes (`schema.tracing`)
+    observe    the `Hooks.observers` see the finished operation
+    trace      `Hooks.trace` gives the operation's trace, from its parse to its answer, current
+               while it executes
 
 A subscription (`stream`, over WebSocket) takes the same steps up to the cost; then each event
 is executed as graphql-core's `subscribe` maps it, and its errors made public the same way.
+
+The runner knows nothing of what its context is: the hooks receive it, typed by the service.
 
 Strawberry would run these steps through an extension object per concern, made afresh for every
 request, each hook entered and left through a context manager; as one function they cost a
@@ -31,10 +31,12 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from inspect import isawaitable
-from typing import Any
+from types import TracebackType
+from typing import Any, Generic, Protocol, TypeVar
 
 from graphql import (
     DocumentNode,
@@ -60,28 +62,37 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.utils.operation import get_operation_type
 
-from datasource import deadline
-from datasource.accounting import CallCount, count_calls
-from schema.compiler import Plan
-from schema.federation import NoSubgraphSdlRule
-from schema.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
-from schema.public_errors import public_error
-from schema.tracing import operation_trace, record_errors
-from schema.usage import coordinates
+from engine.compiler import Plan
+from engine.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
+from engine.usage import coordinates
+
+__all__ = [
+    "CACHED_DOCUMENTS",
+    "Extensions",
+    "Hooks",
+    "Observed",
+    "Observer",
+    "OperationHook",
+    "OperationRunner",
+    "Trace",
+]
 
 # Distinct query texts kept parsed and validated; clients send a handful of fixed operations.
 CACHED_DOCUMENTS = 512
 
 
+ContextT = TypeVar("ContextT")
+
+
 @dataclass(frozen=True, slots=True)
-class Observed:
-    """A finished operation, as the server's observers see it."""
+class Observed(Generic[ContextT]):
+    """A finished operation, as the `Hooks.observers` see it."""
 
     operation: str  # its name, or its first root field
-    context: Any
+    context: ContextT
     errors: Sequence[GraphQLError]
     duration: float
-    # The schema coordinates it selected (`schema.usage`), looked up only when an observer asks
+    # The schema coordinates it selected (`engine.usage`), looked up only when an observer asks
     # (`fields`): empty when it did not run.
     selected: Callable[[], frozenset[str]] = frozenset
 
@@ -90,7 +101,7 @@ class Observed:
         return self.selected()
 
 
-Observer = Callable[[Observed], None]
+Observer = Callable[[Observed[ContextT]], None]
 
 
 @dataclass(slots=True)
@@ -115,41 +126,125 @@ class _Prepared:
 
 
 # Called before an operation runs: (its context, its type, the coordinates it selects).
-OperationHook = Callable[[Any, OperationType, Callable[[], frozenset[str]]], None]
+OperationHook = Callable[[ContextT, OperationType, Callable[[], frozenset[str]]], None]
+# What a scope adds to the result's `extensions` once the operation has run (None: nothing).
+Extensions = Callable[[], dict[str, Any] | None]
 
 
-class OperationRunner:
+class Trace(Protocol):
+    """One operation's trace: current inside `with`, ended by `end` with its errors (before they
+    are made public)."""
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> object: ...
+
+    def end(self, errors: Sequence[GraphQLError]) -> None: ...
+
+
+class _Untraced:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def end(self, errors: Sequence[GraphQLError]) -> None:
+        return None
+
+
+_UNTRACED = _Untraced()
+
+
+def _untraced(
+    context: object, document: DocumentNode | None, name: str | None, query: str, started: float
+) -> Trace:
+    return _UNTRACED
+
+
+def _no_scope(context: object) -> AbstractContextManager[Extensions]:
+    return nullcontext(_no_extensions)
+
+
+def _no_extensions() -> None:
+    return None
+
+
+def _ignore(errors: Sequence[GraphQLError]) -> None:
+    return None
+
+
+def _as_is(error: GraphQLError) -> GraphQLError:
+    return error
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks(Generic[ContextT]):
+    """What a service adds to each operation; each does nothing by default.
+
+    scope            entered around an operation's execution with its context (a time budget,
+                     counting the calls it makes); gives what to add to the result's extensions
+    trace            the operation's trace: (context, document or None, operation name, query
+                     text, `time.perf_counter()` when it began)
+    event_errors     a subscription event's errors, while its trace is current
+    on_errors        every error, before it is worded for the caller (to log the unexpected)
+    public_error     the error as the caller reads it (masking the unexpected)
+    before           called before an operation runs (`OperationHook`)
+    observers        each finished operation (`Observed`)
+    production_rules validation rules added in production, after introspection's refusal
+    """
+
+    scope: Callable[[ContextT], AbstractContextManager[Extensions]] = _no_scope
+    trace: Callable[[ContextT, DocumentNode | None, str | None, str, float], Trace] = _untraced
+    event_errors: Callable[[Sequence[GraphQLError]], None] = _ignore
+    on_errors: Callable[[Sequence[GraphQLError]], None] = _ignore
+    public_error: Callable[[GraphQLError], GraphQLError] = _as_is
+    before: OperationHook[ContextT] | None = None
+    observers: Sequence[Observer[ContextT]] = ()
+    production_rules: Sequence[type[ASTValidationRule]] = ()
+
+
+class OperationRunner(Generic[ContextT]):
+    """Runs the operations of one schema: `run` (a query or a mutation, or any operation the
+    transport allows), `stream` (a subscription's results), `pin` (a trusted document, prepared
+    for good)."""
+
     def __init__(
         self,
         schema: GraphQLSchema,
         *,
-        limits: QueryLimits,
-        production: bool,
         compile_operation: Callable[[DocumentNode, str | None], Plan],
-        on_errors: Callable[[list[GraphQLError]], None],
-        observers: Sequence[Observer],
-        dynamodb_budget: float | None = None,
-        trace_documents: bool = False,
-        on_operation: OperationHook | None = None,
+        limits: QueryLimits | None = None,
+        production: bool = False,
+        hooks: Hooks[ContextT] | None = None,
     ) -> None:
-        """`on_operation` is called before each operation runs, with its context, its type and
-        a function that gives the schema coordinates its document selects (computed once)."""
+        """`compile_operation` makes the plan of a valid document's operation
+        (`engine.compiler.compile_operation`); `production` refuses introspection and leaves
+        graphql-core's "Did you mean ...?" hints out of its messages."""
+        limits = limits or QueryLimits()
+        hooks = hooks or Hooks()
         self._schema = schema
-        self._on_operation = on_operation
-        self._trace_documents = trace_documents
+        self._hooks = hooks
         self._limits = limits
         self._hide_suggestions = production
         self._compile = compile_operation
-        self._on_errors = on_errors
-        self._observers = tuple(observers)
-        self._budget = dynamodb_budget
+        production_rules: tuple[type[ASTValidationRule], ...] = ()
+        if production:
+            production_rules = (NoSchemaIntrospectionCustomRule, *hooks.production_rules)
         self._rules: tuple[type[ASTValidationRule], ...] = (
             *specified_rules,
             *QueryDepthLimiter(max_depth=limits.max_depth).validation_rules,
             *MaxAliasesLimiter(max_alias_count=limits.max_aliases).validation_rules,
             MaybeNullValidationRule,
             OneOfInputValidationRule,
-            *((NoSchemaIntrospectionCustomRule, NoSubgraphSdlRule) if production else ()),
+            *production_rules,
         )
         self._recent = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
         # Trusted documents (`pin`), prepared at start and never evicted.
@@ -186,7 +281,11 @@ class OperationRunner:
             operation_type = get_operation_type(document, operation_name)
         except RuntimeError as error:
             raise CannotGetOperationTypeError(operation_name) from error
-        cost = None if prepared.errors else fixed_cost(self._schema, document, operation_name)
+        cost = (
+            None
+            if prepared.errors
+            else fixed_cost(self._schema, document, operation_name, self._limits)
+        )
         operation = prepared.operations[operation_name] = _Operation(operation_type, cost)
         return operation
 
@@ -200,7 +299,7 @@ class OperationRunner:
 
     def selected(self, query: str, operation_name: str | None) -> frozenset[str]:
         """The schema coordinates the operation `operation_name` of a valid `query` selects
-        (`schema.usage`), computed once and kept with its plan."""
+        (`engine.usage`), computed once and kept with its plan."""
         prepared = self._prepare(query)
         operation = self._operation(prepared, operation_name)
         if operation.coordinates is None:
@@ -246,7 +345,7 @@ class OperationRunner:
         query: str | None,
         *,
         variables: dict[str, Any] | None,
-        context: Any,
+        context: ContextT,
         operation_name: str | None,
         allowed: Iterable[OperationType],
         operation_extensions: dict[str, Any] | None = None,
@@ -256,28 +355,23 @@ class OperationRunner:
         if not query:
             raise MissingQueryError
         started = time.perf_counter()
+        hooks = self._hooks
         document, errors = self._checked(query, variables, operation_name, allowed)
-        trace = operation_trace(
-            context, document, operation_name, query, self._trace_documents, started
-        )
+        trace = hooks.trace(context, document, operation_name, query, started)
         data = None
         executed = False
-        with count_calls() as calls, deadline.budget(self._budget), trace:
-            if hasattr(context, "calls"):
-                context.calls = calls
+        with hooks.scope(context) as extensions_of, trace:
             if document is not None and not errors:
-                if self._on_operation is not None:
+                if hooks.before is not None:
                     operation = self._operation(self._prepare(query), operation_name)
                     selected = functools.partial(self.selected, query, operation_name)
-                    self._on_operation(context, operation.type, selected)
+                    hooks.before(context, operation.type, selected)
                 data, errors, executed = await self._execute(
                     query, variables, context, operation_name, operation_extensions
                 )
         trace.end(errors)
         errors = self._public(errors)
-        extensions = None
-        if getattr(context, "debug_dynamodb", False):
-            extensions = {"dynamodb": dynamodb_report(calls)}
+        extensions = extensions_of()
         observed = Observed(
             operation=operation_name or _first_field(document),
             context=context,
@@ -287,7 +381,7 @@ class OperationRunner:
                 functools.partial(self.selected, query, operation_name) if executed else frozenset
             ),
         )
-        for observe in self._observers:
+        for observe in hooks.observers:
             observe(observed)
         if not executed:  # a request error: the GraphQL response has no `data` entry
             return PreExecutionError(data=None, errors=errors or None, extensions=extensions)
@@ -298,7 +392,7 @@ class OperationRunner:
         query: str | None,
         *,
         variables: dict[str, Any] | None,
-        context: Any,
+        context: ContextT,
         operation_name: str | None,
         allowed: Iterable[OperationType],
     ) -> AsyncGenerator[ExecutionResult, None]:
@@ -313,9 +407,7 @@ class OperationRunner:
             # Over HTTP a request error of the transport's; here the operation's own `error`.
             document, errors = None, [GraphQLError(error.as_http_error_reason())]
         if document is None or errors:
-            operation_trace(
-                context, document, operation_name, query, self._trace_documents, started
-            ).end(errors)
+            self._hooks.trace(context, document, operation_name, query, started).end(errors)
             # A syntax error is answered like a validation error, as graphql-transport-ws's
             # `error` message says ("before execution starts"); Strawberry's handler would close
             # the socket on a GraphQLSyntaxError (4400), as if the message were malformed.
@@ -338,9 +430,7 @@ class OperationRunner:
             )
             return
         # The subscription's span ends once it is accepted; each event sent has its own.
-        trace = operation_trace(
-            context, document, operation_name, query, self._trace_documents, started
-        )
+        trace = self._hooks.trace(context, document, operation_name, query, started)
         with trace:
             source = subscribe(
                 self._schema,
@@ -358,7 +448,8 @@ class OperationRunner:
             return
         try:
             async for event in source:
-                record_errors(event.errors)
+                if event.errors:
+                    self._hooks.event_errors(event.errors)
                 yield ExecutionResult(data=event.data, errors=self._public(event.errors) or None)
         except Exception as error:  # the source failed: one last answer, masked if unexpected
             yield ExecutionResult(
@@ -388,7 +479,9 @@ class OperationRunner:
         if not errors:
             cost = operation.cost
             if cost is None:
-                cost = operation_cost(self._schema, document, operation_name, variables or {})
+                cost = operation_cost(
+                    self._schema, document, operation_name, variables or {}, self._limits
+                )
             refusal = cost_refusal(cost, self._limits)
             if refusal is not None:
                 errors = [refusal]
@@ -398,8 +491,9 @@ class OperationRunner:
         """The unexpected logged and masked, every error in the words a caller may read."""
         if not errors:
             return []
-        self._on_errors(list(errors))
-        return [public_error(error) for error in errors]
+        self._hooks.on_errors(errors)
+        public = self._hooks.public_error
+        return [public(error) for error in errors]
 
     async def _execute(
         self,
@@ -425,31 +519,6 @@ class OperationRunner:
         errors = list(result.errors or ())
         executed = result.data is not None or any(error.path for error in errors)
         return result.data, errors, executed
-
-
-def dynamodb_report(calls: CallCount) -> dict[str, Any]:
-    """`extensions.dynamodb` (SPEC §8, §11): the calls, and the capacity units they consumed in
-    all and per table (`<table>`) and index (`<table>/<index>`), to the hundredth.
-
-        {"requests": 2, "operations": {"Query": 1, "BatchGetItem": 1},
-         "readCapacityUnits": 1.0, "writeCapacityUnits": 0.0,
-         "capacity": {"payments": {"read": 0.5, "write": 0.0},
-                      "payments/GSI2": {"read": 0.5, "write": 0.0}}}
-    """
-    return {
-        "requests": calls.requests,
-        "operations": dict(calls.operations),
-        "readCapacityUnits": _units(calls.units.read),
-        "writeCapacityUnits": _units(calls.units.write),
-        "capacity": {
-            name: {"read": _units(units.read), "write": _units(units.write)}
-            for name, units in sorted(calls.units_by_index.items())
-        },
-    }
-
-
-def _units(value: float) -> float:
-    return round(value, 2)
 
 
 def _first_field(document: DocumentNode | None) -> str:

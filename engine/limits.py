@@ -1,19 +1,20 @@
 """Query limits: each refuses an operation before any resolver or DynamoDB call runs
-(`schema.operations` applies them).
+(`engine.operations` applies them).
 
 depth     nesting of selections, through fragments (strawberry's QueryDepthLimiter's rule)
 aliases   aliased fields, through fragment spreads (MaxAliasesLimiter's rule)
 tokens    lexical tokens of the document (graphql-core's parser stops at the limit)
 cost      every field costs 1; a field with a `first` argument (a connection) multiplies
-          what it selects by `first` or `last` (the default page when neither is given), so
-          nested pages multiply; a field of many keys (`nodes(ids:)`,
-          `_entities(representations:)`) by the keys given
+          what it selects by `first` or `last` (`default_page_size` when neither is given, at
+          most `max_page_size`), so nested pages multiply; a field of many keys (`nodes(ids:)`,
+          `_entities(representations:)`, `keyed_lists`) by the keys given
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from graphql import (
@@ -33,18 +34,24 @@ from graphql import (
     get_named_type,
 )
 
-from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+__all__ = ["KEYED_LISTS", "QueryLimits", "cost_refusal", "fixed_cost", "operation_cost"]
 
-# The fields that answer one object per key given, and the argument of their keys.
-KEYED_LISTS = {"nodes": "ids", "_entities": "representations"}
+# The fields that answer one object per key given, and the argument of their keys: Relay's
+# `nodes` and federation's `_entities`.
+KEYED_LISTS: Mapping[str, str] = MappingProxyType({"nodes": "ids", "_entities": "representations"})
 
 
 @dataclass(frozen=True, slots=True)
 class QueryLimits:
+    """The limits of one schema's operations; the page sizes are those its connections use."""
+
     max_depth: int = 10
     max_aliases: int = 15
     max_tokens: int = 1000
     max_cost: int = 10_000
+    default_page_size: int = 20
+    max_page_size: int = 100
+    keyed_lists: Mapping[str, str] = field(default_factory=lambda: KEYED_LISTS)
 
 
 def cost_refusal(cost: int, limits: QueryLimits) -> GraphQLError | None:
@@ -76,12 +83,12 @@ class _NoVariables(Mapping[str, Any]):
 
 
 def fixed_cost(
-    schema: GraphQLSchema, document: DocumentNode, operation_name: str | None
+    schema: GraphQLSchema, document: DocumentNode, operation_name: str | None, limits: QueryLimits
 ) -> int | None:
     """The operation's cost if no `first` in it is a variable (so it can be kept with the
     document), else None: then it is costed per request, with the request's variables."""
     try:
-        return operation_cost(schema, document, operation_name, _NoVariables())
+        return operation_cost(schema, document, operation_name, _NoVariables(), limits)
     except _VariablesRead:
         return None
 
@@ -91,7 +98,10 @@ def operation_cost(
     document: DocumentNode,
     operation_name: str | None,
     variables: Mapping[str, Any],
+    limits: QueryLimits,
 ) -> int:
+    """The cost of the operation `operation_name` (each operation's, without a name: the
+    largest) of a valid `document`, with these variables."""
     fragments = {
         definition.name.value: definition
         for definition in document.definitions
@@ -106,7 +116,8 @@ def operation_cost(
         ):
             continue
         root = schema.get_root_type(definition.operation)
-        costs.append(_Costing(schema, fragments, variables).cost(definition.selection_set, root))
+        costing = _Costing(schema, fragments, variables, limits)
+        costs.append(costing.cost(definition.selection_set, root))
     return max(costs)
 
 
@@ -115,6 +126,7 @@ class _Costing:
     schema: GraphQLSchema
     fragments: Mapping[str, FragmentDefinitionNode]
     variables: Mapping[str, Any]
+    limits: QueryLimits
 
     def cost(
         self,
@@ -150,7 +162,7 @@ class _Costing:
         if definition is None:  # __typename, or a field validation will refuse
             return 1
         inner = self.cost(node.selection_set, get_named_type(definition.type), spread)
-        keys = KEYED_LISTS.get(node.name.value)
+        keys = self.limits.keyed_lists.get(node.name.value)
         if keys is not None and parent is self.schema.query_type:
             return 1 + self._count(node, keys) * inner
         if "first" not in definition.args:
@@ -177,7 +189,7 @@ class _Costing:
         sizes = [self._size(node, name) for name in ("first", "last")]
         given = [size for size in sizes if size is not None]
         # What a connection without `first` or `last` returns.
-        return max(given) if given else DEFAULT_PAGE_SIZE
+        return max(given) if given else self.limits.default_page_size
 
     def _size(self, node: FieldNode, name: str) -> int | None:
         for argument in node.arguments or ():
@@ -185,14 +197,13 @@ class _Costing:
                 continue
             value = argument.value
             if isinstance(value, IntValueNode):
-                return _page(int(value.value))
+                return self._page(int(value.value))
             if isinstance(value, VariableNode):
                 given = self.variables.get(value.name.value)
                 if isinstance(given, int):
-                    return _page(given)
+                    return self._page(given)
         return None
 
-
-def _page(first: int) -> int:
-    # A larger `first` is refused when the list runs, so it costs no more than the largest page.
-    return min(max(1, first), MAX_PAGE_SIZE)
+    def _page(self, first: int) -> int:
+        # A larger `first` is refused when the list runs: it costs no more than the largest page.
+        return min(max(1, first), self.limits.max_page_size)

@@ -13,7 +13,7 @@ builds emit, each checked against the schema once, at start.
 An id of 32, 40 or 64 hex digits is a hash (md5, sha1, sha256), as is `sha256:<hex>`, and must
 be the hash of its text; any other id is a custom one, taken as it is. A request names a
 document by its id as the manifest gives it, or by `sha256:<hex>` of its text
-(`schema.document_policy`).
+(`engine.document_policy`).
 
 A manifest that cannot be read, an id that is not its text's hash, an id given to two texts,
 a document that does not validate or costs more than the limits allow: each is a `Problem`
@@ -30,6 +30,17 @@ from pathlib import Path
 
 import orjson
 from graphql import GraphQLError
+
+__all__ = [
+    "APOLLO_FORMAT",
+    "SHA256_PREFIX",
+    "ManifestsRefused",
+    "Problem",
+    "TrustedDocument",
+    "TrustedDocuments",
+    "load_trusted_documents",
+    "read_manifest",
+]
 
 APOLLO_FORMAT = "apollo-persisted-query-manifest"
 _HEX = re.compile(r"[0-9a-fA-F]+")

@@ -1,4 +1,4 @@
-"""The one pass of a plain object (`schema.completion`), written as one Python function per object
+"""The one pass of a plain object (`engine._completion`), written as one Python function per object
 of the document, as graphql-jit writes JavaScript: each field read as an attribute, the usual
 leaf values (a `str` for String and ID, an `int` in range for Int, a member of a Strawberry enum)
 checked inline, anything else handed to the field's own one pass. It answers what the nodes'
@@ -14,9 +14,11 @@ from typing import Any
 from graphql import GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLString
 from graphql.pyutils import Undefined
 
-from schema import strawberry_adapter
-from schema.completion import SLOW, Completer, LeafCompleter, NonNullCompleter, ObjectCompleter
-from schema.completion import is_awaitable as awaitable
+from engine import strawberry_adapter
+from engine._completion import SLOW, Completer, LeafCompleter, NonNullCompleter, ObjectCompleter
+from engine._completion import is_awaitable as awaitable
+
+__all__: list[str] = []  # internal to the engine: its names are not its interface
 
 _CHECKS = {
     id(GraphQLString): "{v}.__class__ is not str",

@@ -3,13 +3,13 @@
     compile_operation(schema, document, operation_name) -> Plan
     plan.execute(context=..., variables=...)             -> ExecutionResult, or an awaitable of one
 
-The document must be parsed and valid (`schema.operations` caches a plan with its parse and
+The document must be parsed and valid (`engine.operations` caches a plan with its parse and
 validation). A plan runs queries and mutations: their fields, aliases, fragments and inline
 fragments, type conditions, `@skip` and `@include` (a plan is made for each set of values the
 variables give them), lists, non-null, interfaces and unions, enums and scalars, `__typename`.
 Plain attributes are read directly; a field whose arguments are all scalars or enums calls its
-function directly (`schema.strawberry_adapter`); any other field calls its graphql-core resolver
-(Strawberry's wrapper). The nodes and their semantics are in `schema.completion`.
+function directly (`engine.strawberry_adapter`); any other field calls its graphql-core resolver
+(Strawberry's wrapper). The nodes and their semantics are in `engine._completion`.
 
 What a plan does not cover is executed by graphql-core's `execute`, as it would be without plans:
 subscriptions, introspection (`__schema`, `__type`), operation directives, fragment variables,
@@ -69,8 +69,9 @@ from graphql.execution import (
 from graphql.pyutils import AwaitableOrValue
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from schema import one_pass, strawberry_adapter
-from schema.completion import (
+from engine import _one_pass as one_pass
+from engine import strawberry_adapter
+from engine._completion import (
     SLOW,
     AbstractCompleter,
     Completer,
@@ -84,6 +85,8 @@ from schema.completion import (
     execute_fields_serially,
     is_awaitable,
 )
+
+__all__ = ["MAX_VARIANTS", "Plan", "compile_operation"]
 
 _NO_VARIABLES = VariableValues({}, {})
 _CONDITIONS = (GraphQLSkipDirective.name, GraphQLIncludeDirective.name)
@@ -109,22 +112,25 @@ def compile_operation(
     is a view of it, `schema.federation.public_schema`)."""
     graphql = served or strawberry_adapter.graphql_schema(schema)
     operation, fragments = _definitions(document, operation_name)
-    plan = Plan(schema, graphql, document, operation_name, operation, fragments)
     try:
         if operation is None:
             raise _NotCovered("no single operation by that name")
         conditions = _check(graphql, operation, fragments)
     except _NotCovered as reason:
-        plan.fallback_reason = str(reason)
-        return plan
-    plan.conditions = conditions
+        return Plan(schema, graphql, document, operation_name, operation, fragments, str(reason))
+    plan = Plan(
+        schema, graphql, document, operation_name, operation, fragments, conditions=conditions
+    )
     if not conditions:
         plan.variant(())
     return plan
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Plan:
+    """How one operation is answered: `execute` runs it. `covered` when the plan answers it,
+    else `fallback_reason` says why graphql-core's `execute` does."""
+
     strawberry_schema: strawberry.Schema
     schema: GraphQLSchema
     document: DocumentNode
@@ -324,7 +330,7 @@ def _condition(directive: DirectiveNode, variables: VariableValues, hide: bool) 
 
 
 class _Compiler:
-    """One variant's plan: the nodes of `schema.completion` for every field of the operation."""
+    """One variant's plan: the nodes of `engine._completion` for every field of the operation."""
 
     def __init__(
         self,

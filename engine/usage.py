@@ -2,7 +2,7 @@
 `Type.field(argument:)` for every argument it passes, `Enum.VALUE` for every enum value it
 writes in its text, as the GraphQL schema-coordinates RFC names them. Introspection fields and
 `__typename` are not the schema's. Computed from the document alone, once per operation
-(`schema.operations` keeps it beside the plan), for the field-usage metric and for the checks of
+(`engine.operations` keeps it beside the plan), for the field-usage metric and for the checks of
 `schema.evolution` (which committed document a change would break)."""
 
 from __future__ import annotations

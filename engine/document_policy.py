@@ -41,7 +41,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 
-from schema.trusted_documents import SHA256_PREFIX, TrustedDocuments
+from engine.trusted_documents import SHA256_PREFIX, TrustedDocuments
+
+__all__ = [
+    "APQ_DOCUMENTS",
+    "DOCUMENT_NOT_TRUSTED",
+    "PERSISTED_QUERY_NOT_FOUND",
+    "PERSISTED_QUERY_NOT_IN_LIST",
+    "DocumentPolicy",
+    "DocumentRefused",
+    "Documents",
+    "MalformedDocumentRequest",
+]
 
 APQ_DOCUMENTS = 1000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
