@@ -24,6 +24,7 @@ COPY resolvers/ resolvers/
 COPY engine/ engine/
 COPY schema/ schema/
 COPY server/ server/
+COPY jobs/ jobs/
 RUN uv sync --frozen --no-dev --no-editable
 
 

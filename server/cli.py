@@ -17,6 +17,11 @@ from pathlib import Path
 import pydantic
 
 from domain.errors import InvalidCursor, PaymentsError
+from jobs.checkpoint import CheckpointRefused
+from jobs.collect_command import add_arguments as add_collect_arguments
+from jobs.collect_command import run_collect
+from jobs.reshard_command import add_arguments as add_reshard_arguments
+from jobs.reshard_command import run_reshard
 from server.auth import (
     DEFAULT_TOKEN_TTL_SECONDS,
     SERVICE_SCOPE,
@@ -24,15 +29,10 @@ from server.auth import (
     mint_development_token,
 )
 from server.bootstrap import dynamodb_endpoint
-from server.checkpoint import CheckpointRefused
-from server.collect_command import add_arguments as add_collect_arguments
-from server.collect_command import run_collect
 from server.documents_command import add_arguments as add_documents_arguments
 from server.documents_command import run_documents
 from server.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
 from server.logs import configure_logging
-from server.reshard_command import add_arguments as add_reshard_arguments
-from server.reshard_command import run_reshard
 from server.runtime import serve_app, tune_garbage_collector
 from server.schema_command import add_arguments as add_schema_arguments
 from server.schema_command import run_schema

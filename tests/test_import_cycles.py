@@ -8,7 +8,17 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("domain", "datasource", "resolvers", "engine", "schema", "server", "harness", "bench")
+PACKAGES = (
+    "domain",
+    "datasource",
+    "resolvers",
+    "engine",
+    "schema",
+    "server",
+    "jobs",
+    "harness",
+    "bench",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -100,3 +110,16 @@ def test_the_engine_imports_nothing_of_the_payments() -> None:
 def test_the_boundary_check_finds_an_import_across_it() -> None:
     graph = {"engine.x": {"datasource.deadline", "engine.y"}, "engine.y": set()}
     assert _importing(graph, "engine", {"datasource"}) == {"engine.x": ["datasource.deadline"]}
+
+
+def test_the_server_imports_the_jobs_only_for_their_commands_and_the_demonstration_data() -> None:
+    """`server` is the web service; `jobs` the batch jobs, which its CLI starts
+    (`server.cli`) and whose demonstration data a local table gets at start (`server.app`)."""
+    allowed = {
+        "server.cli": {"jobs.checkpoint", "jobs.collect_command", "jobs.reshard_command"},
+        "server.app": {"jobs.demo_data"},
+    }
+    found = _importing(_imports(_modules()), "server", {"jobs"})
+    assert {module: set(names) - allowed.get(module, set()) for module, names in found.items()} == {
+        module: set() for module in found
+    }

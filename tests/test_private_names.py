@@ -11,7 +11,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("domain", "datasource", "resolvers", "engine", "schema", "server", "harness", "bench")
+PACKAGES = (
+    "domain",
+    "datasource",
+    "resolvers",
+    "engine",
+    "schema",
+    "server",
+    "jobs",
+    "harness",
+    "bench",
+)
 ADAPTERS = {"engine/strawberry_adapter.py", "datasource/aiobotocore_adapter.py"}
 LIBRARIES = {"graphql", "strawberry", "botocore", "aiobotocore", "aioboto3"}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from datasource import DynamoConfig, PaymentStore
 from tests.api.conftest import Api, Clock, payment_items, stored_items
-from tests.server.collect_runs import reported, run_job
+from tests.jobs.collect_runs import reported, run_job
 
 ELIGIBILITY = """query($u: ID!, $l: ID!, $p: ID!) { payment(userId: $u, loanId: $l, paymentId: $p) {
   status allowedTransitions firstPresentedAt

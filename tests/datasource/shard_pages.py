@@ -1,6 +1,6 @@
 """Payments to list by status, and the `paymentsByStatus` pages they come back in: for the GSI2
 sharding tests (tests/datasource/test_status_shards.py) and the reshard job's
-(tests/server/test_reshard.py)."""
+(tests/jobs/test_reshard.py)."""
 
 from __future__ import annotations
 

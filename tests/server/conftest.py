@@ -1,14 +1,4 @@
-import os
+# Autouse: each test of this folder runs without the developer's LOC_* variables.
+from tests.loc_environment import no_loc_environment
 
-import pytest
-
-from harness.processes import KEPT_SETTINGS
-
-
-@pytest.fixture(autouse=True)
-def _no_loc_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A developer's own LOC_* variables must not change what these tests see; the suite's
-    # record of AWS operations goes on.
-    for name in list(os.environ):
-        if name.upper().startswith("LOC_") and name not in KEPT_SETTINGS:
-            monkeypatch.delenv(name)
+__all__ = ["no_loc_environment"]

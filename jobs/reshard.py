@@ -34,8 +34,8 @@ from datasource import PaymentStore
 from datasource.items import Item
 from datasource.permissions import RESHARD_JOB, acting_as
 from datasource.shards import Placed
+from jobs.checkpoint import CheckpointRefused, read_checkpoint, refuse_mismatch, replace_file
 from server.bootstrap import payment_store
-from server.checkpoint import CheckpointRefused, read_checkpoint, refuse_mismatch, replace_file
 from server.settings import Settings
 from server.tracing import job_trace, open_tracing
 

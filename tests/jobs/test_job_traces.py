@@ -17,9 +17,9 @@ from datasource.items import to_item
 from domain.enums import PaymentMethod, PaymentStatus
 from server.cli import main
 from tests.backends import TEST_KEY
+from tests.jobs.collect_runs import MAX_ATTEMPTS
 from tests.otlp_receiver import OtlpReceiver, receiving
 from tests.payment_samples import payment_in
-from tests.server.collect_runs import MAX_ATTEMPTS
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-import server.checkpoint
-import server.collect
+import jobs.checkpoint
+import jobs.collect
 from datasource import Page, PaymentStore
 from datasource.items import to_item
 from domain import validation
@@ -23,10 +23,9 @@ from domain.history import PaymentEvent, event_of
 from domain.idempotency import WriteOutcome
 from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
-from server.checkpoint import CollectionCounts, load_checkpoint
+from jobs.checkpoint import CollectionCounts, load_checkpoint
 from tests.datasource.stored_items import all_items, put_all, raw_item
-from tests.payment_samples import NOW, TEST_ACTOR, ref_of
-from tests.server.collect_runs import (
+from tests.jobs.collect_runs import (
     MAX_ATTEMPTS,
     SOON,
     ids,
@@ -35,6 +34,7 @@ from tests.server.collect_runs import (
     retry_payment,
     run_job,
 )
+from tests.payment_samples import NOW, TEST_ACTOR, ref_of
 
 S = PaymentStatus
 PINLESS = PaymentMethod.PINLESS
@@ -189,12 +189,12 @@ async def test_a_failure_whose_answer_was_lost_is_sent_again_and_applied_once(
         return outcome
 
     monkeypatch.setattr(store, "transition", answer_lost_once)
-    monkeypatch.setattr(server.collect, "RETRY_PAUSE", 0.01)
+    monkeypatch.setattr(jobs.collect, "RETRY_PAUSE", 0.01)
     final = await run_job(store, tmp_path)
 
     assert final.counts == CollectionCounts(scanned=1, failed=1)
     # The same key both times: the run's, for the version it read.
-    assert keys == [server.collect._move_key(final.run_id, spent)] * 2
+    assert keys == [jobs.collect._move_key(final.run_id, spent)] * 2
     assert len(set(keys)) == 1 and keys[0].startswith("collect-")
     stored = await store.get(ref_of(spent))
     assert stored is not None
@@ -261,7 +261,7 @@ async def test_a_crash_between_the_report_and_the_checkpoint_reports_each_paymen
 ) -> None:
     payments = [retry_payment(eligible=True) for _ in range(5)]
     await put_all(store, payments)
-    save = server.checkpoint.save_checkpoint
+    save = jobs.checkpoint.save_checkpoint
     saves = 0
 
     def crash_on_the_second_save(*arguments: Any) -> None:
@@ -271,7 +271,7 @@ async def test_a_crash_between_the_report_and_the_checkpoint_reports_each_paymen
             raise Stop()
         save(*arguments)
 
-    monkeypatch.setattr("server.collect.save_checkpoint", crash_on_the_second_save)
+    monkeypatch.setattr("jobs.collect.save_checkpoint", crash_on_the_second_save)
     with pytest.raises(Stop):
         await run_job(store, tmp_path, page_size=2)
     # The second page's lines reached the file; its checkpoint did not.
@@ -346,6 +346,6 @@ def test_a_moves_key_never_reads_as_a_card_number() -> None:
     with pytest.raises(InvalidInput):
         validation.idempotency_key("idempotencyKey", f"collect-{run_id}-{payment.payment_id}-v7")
 
-    key = server.collect._move_key(run_id, payment)  # type: ignore[arg-type]
+    key = jobs.collect._move_key(run_id, payment)  # type: ignore[arg-type]
 
     assert validation.idempotency_key("idempotencyKey", key) == key

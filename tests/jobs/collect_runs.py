@@ -11,8 +11,8 @@ from typing import Any
 from datasource import PaymentStore
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.payment import Payment
-from server.checkpoint import Checkpoint, CollectionCounts, open_report
-from server.collect import CollectionRun, collect_retries, start_or_resume
+from jobs.checkpoint import Checkpoint, CollectionCounts, open_report
+from jobs.collect import CollectionRun, collect_retries, start_or_resume
 from tests.payment_samples import NOW, payment_in
 
 MAX_ATTEMPTS = 3

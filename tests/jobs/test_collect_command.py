@@ -19,8 +19,8 @@ from domain.enums import PaymentMethod, PaymentStatus
 from domain.payment import Payment
 from server.cli import main
 from tests.backends import TEST_KEY
+from tests.jobs.collect_runs import MAX_ATTEMPTS
 from tests.payment_samples import payment_in
-from tests.server.collect_runs import MAX_ATTEMPTS
 
 S = PaymentStatus
 

@@ -8,16 +8,16 @@ import signal
 import sys
 from pathlib import Path
 
-from server.bootstrap import dynamodb_endpoint
-from server.collect_command import add_paging_arguments
-from server.logs import configure_logging
-from server.reshard import (
+from jobs.collect_command import add_paging_arguments
+from jobs.reshard import (
     DEFAULT_CONCURRENCY,
     ReshardCounts,
     fresh_checkpoint,
     reshard_with_settings,
     start_or_resume,
 )
+from server.bootstrap import dynamodb_endpoint
+from server.logs import configure_logging
 from server.settings import Settings
 
 MAX_CONCURRENCY = 64

@@ -15,15 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from datasource.pages import MAX_PAGE_SIZE
-from server.bootstrap import dynamodb_endpoint
-from server.checkpoint import Checkpoint, CollectionCounts, open_report
-from server.collect import (
+from jobs.checkpoint import Checkpoint, CollectionCounts, open_report
+from jobs.collect import (
     DEFAULT_CONCURRENCY,
     CollectionRun,
     collect_with_settings,
     start_or_resume,
     summary,
 )
+from server.bootstrap import dynamodb_endpoint
 from server.logs import configure_logging
 from server.settings import Settings
 

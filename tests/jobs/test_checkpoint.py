@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.checkpoint import (
+from jobs.checkpoint import (
     Checkpoint,
     CheckpointRefused,
     CollectionCounts,

@@ -48,15 +48,15 @@ from domain.idempotency import move_claim
 from domain.payment import Payment
 from domain.transitions import TransitionRequest
 from domain.validation import format_timestamp
-from resolvers.workflow import move_payment
-from server.bootstrap import payment_store
-from server.checkpoint import (
+from jobs.checkpoint import (
     Checkpoint,
     CollectionCounts,
     load_checkpoint,
     report_length,
     save_checkpoint,
 )
+from resolvers.workflow import move_payment
+from server.bootstrap import payment_store
 from server.settings import Settings
 from server.tracing import job_trace, open_tracing
 

@@ -19,9 +19,9 @@ from domain import keys
 from domain.enums import PaymentStatus
 from domain.keys import StatusLayout
 from domain.payment import Payment
-from server.checkpoint import CheckpointRefused
+from jobs.checkpoint import CheckpointRefused
+from jobs.reshard import ReshardCheckpoint, load_reshard_checkpoint, reshard
 from server.cli import main
-from server.reshard import ReshardCheckpoint, load_reshard_checkpoint, reshard
 from tests.backends import CURSOR_SECRET, TEST_KEY, Backend, fresh_table
 from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
 from tests.datasource.stored_items import all_items, put_all
