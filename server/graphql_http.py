@@ -60,8 +60,6 @@ from server.graphql_over_http import (
     get_envelope,
     negotiate,
     post_envelope,
-    refusal,
-    request_error_status,
 )
 from server.tracing import TRACE_RESPONSE_HEADER, connection_trace, incoming_trace, trace_response
 from server.websocket_protocol import LegacyWSHandler, TransportWSHandler
@@ -160,7 +158,8 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         try:
             return await self._run_http(request, media_type)
         except Refused as refused:
-            return _response(refused.status, refusal(refused.message), media_type, refused.headers)
+            status, body = refused.answer(media_type)
+            return _response(status, body, media_type, refused.headers)
 
     async def _run_http(self, request: Request, media_type: str) -> Response:
         method = request.method
@@ -183,24 +182,8 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         try:
             query = self._text(envelope, context)
             result = await self._execute(query, envelope, context, allowed)
-        except DocumentRefused as error:
-            if error.code == PERSISTED_QUERY_NOT_FOUND:  # nothing may cache the miss
-                headers["cache-control"] = "private, no-cache, must-revalidate"
-            status = request_error_status(media_type)
-            return _response(status, refusal(error.message, error.code), media_type, headers)
-        except MalformedDocumentRequest as error:
-            raise Refused(400, str(error)) from error
-        except CannotGetOperationTypeError as error:
-            # A GraphQL request error, as graphql-core reports an unknown operation.
-            status = request_error_status(media_type)
-            return _response(status, refusal(error.as_http_error_reason()), media_type, headers)
-        except InvalidOperationTypeError as error:
-            words = error.as_http_error_reason(method)
-            if method == "GET" and error.operation_type is OperationType.MUTATION:
-                raise Refused(405, words, allow="POST") from error
-            raise Refused(400, words) from error
-        except MissingQueryError as error:
-            raise Refused(400, "No GraphQL query found in the request") from error
+        except _REFUSALS as error:
+            raise _refused(error, method, headers) from error
         if context.span is not None:
             headers[TRACE_RESPONSE_HEADER] = trace_response(context.span)
         status, body = answer(result, media_type)
@@ -348,6 +331,35 @@ def _client(headers: Mapping[str, str]) -> str | None:
         return None
     version = headers.get(CLIENT_VERSION_HEADER, "").strip()
     return (f"{name}@{version}" if version else name)[:CLIENT_LABEL_LENGTH]
+
+
+# What the engine and Strawberry raise for a request refused before it runs.
+_REFUSALS = (
+    DocumentRefused,
+    MalformedDocumentRequest,
+    CannotGetOperationTypeError,
+    InvalidOperationTypeError,
+    MissingQueryError,
+)
+
+
+def _refused(error: Exception, method: str, headers: Mapping[str, str]) -> Refused:
+    """The HTTP edge's refusal of a request that `error` (one of `_REFUSALS`) refused."""
+    if isinstance(error, DocumentRefused):
+        if error.code == PERSISTED_QUERY_NOT_FOUND:  # nothing may cache the miss
+            headers = {**headers, "cache-control": "private, no-cache, must-revalidate"}
+        return Refused(None, error.message, code=error.code, headers=headers)
+    if isinstance(error, CannotGetOperationTypeError):
+        # A GraphQL request error, as graphql-core reports an unknown operation.
+        return Refused(None, error.as_http_error_reason(), headers=headers)
+    if isinstance(error, InvalidOperationTypeError):
+        words = error.as_http_error_reason(method)
+        if method == "GET" and error.operation_type is OperationType.MUTATION:
+            return Refused(405, words, allow="POST", headers=headers)
+        return Refused(400, words, headers=headers)
+    if isinstance(error, MissingQueryError):
+        return Refused(400, "No GraphQL query found in the request", headers=headers)
+    return Refused(400, str(error), headers=headers)  # MalformedDocumentRequest
 
 
 def _response(

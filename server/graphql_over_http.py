@@ -63,13 +63,30 @@ _FIELDS: dict[str, tuple[type, str]] = {
 
 
 class Refused(Exception):
-    """A request answered without running anything: its status, words and extra headers."""
+    """A request answered without running anything: its status (None: a GraphQL request error,
+    whose status follows the answer's media type, `request_error_status`), words, code
+    (`extensions.code`) and extra headers. The one refusal of the HTTP edge: `server.graphql_http`
+    translates the engine's and Strawberry's into it, in one place."""
 
-    def __init__(self, status: int, message: str, *, allow: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int | None,
+        message: str,
+        *,
+        code: str | None = None,
+        allow: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
-        self.headers = {"allow": allow} if allow is not None else {}
+        self.code = code
+        self.headers = {**(headers or {}), **({"allow": allow} if allow is not None else {})}
+
+    def answer(self, media_type: str) -> tuple[int, dict[str, object]]:
+        """The status and body of the answer in `media_type`."""
+        status = request_error_status(media_type) if self.status is None else self.status
+        return status, refusal(self.message, self.code)
 
 
 @dataclass(frozen=True, slots=True)
