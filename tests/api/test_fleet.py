@@ -221,6 +221,12 @@ async def test_a_promoted_replica_takes_over_as_a_failover_does(
                         ) as again:
                             await again.wait_for(3 - versions[-1])
                         versions += again.versions()
+                    # The other instance's subscriber may be a moment behind: its last move, or
+                    # its close, before the subscriptions end.
+                    await user_wide.wait(
+                        lambda: user_wide.versions()[-1:] == [3] or user_wide.closed is not None,
+                        "the user's subscription: version 3 or a close",
+                    )
     finally:
         replica.stop()
 
