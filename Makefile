@@ -135,16 +135,20 @@ run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve
 
 # Every test, in two runs. First all but those marked `quiet`, over TEST_WORKERS processes
-# (pytest-xdist; twice the cores, as many tests wait on servers they start); then the `quiet`
-# ones, which need the machine to themselves (the races, the bench's measurements), in one
+# (pytest-xdist; one more than the cores, as many tests wait on servers they start: on 2 cores 4
+# workers took as long and a tenth more CPU); then the `quiet` ones, which need the machine to
+# themselves (the races, the bench's measurements, bounds of tenths of a second), in one
 # process. Both record the DynamoDB operations made as the service into one directory, checked
 # against the stack's task role after both (tests/least_privilege.py). Any other non-zero pytest
 # status fails the target, and so does 5 ("no tests collected") unless the other run had tests
 # (ARGS selecting only quiet tests, or none).
-TEST_WORKERS ?= $(shell echo $$((2 * $$(nproc))))
+# Bytecode is written (to the checkout's ignored __pycache__/) even where PYTHONDONTWRITEBYTECODE
+# is set, as on this machine: else each of the hundred-odd processes a run starts (workers,
+# servers, jobs) compiles the service's modules again, and each worker rewrites every test module.
+TEST_WORKERS ?= $(shell echo $$(($$(nproc) + 1)))
 test: install bench-tools test-tools
 	@operations=$$(mktemp -d -t loc-aws-operations-XXXXXX); \
-	export LOC_AWS_OPERATION_LOG=$$operations; \
+	export LOC_AWS_OPERATION_LOG=$$operations PYTHONDONTWRITEBYTECODE=; \
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not quiet" -n $(TEST_WORKERS) --dist worksteal $(ARGS); \
 	first=$$?; [ $$first = 0 ] || [ $$first = 5 ] || exit $$first; \
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m quiet $(ARGS); \

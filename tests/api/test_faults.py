@@ -52,6 +52,7 @@ async def test_a_mutation_against_throttled_storage_is_unavailable(
     assert (result["__typename"], result["code"]) == ("UnavailableError", "UNAVAILABLE")
 
 
+@pytest.mark.quiet  # bounds of a few tenths of a second
 async def test_a_query_answers_unavailable_when_its_budget_is_spent(
     faulty: FaultyDynamoDB,
 ) -> None:
@@ -75,6 +76,7 @@ async def test_a_query_answers_unavailable_when_its_budget_is_spent(
     assert len(faulty.requests) == 1  # the one try the budget allowed
 
 
+@pytest.mark.quiet  # bounds of a few tenths of a second
 async def test_retries_of_a_throttled_mutation_stop_at_the_budget(
     faulty: FaultyDynamoDB,
 ) -> None:

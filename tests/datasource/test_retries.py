@@ -145,6 +145,7 @@ async def behind_proxy(ddblocal_config: DynamoConfig) -> AsyncIterator[tuple[Pay
             yield store, proxy
 
 
+@pytest.mark.quiet  # within 1.5 s
 @pytest.mark.ddblocal
 async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
     behind_proxy: tuple[PaymentStore, Proxy],
