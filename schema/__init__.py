@@ -164,20 +164,5 @@ def payments_limits(limits: QueryLimits | None = None) -> QueryLimits:
     )
 
 
-def build_schema(
-    limits: QueryLimits | None = None,
-    *,
-    production: bool = False,
-    observers: Sequence[Observer[Any]] = (),
-    dynamodb_budget: float | None = None,
-    trace_documents: bool = False,
-    subgraph: bool = False,
-) -> PaymentsSchema:
-    return PaymentsSchema(
-        limits,
-        production=production,
-        observers=observers,
-        dynamodb_budget=dynamodb_budget,
-        trace_documents=trace_documents,
-        subgraph=subgraph,
-    )
+# The schema with its options, as the server and the tests build it: one signature, not two.
+build_schema = PaymentsSchema

@@ -105,14 +105,15 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         graphiql: GraphiQLPage | None,
         documents: Documents,
         text_via_get: bool,
-        max_body_bytes: int = 64 * 1024,
-        max_subscriptions_per_connection: int = 20,
-        keep_alive_interval: float = 15.0,
+        max_body_bytes: int,
+        max_subscriptions_per_connection: int,
+        keep_alive_interval: float,
         # A socket that sends no `connection_init` within this is closed (4408).
-        connection_init_wait: timedelta = timedelta(seconds=10),
-        strong_reads: bool = False,
-        events: EventsPolicy | None = None,
+        connection_init_wait: timedelta,
+        strong_reads: bool,
+        events: EventsPolicy,
     ) -> None:
+        """Every value from the settings (`server.app`), whose defaults are the only ones."""
         # Only JSON bodies are operations (no multipart, no forms, no text/plain), so a
         # cross-site form cannot post one; mutations never run over GET.
         super().__init__(
@@ -136,7 +137,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._strong_reads = strong_reads
         self._documents = documents
         self._text_via_get = text_via_get
-        self._events = events or EventsPolicy()
+        self._events = events
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Only reached when GraphiQL is on (`graphql_ide`).
