@@ -21,6 +21,7 @@ from engine.document_policy import (
 )
 from engine.limits import QueryLimits
 from engine.operations import (
+    UNTRACED,
     Extensions,
     Hooks,
     Observed,
@@ -40,6 +41,7 @@ from engine.trusted_documents import (
 from engine.usage import coordinates
 
 __all__ = [
+    "UNTRACED",
     "DocumentPolicy",
     "DocumentRefused",
     "Documents",

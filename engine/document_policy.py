@@ -114,7 +114,9 @@ class Documents:
         extensions: Mapping[str, object] | None,
         is_service: bool,
     ) -> str | None:
-        """The text the request runs (None: it names none), or why not."""
+        """The text the request runs (None: it names none). Raises `DocumentRefused` (its
+        `code` the refusal's) when the policy refuses it, and `MalformedDocumentRequest` when
+        the request's document id, persisted query or text is malformed."""
         may_send_text = self.may_send_text(is_service=is_service)
         identifier = _identifier(document_id, doc_id)
         persisted = None if extensions is None else extensions.get("persistedQuery")

@@ -68,6 +68,7 @@ from engine.usage import coordinates
 
 __all__ = [
     "CACHED_DOCUMENTS",
+    "UNTRACED",
     "Extensions",
     "Hooks",
     "Observed",
@@ -148,6 +149,8 @@ class Trace(Protocol):
 
 
 class _Untraced:
+    """The trace of an operation nobody traces: nothing to do (`UNTRACED`)."""
+
     __slots__ = ()
 
     def __enter__(self) -> None:
@@ -160,13 +163,13 @@ class _Untraced:
         return None
 
 
-_UNTRACED = _Untraced()
+UNTRACED: Trace = _Untraced()
 
 
 def _untraced(
     context: object, document: DocumentNode | None, name: str | None, query: str, started: float
 ) -> Trace:
-    return _UNTRACED
+    return UNTRACED
 
 
 def _no_scope(context: object) -> AbstractContextManager[Extensions]:
@@ -308,6 +311,7 @@ class OperationRunner(Generic[ContextT]):
         return operation.coordinates
 
     def is_valid(self, query: str) -> bool:
+        """Whether `query` parses and validates, as a request would find it (kept cached)."""
         prepared = self._prepare(query)
         return prepared.document is not None and not prepared.errors
 
@@ -350,8 +354,11 @@ class OperationRunner(Generic[ContextT]):
         allowed: Iterable[OperationType],
         operation_extensions: dict[str, Any] | None = None,
     ) -> ExecutionResult:
-        """The result, or Strawberry's transport errors (no query, an operation type the
-        transport does not allow), which its views answer with HTTP 400."""
+        """The operation's result: a `PreExecutionError` (no `data`) when it is refused before
+        it runs (parse, validation, limits, variables). Raises `MissingQueryError` without a
+        query, `InvalidOperationTypeError` for an operation type not in `allowed`, and
+        `CannotGetOperationTypeError` when the document has no such operation (Strawberry's
+        transport errors, which its views answer with HTTP 400)."""
         if not query:
             raise MissingQueryError
         started = time.perf_counter()

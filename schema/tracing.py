@@ -34,6 +34,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from datasource import tracing
 from domain.history import PaymentEvent
+from engine import UNTRACED, Trace
 from resolvers.context import Context
 from schema.public_errors import is_unexpected, public_error
 
@@ -88,24 +89,6 @@ class OperationTrace:
         span.end()
 
 
-class _Untraced:
-    """What `operation_trace` gives without a tracer: nothing to do."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: object) -> None:
-        return None
-
-    def end(self, errors: Sequence[GraphQLError]) -> None:
-        return None
-
-
-UNTRACED = _Untraced()
-
-
 def operation_trace(
     context: Any,
     document: DocumentNode | None,
@@ -114,7 +97,7 @@ def operation_trace(
     started: float | None = None,
     *,
     record_document: bool = False,
-) -> OperationTrace | _Untraced:
+) -> Trace:
     """The span of one operation (see the module's docstring), an `engine.Trace`; `started`
     (`time.perf_counter()`) is when it began, `query` is recorded with `record_document` (the
     setting)."""

@@ -7,18 +7,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.packages import PACKAGES
+
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = (
-    "domain",
-    "datasource",
-    "resolvers",
-    "engine",
-    "schema",
-    "server",
-    "jobs",
-    "harness",
-    "bench",
-)
 
 
 def _modules() -> dict[str, Path]:

@@ -10,18 +10,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.packages import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = (
-    "domain",
-    "datasource",
-    "resolvers",
-    "engine",
-    "schema",
-    "server",
-    "jobs",
-    "harness",
-    "bench",
-)
 ADAPTERS = {"engine/strawberry_adapter.py", "datasource/aiobotocore_adapter.py"}
 LIBRARIES = {"graphql", "strawberry", "botocore", "aiobotocore", "aioboto3"}
 
