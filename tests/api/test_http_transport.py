@@ -118,6 +118,31 @@ async def test_a_mutation_over_get_is_405_with_allow_post(api: Api, accept: str)
     assert response.json() == {"errors": [{"message": "mutations are not allowed when using GET"}]}
 
 
+async def test_a_refused_request_carries_its_request_id_as_an_answer_does(api: Api) -> None:
+    """Each refusal once the request is read (a mutation over GET, no query, a malformed
+    document id, an unknown operation) names the request, so that a caller can report it."""
+    refused = [
+        await api.http.get(
+            "/graphql",
+            params={"query": 'mutation { skipPayment(input: {loanId: "l"}) { __typename } }'},
+            headers=HEADERS | {"X-Request-ID": "req-1"},
+        ),
+        await post(api, {"variables": {}}, **{"X-Request-ID": "req-2"}),
+        await post(api, {"documentId": "sha256:xyz"}, **{"X-Request-ID": "req-3"}),
+        await post(
+            api, {"query": PAYMENT_QUERY, "operationName": "Nope"}, **{"X-Request-ID": "req-4"}
+        ),
+    ]
+
+    assert [(r.status_code, r.headers["x-request-id"]) for r in refused] == [
+        (405, "req-1"),
+        (400, "req-2"),
+        (400, "req-3"),
+        (200, "req-4"),  # a GraphQL request error, in application/json
+    ]
+    assert all("errors" in r.json() and "data" not in r.json() for r in refused)
+
+
 async def test_a_method_other_than_get_and_post_is_405_in_json(api: Api) -> None:
     for method in ("PUT", "DELETE", "PATCH", "HEAD"):
         response = await api.http.request(method, "/graphql", headers=HEADERS)
