@@ -206,8 +206,10 @@ class EmbeddedDynamoDB:
             time.sleep(0.1)
 
     def _answers(self) -> bool:
-        # Any HTTP reply to a DynamoDB call (even "missing authentication") means requests are
-        # being served; a bare TCP connect can succeed a moment before the handlers are mounted.
+        # DynamoDB's reply to a call (even "missing authentication", with its request id) means
+        # requests are being served; a bare TCP connect can succeed a moment before the handlers
+        # are mounted. Another server that took the port first (its 404 has no DynamoDB request
+        # id) is not this one: the JVM then exits for the port, and `start` tries another.
         connection = http.client.HTTPConnection(self.host, self.port, timeout=1.0)
         try:
             connection.request(
@@ -219,12 +221,13 @@ class EmbeddedDynamoDB:
                     "X-Amz-Target": "DynamoDB_20120810.ListTables",
                 },
             )
-            connection.getresponse().read()
+            response = connection.getresponse()
+            response.read()
         except OSError:
             return False
         finally:
             connection.close()
-        return True
+        return response.getheader("x-amzn-RequestId") is not None
 
     def _output_tail(self, limit: int = 4000) -> str:
         if self._output is None:

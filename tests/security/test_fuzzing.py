@@ -380,7 +380,14 @@ def assert_graphql_over_http_answer(request: dict[str, Any], response: requests.
         assert "data" in body, body
     for error in body.get("errors", []):
         assert isinstance(error.get("message"), str), error
-        assert not LEAKS.search(str(error)), error
+        assert not LEAKS.search(unsent(str(error), str(request))), error
+
+
+def unsent(text: str, sent: str) -> str:
+    """`text` without the string literals the request itself sent, which a refusal may quote:
+    Hypothesis draws strings from the constants of the code it runs (a table's name among them),
+    and a value sent back is not a leak."""
+    return re.sub(r'"([^"\\]+)"', lambda quoted: "" if quoted[1] in sent else quoted[0], text)
 
 
 def served_table_hidden(text: str) -> bool:
@@ -394,7 +401,7 @@ def assert_schema_conforming_answer(case: Case[Any], response: Response) -> None
     assert set(body) <= {"data", "errors", "extensions"}, body
     errors = body.get("errors") or []
     for error in errors:
-        assert not LEAKS.search(str(error)), error
+        assert not LEAKS.search(unsent(str(error), str(case.body))), error
         code = (error.get("extensions") or {}).get("code")
         if "path" in error:
             assert code in CODES, error

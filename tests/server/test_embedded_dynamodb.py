@@ -1,8 +1,10 @@
+import http.server
 import logging
 import os
 import signal
 import socket
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -130,6 +132,23 @@ def test_stop_ends_the_process_and_is_safe_twice(tmp_path: Path) -> None:
 
 
 @pytest.mark.ddblocal
+def test_another_server_on_its_port_is_not_taken_for_dynamodb_local() -> None:
+    """A port another server took first (here one that answers 404 to everything, as a test's
+    server did under the parallel run) is not DynamoDB Local answering: the start fails."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with (
+            pytest.raises(DynamoDBLocalFailed, match="Address already in use"),
+            EmbeddedDynamoDB(data_dir=None, port=server.server_address[1]),
+        ):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_data_survives_a_restart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     data_dir = Path(".data/dynamodb")  # relative, as `make run` gives it
