@@ -214,10 +214,16 @@ def mint_development_token(
 
     Refused for any other secret: a tool that mints tokens for a real key is a way to forge them.
     """
+    if settings.auth_jwks_url:
+        raise TokenRefused(
+            "tokens come from the identity provider that LOC_AUTH_JWKS_URL names, not from "
+            "this command: get them from that provider"
+        )
     if not settings.uses_development_jwt_secret or settings.auth_jwt_secret is None:
         raise TokenRefused(
             "tokens are minted only with the development secret (LOC_ENV=local and no "
-            "LOC_AUTH_JWT_SECRET / LOC_AUTH_JWT_PUBLIC_KEY_FILE); get real tokens from the issuer"
+            "LOC_AUTH_JWT_SECRET / LOC_AUTH_JWT_PUBLIC_KEY_FILE / LOC_AUTH_JWKS_URL); get real "
+            "tokens from the issuer"
         )
     if ttl_seconds <= 0:
         raise TokenRefused("--ttl must be a positive number of seconds")

@@ -28,8 +28,9 @@ Env = Literal["local", "test", "prod"]
 # Who must name a trusted document (`engine.document_policy.DocumentPolicy`).
 Policy = Literal["any", "trusted-for-customers", "trusted"]
 
-# Documented in the README so anyone can mint a local token (`loc-payments token`); worthless
-# elsewhere because `prod` refuses it. At least 32 bytes, or PyJWT warns about the HMAC key.
+# Documented (docs/configuration.md) so anyone can mint a local token (`loc-payments token`);
+# worthless elsewhere because `prod` refuses it. At least 32 bytes, or PyJWT warns about the HMAC
+# key.
 DEV_JWT_SECRET = "loc-payments-local-development-secret-0123456789"
 DEV_CURSOR_SECRET = "loc-payments-local-cursor-secret-0123456789"
 
@@ -95,20 +96,21 @@ class Settings(BaseSettings):
 
     max_attempts: Annotated[int, Field(ge=1)] = 3
 
-    # Query limits (README "Security"); each refuses an operation before anything runs.
+    # Query limits (docs/callers-and-errors.md, "Security"); each refuses an operation before
+    # anything runs.
     max_query_depth: Annotated[int, Field(ge=1)] = _LIMITS.max_depth
     max_query_aliases: Annotated[int, Field(ge=0)] = _LIMITS.max_aliases
     max_query_tokens: Annotated[int, Field(ge=1)] = _LIMITS.max_tokens
     max_query_cost: Annotated[int, Field(ge=1)] = _LIMITS.max_cost
     max_request_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
 
-    # Trusted documents (README "Trusted documents"): the manifests (comma-separated paths),
-    # and who must name one of their documents; by default `any` outside prod,
+    # Trusted documents (docs/protocols.md, "Trusted documents"): the manifests (comma-separated
+    # paths), and who must name one of their documents; by default `any` outside prod,
     # `trusted-for-customers` in prod.
     trusted_documents: Annotated[tuple[Path, ...], NoDecode] = ()
     documents: Policy | None = None
 
-    # Operating it (README "Operating it").
+    # Operating it (docs/operations.md, "Operating it").
     log_format: Literal["auto", "json", "text"] = "auto"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     metrics: Literal["off", "app", "port"] = "app"

@@ -45,6 +45,19 @@ def test_the_token_command_refuses_a_real_secret(
     assert "Traceback" not in err
 
 
+def test_the_token_command_names_the_identity_provider_as_why_it_has_no_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LOC_AUTH_JWKS_URL", "https://issuer.example/.well-known/jwks.json")
+
+    assert main(["token", "--user", "u-1"]) == 1
+
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("loc-payments: tokens come from the identity provider")
+    assert "LOC_AUTH_JWKS_URL" in err
+
+
 def test_invalid_settings_are_one_line_not_a_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
