@@ -8,8 +8,9 @@ named by its `kid`, and rotate them.
                 the answer's `Cache-Control: max-age` runs out, clamped to a floor and a
                 ceiling; after a failure, sooner (doubling from a second up to the floor)
     unknown kid a token naming a kid not in the set reads the set again at once, but at most
-                one read per `refresh_interval`, however many such tokens come (a flood of
-                random kids is not a flood of reads), and waits for it at most `timeout`
+                one read per `refresh_interval`, however many such tokens come, together or one
+                after another (a flood of random kids is not a flood of reads), and waits for
+                a read under way at most `timeout`
     outage      a URL that cannot be read keeps the keys it last gave; a read replaces them,
                 so a key the provider removed stops working then
     bad keys    a key of a type PyJWT cannot use, or without a kid, is skipped and logged once
@@ -98,11 +99,12 @@ class JwksKeys:
         known = self._keys.get(kid)
         if known is not None:
             return known
-        now = self._clock()
-        if self._reading is None and (
-            self._last_read is not None and now - self._last_read < self.policy.refresh_interval
-        ):
-            return None
+        recent = (
+            self._last_read is not None
+            and self._clock() - self._last_read < self.policy.refresh_interval
+        )
+        if recent and (self._reading is None or self._reading.done()):
+            return None  # read in this interval already: another kid buys no read
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(self._read()), self.policy.timeout)
         return self._keys.get(kid)

@@ -141,6 +141,22 @@ async def test_a_flood_of_unknown_kids_reads_the_set_at_most_once_per_interval(
     assert published.published.requests - before <= 1
 
 
+async def test_unknown_kids_one_after_another_read_the_set_at_most_once_per_interval(
+    published: JwksServer,
+) -> None:
+    slow = JwksPolicy(min_cache_seconds=60, max_cache_seconds=60, refresh_interval=30, timeout=1)
+    async with provider_config(published, slow) as config:
+        await check(config, RSA.token({"sub": "user-1"}))
+        before = published.published.requests
+        for _ in range(50):
+            # Anyone can send these: a random kid, no signature at all.
+            claims = {"sub": "mallory", "exp": int(time.time()) + 600}
+            with pytest.raises(Unauthenticated):
+                await check(config, _unsigned({"kid": str(uuid.uuid4())}, claims))
+
+    assert published.published.requests - before <= 1
+
+
 async def test_while_the_jwks_is_down_known_keys_work_and_unknown_kids_fail_fast(
     published: JwksServer,
 ) -> None:
