@@ -11,6 +11,8 @@ named by its `kid`, and rotate them.
                 one read per `refresh_interval`, however many such tokens come, together or one
                 after another (a flood of random kids is not a flood of reads), and waits for
                 a read under way at most `timeout`
+    body        read to its end, in however many pieces it comes, up to `MAX_BODY_BYTES` (4 MiB:
+                keys with `x5c` chains); a larger one is not read
     outage      a URL that cannot be read keeps the keys it last gave; a read replaces them,
                 so a key the provider removed stops working then
     bad keys    a key of a type PyJWT cannot use, or without a kid, is skipped and logged once
@@ -43,8 +45,10 @@ logger = logging.getLogger("loc_payments.auth")
 Fetch = Callable[[str, float], Awaitable[tuple[int, bytes, str | None]]]
 _MAX_AGE = re.compile(r"(?:^|,)\s*max-age\s*=\s*(\d+)", re.IGNORECASE)
 _NO_CACHE = re.compile(r"(?:^|,)\s*no-(?:cache|store)\b", re.IGNORECASE)
-# The largest JWKS body read (providers publish a few keys, a few KB).
-MAX_BODY_BYTES = 1024 * 1024
+# The largest JWKS body read: a few keys are a few KB, but Entra ID and Keycloak add each key's
+# `x5c` certificate chain, and a set of many keys nears a megabyte.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+_CHUNK_BYTES = 64 * 1024
 FIRST_RETRY_SECONDS = 1.0
 State = Literal["starting", "ok", "unavailable"]
 
@@ -193,10 +197,15 @@ async def _fetch(url: str, within: float) -> tuple[int, bytes, str | None]:
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=within)) as session,
         session.get(url, headers={"Accept": "application/json"}) as response,
     ):
-        body = await response.content.read(MAX_BODY_BYTES + 1)
-        if len(body) > MAX_BODY_BYTES:
-            raise JwksUnreadable("more than 1 MB")
-        return response.status, body, response.headers.get("Cache-Control")
+        if (response.content_length or 0) > MAX_BODY_BYTES:
+            raise JwksUnreadable(f"more than {MAX_BODY_BYTES} bytes")
+        # To the end, however many pieces it comes in (one `read` gives only what has arrived).
+        body = bytearray()
+        async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                raise JwksUnreadable(f"more than {MAX_BODY_BYTES} bytes")
+        return response.status, bytes(body), response.headers.get("Cache-Control")
 
 
 @contextlib.asynccontextmanager

@@ -1,6 +1,6 @@
 """An identity provider's keys for the tests: signing keys the test generates (RS256, PS256,
 ES256, EdDSA), tokens they sign, and a loopback HTTP server publishing their JWKS that a test can
-rotate, break (HTML, garbage, a slow answer) and take down."""
+rotate, break (HTML, garbage, a slow answer), send in pieces (chunked or not) and take down."""
 
 from __future__ import annotations
 
@@ -55,13 +55,17 @@ def signing_key(kid: str, algorithm: str = "RS256") -> SigningKey:
 
 @dataclass
 class Published:
-    """What the server answers: a set of keys, or `body` as it is; after `delay` seconds."""
+    """What the server answers: a set of keys, or `body` as it is; after `delay` seconds, in
+    `pieces` writes `pause` seconds apart, with a Content-Length or else `chunked`."""
 
     keys: list[dict[str, Any]] = field(default_factory=list)
     cache_control: str | None = "max-age=300"
     body: bytes | None = None
     content_type: str = "application/json"
     delay: float = 0.0
+    pieces: int = 1
+    pause: float = 0.0
+    chunked: bool = False
     requests: int = 0
 
 
@@ -79,6 +83,8 @@ class JwksServer:
         published = self.published
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # for Transfer-Encoding: chunked
+
             def do_GET(self) -> None:
                 published.requests += 1
                 time.sleep(published.delay)
@@ -89,10 +95,27 @@ class JwksServer:
                 self.send_header("Content-Type", published.content_type)
                 if published.cache_control is not None:
                     self.send_header("Cache-Control", published.cache_control)
-                self.send_header("Content-Length", str(len(body)))
+                if published.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
                 self.end_headers()
                 with contextlib.suppress(OSError):
-                    self.wfile.write(body)
+                    self._write_in_pieces(body)
+
+            def _write_in_pieces(self, body: bytes) -> None:
+                size = -(-len(body) // published.pieces)
+                for start in range(0, len(body), size):
+                    if start:
+                        time.sleep(published.pause)
+                    piece = body[start : start + size]
+                    if published.chunked:
+                        piece = b"%x\r\n%s\r\n" % (len(piece), piece)
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                if published.chunked:
+                    self.wfile.write(b"0\r\n\r\n")
 
             def log_message(self, *_: object) -> None:
                 pass

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import datetime
 import hashlib
 import hmac
 import json
@@ -19,11 +20,13 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import serialization
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.x509.oid import NameOID
 
 from resolvers.callers import Caller, Unauthenticated
 from server.auth import AuthConfig, authenticate
-from server.jwks import JwksKeys, JwksPolicy, jwks_reading
+from server.jwks import MAX_BODY_BYTES, JwksKeys, JwksPolicy, jwks_reading
 from tests.server.jwks_server import JwksServer, SigningKey, jwks_server, signing_key
 
 # Short, so that the tests wait little: reads at most every 0.2 s, each given 0.5 s.
@@ -210,6 +213,60 @@ async def test_a_broken_answer_keeps_the_service_answering(body: bytes, content_
             with pytest.raises(Unauthenticated):
                 await check(config, RSA.token({"sub": "user-1"}))
             assert config.jwks is not None and config.jwks.state == "unavailable"
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_a_set_sent_in_pieces_is_read_whole(chunked: bool) -> None:
+    with jwks_server(RSA) as server:
+        server.published.pieces, server.published.pause = 2, 0.05
+        server.published.chunked = chunked
+        async with provider_config(server) as config:
+            assert await check(config, RSA.token({"sub": "user-1"})) == Caller("user-1", False)
+
+
+async def test_a_set_of_a_megabyte_with_certificate_chains_is_read_whole() -> None:
+    # Entra ID and Keycloak publish each key's `x5c` chain: many keys make a large set.
+    chain = _certificate_chain(RSA)
+    padding = [{**RSA.jwk, "kid": f"old-{n}", "x5c": chain} for n in range(400)]
+    with jwks_server() as server:
+        server.published.keys = [*padding, {**RSA.jwk, "x5c": chain}]
+        size = len(json.dumps({"keys": server.published.keys}))
+        async with provider_config(server) as config:
+            assert await check(config, RSA.token({"sub": "user-1"})) == Caller("user-1", False)
+            assert config.jwks is not None and len(config.jwks) == 401
+    assert 900_000 < size < MAX_BODY_BYTES
+
+
+def _certificate_chain(key: SigningKey, length: int = 3) -> list[str]:
+    """`length` base64 DER certificates of `key` (self-signed: the size is the point)."""
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "idp.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key.private, hashes.SHA256())
+    )
+    der = certificate.public_bytes(serialization.Encoding.DER)
+    return [base64.b64encode(der).decode()] * length
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_a_set_over_the_limit_is_refused_and_the_last_keys_kept(chunked: bool) -> None:
+    with jwks_server(RSA) as server:
+        async with provider_config(server) as config:
+            assert await check(config, RSA.token({"sub": "user-1"}))
+            server.published.chunked = chunked
+            server.published.body = b'{"keys": [' + b" " * MAX_BODY_BYTES + b"]}"
+            reads = config.jwks.reads if config.jwks is not None else 0
+            await asyncio.sleep(3 * POLICY.max_cache_seconds)  # several reads, each refused
+            assert config.jwks is not None and config.jwks.reads > reads
+            assert config.jwks.state == "unavailable"
+            assert await check(config, RSA.token({"sub": "user-1"})) == Caller("user-1", False)
 
 
 async def test_a_key_of_an_unsupported_type_is_skipped_and_logged_once(
