@@ -1,7 +1,7 @@
 """Idempotency records: written in the same transaction as the write they name, read back when
 a request with the same key comes again.
 
-    PK = USER#<user_id>, SK = IDEMPOTENCY#<sha256 of the key, hex>
+    PK = USER#<user_id>, SK = IDEMPOTENCY#<CUSTOMER or SERVICE>#<sha256 of the key, hex>
     loc_user_id, loc_loan_id, loc_payment_id   the payment the request wrote
     loc_version                  N  the version that write produced (1: a creation)
     loc_request_fingerprint      S  a digest of the request (`domain.idempotency`)
@@ -13,6 +13,18 @@ that no live record holds the key (none, or one whose time is up, even before Dy
 deletes it); when one does the transaction is cancelled, and the record (`ALL_OLD`) says whether
 the request is the same: then its answer is the payment as it is now, and nothing was written;
 if not, `IdempotencyMismatch`.
+
+Before keys were scoped by the caller's kind (issue 55) the same record was written under
+`IDEMPOTENCY#<sha256 of the key, hex>`. No such record is written any more, but one may still be
+live for 24 hours after the change: a keyed write first reads the key in that form (one strongly
+consistent GetItem; a refused move's resend reads it with the new form), and a live one answers
+as the new form would, but only the kind of caller that wrote it, as the event of the write it
+names records (a customer, or the service or its jobs; no event: either kind, as before). So a
+customer's old record never blocks the service, and the service's never a customer. Nothing
+writes the old form now, so what the read finds stays so; two writes with one key and no record
+of either form race on the new form's condition alone, as before. (While a fleet runs both
+versions during the deploy, an instance of the old one checks the old form alone: a resend that
+reaches the other version may be written twice.)
 
 Creation: concurrent creations under one key can cancel each other (``TransactionConflict``),
 and a throttle cancels a transaction too (``ThrottlingError``); those are tried again after a
@@ -30,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from datasource.batch import Backoff, batch_get_items
 from datasource.deadline import storage_call
-from datasource.history import event_put, history_taken
+from datasource.history import event_key_of, event_put, history_taken
 from datasource.items import Item, from_item, primary_key
 from datasource.table import PK, SK, TTL_ATTRIBUTE
 from datasource.transactions import (
@@ -40,9 +52,10 @@ from datasource.transactions import (
     worth_retrying,
 )
 from domain import keys
+from domain.audit import ActorKind
 from domain.errors import Conflict, IdempotencyMismatch, NotFound, StorageUnavailable
 from domain.history import PaymentEvent
-from domain.idempotency import IdempotencyClaim, WriteOutcome
+from domain.idempotency import CallerKind, IdempotencyClaim, WriteOutcome
 from domain.payment import Payment, PaymentRef
 from domain.validation import format_timestamp
 
@@ -54,7 +67,15 @@ if TYPE_CHECKING:
 def record_key(claim: IdempotencyClaim) -> Item:
     return {
         PK: {"S": keys.user_partition(claim.user_id)},
-        SK: {"S": keys.idempotency_sort_key(claim.key)},
+        SK: {"S": keys.idempotency_sort_key(claim.caller, claim.key)},
+    }
+
+
+def user_scoped_record_key(claim: IdempotencyClaim) -> Item:
+    """The key's record as it was written before keys were scoped by the caller's kind."""
+    return {
+        PK: {"S": keys.user_partition(claim.user_id)},
+        SK: {"S": keys.user_scoped_idempotency_sort_key(claim.key)},
     }
 
 
@@ -101,6 +122,11 @@ async def put_new_with_key(
     backoff: Backoff,
 ) -> WriteOutcome:
     payment = from_item(payment_item)
+    earlier = await user_scoped_answer(
+        client, table_name=table_name, claim=claim, now=payment.created_at, backoff=backoff
+    )
+    if earlier is not None:
+        return WriteOutcome(earlier, replayed=True)
     transaction: list[TransactWriteItemTypeDef] = [
         {
             "Put": {
@@ -145,22 +171,78 @@ async def replayed_move(
 ) -> Payment | None:
     """The payment as it is now if a live record says this very move was written under the
     claim's key; None if no live record holds the key; IdempotencyMismatch if another request's
-    does. One consistent read of the record and the payment together."""
+    does. One consistent read of the record (in either form) and the payment together."""
     items = await batch_get_items(
         client,
         table_name=table_name,
-        keys=[record_key(claim), primary_key(ref)],
+        keys=[record_key(claim), user_scoped_record_key(claim), primary_key(ref)],
         backoff=backoff,
     )
     by_sort_key = {item[SK]["S"]: item for item in items}
-    record = by_sort_key.get(keys.idempotency_sort_key(claim.key))
-    if record is None or int(record[TTL_ATTRIBUTE]["N"]) < int(_epoch(now)):
-        return None
+    record = by_sort_key.get(keys.idempotency_sort_key(claim.caller, claim.key))
+    if record is None or not _live(record, now):
+        earlier = by_sort_key.get(keys.user_scoped_idempotency_sort_key(claim.key))
+        if earlier is None or not _live(earlier, now):
+            return None
+        return await _answer_of_user_scoped(client, table_name, claim, earlier, backoff)
     check_same_request(claim, record)
     payment = by_sort_key.get(keys.payment_sort_key(ref.loan_id, ref.payment_id))
     if payment is None:
         raise NotFound("the payment this idempotency key moved is gone")
     return from_item(payment)
+
+
+async def user_scoped_answer(
+    client: DynamoDBClient,
+    *,
+    table_name: str,
+    claim: IdempotencyClaim,
+    now: datetime,
+    backoff: Backoff,
+) -> Payment | None:
+    """What a live record of the claim's key written before keys were scoped by the caller's
+    kind answers this caller: the payment it names as it is now (the same request), or
+    IdempotencyMismatch (another); None if there is none that this kind of caller wrote."""
+    async with storage_call():
+        response = await client.get_item(
+            TableName=table_name, Key=user_scoped_record_key(claim), ConsistentRead=True
+        )
+    record = response.get("Item")
+    if record is None or not _live(record, now):
+        return None
+    return await _answer_of_user_scoped(client, table_name, claim, record, backoff)
+
+
+async def _answer_of_user_scoped(
+    client: DynamoDBClient,
+    table_name: str,
+    claim: IdempotencyClaim,
+    record: Item,
+    backoff: Backoff,
+) -> Payment | None:
+    # The record does not say who wrote it; the event of the write it names does (one read of
+    # the event and the payment together).
+    ref = PaymentRef(claim.user_id, record["loc_loan_id"]["S"], record["loc_payment_id"]["S"])
+    event_key = event_key_of(ref, int(record["loc_version"]["N"]))
+    items = await batch_get_items(
+        client, table_name=table_name, keys=[event_key, primary_key(ref)], backoff=backoff
+    )
+    by_sort_key = {item[SK]["S"]: item for item in items}
+    event = by_sort_key.get(event_key[SK]["S"])
+    if event is not None:
+        writer = CallerKind.of(ActorKind[event["loc_actor_kind"]["S"]])
+        if writer is not claim.caller:
+            return None
+    check_same_request(claim, record)
+    payment = by_sort_key.get(keys.payment_sort_key(ref.loan_id, ref.payment_id))
+    if payment is None:
+        raise NotFound("the payment this idempotency key wrote is gone")
+    return from_item(payment)
+
+
+def _live(record: Item, now: datetime) -> bool:
+    """Not yet past its time, even if DynamoDB's TTL sweep has not deleted it."""
+    return int(record[TTL_ATTRIBUTE]["N"]) >= int(_epoch(now))
 
 
 def _epoch(moment: datetime) -> str:

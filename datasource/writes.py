@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from datasource import confirmation_claims
 from datasource.batch import Backoff
 from datasource.history import event_put, history_taken
-from datasource.idempotency import check_same_request
+from datasource.idempotency import check_same_request, user_scoped_answer
 from datasource.idempotency import record_put as idempotency_record_put
 from datasource.items import (
     Item,
@@ -89,9 +89,20 @@ async def update_status(
     the id (`confirmation_claims`) in the same transaction: InvalidInput on `confirmationId` if
     another payment of the user holds it, and nothing is written. A move under an idempotency key
     writes its record in the same transaction too; if the key's record was written by this same
-    move before, nothing is written and the answer is the payment as it is now, replayed.
+    move before, nothing is written and the answer is the payment as it is now, replayed (a record
+    written before keys were scoped by the caller's kind is read first: `datasource.idempotency`).
     """
     _check_same_payment(current, updated)
+    if idempotency is not None:
+        earlier = await user_scoped_answer(
+            client,
+            table_name=table_name,
+            claim=idempotency,
+            now=updated.updated_at,
+            backoff=backoff,
+        )
+        if earlier is not None:
+            return WriteOutcome(earlier, replayed=True)
     transaction: list[TransactWriteItemTypeDef] = [
         {"Update": _move_update(table_name, current, updated, layout)},
         event_put(table_name, event),

@@ -1,10 +1,14 @@
 """Idempotency keys for every mutation, with the semantics Stripe documents for its own.
 
-A key is scoped to the user and names one request that wrote: the same key with the same request
-answers what the first one wrote (the payment it created, or the payment it moved, as it is now)
-and writes nothing; with a different request it is refused (`IdempotencyMismatch`) and nothing is
+A key is scoped to the user and the kind of caller (a customer, or a service: the service's own
+jobs count as one) and names one request that wrote: the same key with the same request answers
+what the first one wrote (the payment it created, or the payment it moved, as it is now) and
+writes nothing; with a different request it is refused (`IdempotencyMismatch`) and nothing is
 written. A key is remembered at least 24 hours. Only a request that wrote leaves a record: a
 refused request is decided afresh when it is sent again.
+
+The kind, not the client id (which rotates), so that a customer cannot claim on their own account
+a key the service will send, such as autopay's (issue 55), nor the service a customer's.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from domain import validation
+from domain.audit import ActorKind
 from domain.payment import Payment, PaymentRef
 
 if TYPE_CHECKING:
@@ -24,16 +30,29 @@ if TYPE_CHECKING:
 RETENTION = timedelta(hours=24)
 
 
+class CallerKind(StrEnum):
+    """Whose keys a key is among, besides the user's: the kinds of caller (SPEC §7)."""
+
+    CUSTOMER = "CUSTOMER"
+    SERVICE = "SERVICE"
+
+    @classmethod
+    def of(cls, actor: ActorKind) -> CallerKind:
+        """The kind whose keys a writer sends: the service's jobs send the service's."""
+        return cls.CUSTOMER if actor is ActorKind.CUSTOMER else cls.SERVICE
+
+
 @dataclass(frozen=True, slots=True)
 class IdempotencyClaim:
     user_id: str
+    caller: CallerKind
     key: str
     # A digest of everything the caller asked for, to tell a retry from a different request.
     fingerprint: str
     expires_at: datetime
 
 
-def claim_for(key: str, payment: Payment) -> IdempotencyClaim:
+def claim_for(key: str, payment: Payment, *, caller: CallerKind) -> IdempotencyClaim:
     """The claim a new payment makes on its key; the payment's id and times are not the request."""
     request = {
         "userId": payment.user_id,
@@ -45,11 +64,11 @@ def claim_for(key: str, payment: Payment) -> IdempotencyClaim:
         "intendedInstallmentId": payment.intended_installment_id,
         "reason": payment.update_reason,
     }
-    return _claim(key, payment.user_id, request, now=payment.created_at)
+    return _claim(key, payment.user_id, caller, request, now=payment.created_at)
 
 
 def move_claim(
-    key: str, ref: PaymentRef, request: TransitionRequest, *, now: datetime
+    key: str, ref: PaymentRef, request: TransitionRequest, *, caller: CallerKind, now: datetime
 ) -> IdempotencyClaim:
     """The claim a move makes on its key: the payment it names and everything it asks for.
 
@@ -68,13 +87,16 @@ def move_claim(
         "returnCode": request.return_code,
         "expectedVersion": request.expected_version,
     }
-    return _claim(key, ref.user_id, asked, now=now)
+    return _claim(key, ref.user_id, caller, asked, now=now)
 
 
-def _claim(key: str, user_id: str, request: dict[str, Any], *, now: datetime) -> IdempotencyClaim:
+def _claim(
+    key: str, user_id: str, caller: CallerKind, request: dict[str, Any], *, now: datetime
+) -> IdempotencyClaim:
     digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
     return IdempotencyClaim(
         user_id=user_id,
+        caller=caller,
         key=validation.idempotency_key("idempotencyKey", key),
         fingerprint=digest,
         expires_at=now + RETENTION,

@@ -26,7 +26,11 @@ Access patterns (each a GraphQL field):
 
 Items of other kinds, outside every access pattern (no GSI keys, and a sort key that no payment
 prefix matches):
-    idempotency record     PK = USER#<user_id>, SK = IDEMPOTENCY#<sha256 of the key, hex>
+    idempotency record     PK = USER#<user_id>,
+                           SK = IDEMPOTENCY#<CUSTOMER or SERVICE>#<sha256 of the key, hex>
+                           (the caller's kind: a customer's key is not the service's; records
+                           written before that, SK = IDEMPOTENCY#<sha256 of the key, hex>, are
+                           read for their 24 h, never written)
     confirmation claim     PK = USER#<user_id>, SK = CONFIRMATION#<confirmation_id>
                            (a confirmation id names one payment of a user: the claim, written in
                            the same transaction as the move that takes the id, says which)
@@ -160,9 +164,21 @@ def confirmation_sort_key(confirmation_id: str) -> str:
     return f"CONFIRMATION#{confirmation_id}"
 
 
-def idempotency_sort_key(idempotency_key: str) -> str:
-    # Hashed: a caller's key may hold any character and be 255 long; the digest is neither.
-    return f"IDEMPOTENCY#{hashlib.sha256(idempotency_key.encode()).hexdigest()}"
+def idempotency_sort_key(caller_kind: str, idempotency_key: str) -> str:
+    """A key's record among the keys of one kind of caller (`domain.idempotency.CallerKind`)."""
+    return f"IDEMPOTENCY#{caller_kind}#{_key_digest(idempotency_key)}"
+
+
+def user_scoped_idempotency_sort_key(idempotency_key: str) -> str:
+    """A key's record as written before keys were scoped by the caller's kind (issue 55): read
+    only, while such a record can be live (24 hours)."""
+    return f"IDEMPOTENCY#{_key_digest(idempotency_key)}"
+
+
+def _key_digest(idempotency_key: str) -> str:
+    # Hashed: a caller's key may hold any character and be 255 long; the digest is neither (and
+    # holds no `#`, so no kind-scoped key is ever a user-scoped one).
+    return hashlib.sha256(idempotency_key.encode()).hexdigest()
 
 
 def history_prefix(loan_id: str, payment_id: str) -> str:

@@ -44,7 +44,7 @@ from domain.ach_returns import RetryEligibility, retry_eligibility
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound, StorageUnavailable
-from domain.idempotency import move_claim
+from domain.idempotency import CallerKind, move_claim
 from domain.payment import Payment
 from domain.transitions import TransitionRequest
 from domain.validation import format_timestamp
@@ -235,7 +235,7 @@ async def _decide(
     request = TransitionRequest.checked(PaymentStatus.FAILED, reason)
     # One key per run and version read: a try sent again after UNAVAILABLE is applied once.
     key = _move_key(run_id, payment)
-    claim = move_claim(key, payment.ref, request, now=now)
+    claim = move_claim(key, payment.ref, request, caller=CallerKind.of(JOB.kind), now=now)
     try:
         for attempt in range(1, MOVE_TRIES + 1):
             try:

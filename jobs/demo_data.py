@@ -18,7 +18,7 @@ from datetime import datetime
 from datasource import PaymentStore
 from domain.audit import Actor, ActorKind, unlogged
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
-from domain.idempotency import claim_for, move_claim
+from domain.idempotency import CallerKind, claim_for, move_claim
 from domain.payment import Payment, new_payment
 from domain.transitions import ApplicationRequest, TransitionRequest
 from resolvers import workflow
@@ -28,6 +28,8 @@ ACH = PaymentMethod.ACH
 PINLESS = PaymentMethod.PINLESS
 # Who the audit trail names for the demonstration payments.
 DEMO = Actor(ActorKind.JOB, "loc-payments-demo-data")
+# Its idempotency keys are among the service's, as every job's are.
+SCOPE = CallerKind.of(DEMO.kind)
 demo_log = logging.getLogger("loc_payments.demo")
 
 
@@ -156,11 +158,13 @@ async def _seed(
         )
         key = f"demo-payment-{number}"
         created = await workflow.create_payment(
-            store, payment, actor=DEMO, idempotency=claim_for(key, payment)
+            store, payment, actor=DEMO, idempotency=claim_for(key, payment, caller=SCOPE)
         )
         payment = created.payment
         for index, request in enumerate(moves, start=1):
-            claim = move_claim(f"{key}-move-{index}", payment.ref, request, now=clock())
+            claim = move_claim(
+                f"{key}-move-{index}", payment.ref, request, caller=SCOPE, now=clock()
+            )
             moved = await workflow.move_payment(
                 store,
                 payment,

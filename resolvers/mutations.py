@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.errors import NotFound
-from domain.idempotency import WriteOutcome, claim_for, move_claim
+from domain.idempotency import CallerKind, WriteOutcome, claim_for, move_claim
 from domain.payment import Payment, PaymentRef, new_payment
 from domain.transitions import ApplicationRequest, TransitionRequest
 from resolvers import workflow
@@ -46,7 +46,11 @@ async def create_payment(
         account_last_four=account_last_four,
         intended_installment_id=intended_installment_id,
     )
-    claim = None if idempotency_key is None else claim_for(idempotency_key, payment)
+    claim = None
+    if idempotency_key is not None:
+        # Among the keys of the caller's kind: a customer cannot claim the service's (issue 55).
+        kind = CallerKind.of(context.actor().kind)
+        claim = claim_for(idempotency_key, payment, caller=kind)
     if not caller.sees(payment.user_id):
         raise NotFound("loan not found")
     if process is not PaymentProcess.MANUAL and not caller.is_service:
@@ -87,7 +91,8 @@ async def transition_payment(
     )
     claim = None
     if idempotency_key is not None:
-        claim = move_claim(idempotency_key, ref, request, now=context.clock())
+        kind = CallerKind.of(context.actor().kind)
+        claim = move_claim(idempotency_key, ref, request, caller=kind, now=context.clock())
     # The read that decides the write, and every read after it in this response, sees the
     # table as it is now (the write's condition would refuse a stale one anyway).
     context.loaders.read_strongly()

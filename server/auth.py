@@ -9,7 +9,9 @@ array) hold `LOC_AUTH_SERVICE_SCOPE` (`payments:service`). The signature and cla
 once and remembered, with the generation of the provider's keys (a key removed from the set makes
 its tokens verified again, and refused), since a client sends the same token with every request.
 The times (`iat`, `nbf`, `exp`) are checked on every use against the `now` the server passes in,
-so a remembered token still expires.
+so a remembered token still expires, each with `LOC_AUTH_LEEWAY_SECONDS` (60 s) of leeway, since
+an identity provider's clock drifts from ours: a token is taken from `iat`/`nbf` less the leeway
+until `exp` plus it (`token_expiry`, when a WebSocket is closed).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class AuthConfig:
     service_scope: str = SERVICE_SCOPE
     # Accepted app clients (Cognito): a token's `client_id`, or its `aud`, must be one.
     client_ids: tuple[str, ...] = ()
+    # Clock skew allowed on `iat`, `nbf` and `exp`, in seconds.
+    leeway_seconds: float = 60.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AuthConfig:
@@ -74,6 +78,7 @@ class AuthConfig:
             user_claim=settings.auth_user_claim,
             service_scope=settings.auth_service_scope,
             client_ids=settings.auth_jwt_client_ids,
+            leeway_seconds=settings.auth_leeway_seconds,
         )
 
 
@@ -93,17 +98,22 @@ async def authenticate(authorization: str | None, config: AuthConfig, *, now: fl
             await config.jwks.refresh_for(kid)
     verified = _verified(token, config, _generation(config))
     for claim in ("iat", "nbf"):
-        if verified.times.get(claim, now) > now:
+        if verified.times.get(claim, now) > now + config.leeway_seconds:
             raise Unauthenticated(f"the token is not valid: The token is not yet valid ({claim})")
-    if verified.times["exp"] <= now:
+    if _expiry(verified, config) <= now:
         raise Unauthenticated("the token is not valid: Signature has expired")
     return verified.caller
 
 
-def token_expiry(authorization: str, config: AuthConfig) -> int:
-    """The `exp` (seconds since the epoch) of the token in a header `authenticate` accepted."""
+def token_expiry(authorization: str, config: AuthConfig) -> float:
+    """When (seconds since the epoch) `authenticate` stops accepting the token in a header it
+    accepted: its `exp` plus the leeway."""
     token = authorization.partition(" ")[2].strip()
-    return _verified(token, config, _generation(config)).times["exp"]
+    return _expiry(_verified(token, config, _generation(config)), config)
+
+
+def _expiry(verified: _Verified, config: AuthConfig) -> float:
+    return verified.times["exp"] + config.leeway_seconds
 
 
 def _generation(config: AuthConfig) -> int:

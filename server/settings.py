@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     auth_service_scope: Annotated[str, Field(min_length=1)] = "payments:service"
     # Cognito access tokens carry `client_id`, not `aud`: the app clients accepted (comma list).
     auth_jwt_client_ids: Annotated[tuple[str, ...], NoDecode] = ()
+    # Seconds of clock skew allowed on `iat`, `nbf` and `exp`: a provider's clock drifts from
+    # ours. At most 5 minutes, since each second is one more an expired token keeps working.
+    auth_leeway_seconds: Annotated[float, Field(ge=0, le=300)] = 60.0
 
     cursor_secret: SecretStr = SecretStr(DEV_CURSOR_SECRET)
 

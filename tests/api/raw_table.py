@@ -1,9 +1,12 @@
 """The table as DynamoDB holds it, read with a plain boto3 client past the service (strongly
 consistent): a payment's item, a user's partition, a payment's event items. For the races in one
-process (tests/api/test_concurrent_transitions.py) and across two (test_two_instances.py)."""
+process (tests/api/test_concurrent_transitions.py) and across two (test_two_instances.py); and an
+idempotency record put back as an earlier version of the service stored it, for the idempotency
+tests."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import boto3
@@ -61,3 +64,18 @@ def event_items(config: DynamoConfig, payment: dict[str, Any]) -> list[dict[str,
 
 def versions(events: list[dict[str, Any]]) -> list[int]:
     return [int(event["loc_version"]["N"]) for event in events]
+
+
+def as_written_before_scoping(config: DynamoConfig, user: str, key: str) -> None:
+    """Store the key's one record as the service wrote it before keys were scoped by the caller's
+    kind (issue 55): the same attributes, under `USER#<user>` / `IDEMPOTENCY#<sha256 of the key>`
+    (`git show 9eb4afb:datasource/idempotency.py`)."""
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    [record] = [
+        item for item in partition(config, user, "IDEMPOTENCY#") if item["SK"]["S"].endswith(digest)
+    ]
+    client = raw_client(config)
+    client.delete_item(TableName=config.table_name, Key={"PK": record["PK"], "SK": record["SK"]})
+    client.put_item(
+        TableName=config.table_name, Item={**record, "SK": {"S": f"IDEMPOTENCY#{digest}"}}
+    )

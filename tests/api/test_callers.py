@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from datasource import DynamoConfig
+from server.settings import Settings
 from tests.api.conftest import (
     ALICE,
     BOB,
@@ -52,7 +53,7 @@ async def test_no_token_is_unauthenticated(api: Api, query: str) -> None:
 @pytest.mark.parametrize(
     "bad_token",
     [
-        token("alice", ttl=-10),
+        token("alice", ttl=-10 - int(Settings().auth_leeway_seconds)),  # past the clock skew
         jwt.encode({"sub": "alice", "exp": int(time.time()) + 60}, "x" * 40, algorithm="HS256"),
         jwt.encode({"sub": "alice"}, "loc-payments-local-development-secret-0123456789"),
         "not-a-jwt",
@@ -200,6 +201,8 @@ async def test_a_token_accepted_once_is_refused_when_it_expires(moto_config: Dyn
         query = ROOT_QUERIES[3]
         assert error_codes(await api.post(query, as_=short)) == []
 
-        now += 61
+        now += 61  # past `exp`, within the clock skew allowed
+        assert error_codes(await api.post(query, as_=short)) == []
 
+        now += Settings().auth_leeway_seconds
         assert error_codes(await api.post(query, as_=short)) == ["UNAUTHENTICATED"]

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from datasource import DynamoConfig
-from tests.api.conftest import Api, Clock, api_client, stored_items
+from tests.api.conftest import ALICE, Api, Clock, api_client, stored_items
+from tests.api.raw_table import as_written_before_scoping
 
 CONFLICT_FIELDS = "... on ConflictError { currentPayment { status version attempts } }"
 
@@ -144,7 +145,10 @@ async def test_a_move_s_record_is_stored_with_it_and_outside_every_access_patter
     assert result["payment"]["status"] == "SKIPPED"
 
     digest = hashlib.sha256(b"skip-17").hexdigest()
-    [record] = [i for i in stored_items(moto_config) if i["SK"]["S"] == f"IDEMPOTENCY#{digest}"]
+    # Only a service moves a payment: its key is a service's.
+    [record] = [
+        i for i in stored_items(moto_config) if i["SK"]["S"] == f"IDEMPOTENCY#SERVICE#{digest}"
+    ]
     assert record["PK"] == {"S": f"USER#{payment['userId']}"}
     assert record["loc_payment_id"] == {"S": payment["paymentId"]}
     assert record["loc_version"] == {"N": "3"}
@@ -167,6 +171,60 @@ async def test_a_key_is_the_user_s_own(api: Api, moto_config: DynamoConfig) -> N
 
     assert (a["replayed"], b["replayed"]) == (False, False)
     assert a["payment"]["attempts"] == b["payment"]["attempts"] == 2
+
+
+async def test_a_decline_stored_before_keys_were_scoped_is_applied_once(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    payment = await declined_once(api)
+    decline = named(payment, idempotencyKey="decline-old")
+    first = await move(api, "schedulePaymentRetry", decline)
+    # Its record as the service stored it before keys were scoped by the caller's kind.
+    as_written_before_scoping(moto_config, payment["userId"], "decline-old")
+    before = stored_items(moto_config)
+
+    again = await move(api, "schedulePaymentRetry", decline)
+    other = await move(api, "schedulePaymentRetry", {**decline, "reason": "another reason"})
+
+    # RETRY -> RETRY is legal: only the old record keeps the resend from a second presentment.
+    assert again == {**first, "replayed": True}
+    assert other["code"] == "IDEMPOTENCY_MISMATCH", other
+    assert stored_items(moto_config) == before
+    assert history_versions(moto_config, payment) == [1, 2, 3]
+
+
+async def test_a_refused_resend_finds_a_record_stored_before_keys_were_scoped(
+    api: Api, moto_config: DynamoConfig
+) -> None:
+    payment = await api.create(method="ACH")
+    skip = named(payment, idempotencyKey="skip-old")
+    first = await move(api, "skipPayment", skip)
+    as_written_before_scoping(moto_config, payment["userId"], "skip-old")
+
+    # SKIPPED is terminal: the resend is refused by the table, then answered by the record.
+    again = await move(api, "skipPayment", skip)
+
+    assert again == {**first, "replayed": True}
+
+
+@pytest.mark.parametrize("stored_before_scoping", [False, True], ids=["scoped", "old-form"])
+async def test_a_customer_s_key_does_not_block_the_service_s_move(
+    api: Api, moto_config: DynamoConfig, stored_before_scoping: bool
+) -> None:
+    # Issue 55: a customer sent the key the service uses for its presentment on a creation.
+    key = "ach-file-2026-12-02-1400-7001"
+    payment = await api.create(method="ACH")
+    mine = {"loanId": "loan-1", "amountCents": 700, "method": "ACH", "idempotencyKey": key}
+    await api.mutate("createPayment", mine, as_=ALICE)
+    if stored_before_scoping:
+        as_written_before_scoping(moto_config, "alice", key)
+
+    submit = named(payment, confirmationId="ach-7001", idempotencyKey=key)
+    first = await move(api, "submitPayment", submit)
+    again = await move(api, "submitPayment", submit)
+
+    assert first["payment"] == {"status": "ACHSENT", "version": 2, "attempts": 1}, first
+    assert again == {**first, "replayed": True}
 
 
 async def test_a_key_is_forgotten_after_24_hours(moto_config: DynamoConfig) -> None:

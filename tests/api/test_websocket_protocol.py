@@ -1,6 +1,6 @@
 """graphql-transport-ws as its protocol document says (SPEC §13): a test for every close code
 (`server.websocket_protocol`), spoken by hand with `websockets` against a real server, and the
-token's expiry closing a socket at `exp` (SPEC §7), on both protocols."""
+token's expiry closing a socket at `exp` and the leeway past it (SPEC §7), on both protocols."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from tests.servers import served
 pytestmark = pytest.mark.ddblocal
 
 INIT_TIMEOUT = 1.0  # the server's LOC_WEBSOCKET_INIT_TIMEOUT here
+LEEWAY = 1.0  # its LOC_AUTH_LEEWAY_SECONDS: the clock skew allowed past `exp`, short to wait little
 EVENTS = "subscription { paymentEvents { version } }"
 
 
@@ -35,7 +36,10 @@ async def ws_url(ddblocal_backend: Backend) -> AsyncIterator[str]:
     table_name = await fresh_table(ddblocal_backend)
     try:
         async with served(
-            ddblocal_backend.endpoint_url, table_name, websocket_init_timeout=str(INIT_TIMEOUT)
+            ddblocal_backend.endpoint_url,
+            table_name,
+            websocket_init_timeout=str(INIT_TIMEOUT),
+            auth_leeway_seconds=str(LEEWAY),
         ) as [url]:
             yield url.replace("http://", "ws://") + "/graphql"
     finally:
@@ -87,7 +91,7 @@ async def test_a_subscribe_before_the_ack_closes_with_4401(ws_url: str) -> None:
         assert await close_of(socket) == (4401, "Unauthorized")
 
 
-@pytest.mark.parametrize("bearer", [None, "not-a-token", token("alice", ttl=-60)])
+@pytest.mark.parametrize("bearer", [None, "not-a-token", token("alice", ttl=-60 - int(LEEWAY))])
 async def test_a_refused_token_closes_with_4403(ws_url: str, bearer: str | None) -> None:
     payload = {} if bearer is None else {"Authorization": f"Bearer {bearer}"}
     async with connect(ws_url, subprotocols=[TRANSPORT_WS]) as socket:  # type: ignore[list-item]
@@ -163,7 +167,8 @@ async def test_the_socket_closes_with_4403_when_its_token_expires(ws_url: str) -
         code, reason = await close_of(socket)
         closed_at = time.time()
     assert (code, reason) == (4403, "token expired: reconnect with a fresh token")
-    assert expires - 0.05 <= closed_at < expires + 1.5
+    # When the HTTP endpoint stops accepting the token: `exp` and the leeway past it.
+    assert expires + LEEWAY - 0.05 <= closed_at < expires + LEEWAY + 1.5
 
 
 async def test_the_legacy_protocol_closes_when_its_token_expires(ws_url: str) -> None:
@@ -178,7 +183,7 @@ async def test_the_legacy_protocol_closes_when_its_token_expires(ws_url: str) ->
         code, reason = await close_of(socket)
         closed_at = time.time()
     assert (code, reason) == (4403, "token expired: reconnect with a fresh token")
-    assert expires - 0.05 <= closed_at < expires + 1.5
+    assert expires + LEEWAY - 0.05 <= closed_at < expires + LEEWAY + 1.5
 
 
 @pytest.mark.parametrize(

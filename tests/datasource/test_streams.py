@@ -22,7 +22,7 @@ from datasource.streams import ChangeSource, DynamoDBStreamSource, Received, Sha
 from datasource.table import create_table_if_missing, table_definition
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.history import PaymentEvent, event_of
-from domain.idempotency import claim_for
+from domain.idempotency import CallerKind, claim_for
 from domain.payment import Payment
 from domain.transitions import RULES, apply_transition
 from tests.backends import Backend, backend_config
@@ -114,7 +114,9 @@ async def test_each_new_payment_event_is_published_once_in_order_and_nothing_els
 
             # Interleaved writes of two payments, with an idempotency record and two claims.
             ach = payment_in(S.PENDING, PaymentMethod.ACH)
-            ach = await stored_new(store, ach, idempotency=claim_for("key-1", ach))
+            ach = await stored_new(
+                store, ach, idempotency=claim_for("key-1", ach, caller=CallerKind.SERVICE)
+            )
             pinless = await stored_new(
                 store, payment_in(S.PENDING, PaymentMethod.PINLESS, user_id="bob")
             )

@@ -1,3 +1,4 @@
+import hashlib
 from collections import Counter
 
 import pytest
@@ -31,6 +32,18 @@ def test_gsi2_keys() -> None:
 
 def test_gsi3_keys() -> None:
     assert keys.confirmation_sort_key("conf-9") == "CONFIRMATION#conf-9"
+
+
+def test_idempotency_keys_are_scoped_by_the_caller_s_kind() -> None:
+    digest = hashlib.sha256(b"autopay-u-1-2026-12").hexdigest()
+    assert keys.idempotency_sort_key("SERVICE", "autopay-u-1-2026-12") == (
+        f"IDEMPOTENCY#SERVICE#{digest}"
+    )
+    assert keys.idempotency_sort_key("CUSTOMER", "autopay-u-1-2026-12") == (
+        f"IDEMPOTENCY#CUSTOMER#{digest}"
+    )
+    # The form written before issue 55, read while such a record can be live.
+    assert keys.user_scoped_idempotency_sort_key("autopay-u-1-2026-12") == f"IDEMPOTENCY#{digest}"
 
 
 def test_prefixes_end_in_the_delimiter() -> None:

@@ -15,6 +15,7 @@ from server.auth import (
 from server.settings import DEV_JWT_SECRET, Settings
 
 MINTED_AT = 1_000_000
+LEEWAY = 60  # seconds of clock skew allowed, LOC_AUTH_LEEWAY_SECONDS's default
 
 
 def _bearer(token: str) -> str:
@@ -65,19 +66,55 @@ async def test_the_time_passed_in_decides_expiry_even_for_a_remembered_token() -
     token = mint_development_token(
         settings, user_id="svc", service=True, ttl_seconds=60, now=MINTED_AT
     )
+    expires = MINTED_AT + 60 + LEEWAY
 
     # Accepted, and so remembered: its signature is not checked again.
-    assert await authenticate(_bearer(token), config, now=MINTED_AT + 59) == Caller("svc", True)
+    assert await authenticate(_bearer(token), config, now=expires - 1) == Caller("svc", True)
     with pytest.raises(Unauthenticated, match="Signature has expired"):
-        await authenticate(_bearer(token), config, now=MINTED_AT + 60)
+        await authenticate(_bearer(token), config, now=expires)
 
 
-async def test_a_token_is_refused_before_it_was_issued() -> None:
-    settings = Settings()
-    token = mint_development_token(settings, user_id="u-1", now=MINTED_AT)
+def _signed(**claims: int) -> str:
+    return jwt.encode({"sub": "u-1", **claims}, DEV_JWT_SECRET, algorithm="HS256")
 
-    with pytest.raises(Unauthenticated, match=r"not yet valid \(iat\)"):
-        await authenticate(_bearer(token), AuthConfig.from_settings(settings), now=MINTED_AT - 1)
+
+@pytest.mark.parametrize("claim", ["iat", "nbf"])
+async def test_a_token_from_a_clock_a_little_ahead_is_accepted(claim: str) -> None:
+    # The identity provider's clock runs ahead of ours: within the leeway, that is no refusal.
+    token = _signed(**{claim: MINTED_AT + 5, "exp": MINTED_AT + 600})
+
+    caller = await authenticate(_bearer(token), AuthConfig.from_settings(Settings()), now=MINTED_AT)
+
+    assert caller == Caller("u-1", False)
+
+
+@pytest.mark.parametrize("claim", ["iat", "nbf"])
+async def test_a_token_from_beyond_the_leeway_is_refused(claim: str) -> None:
+    token = _signed(**{claim: MINTED_AT + LEEWAY + 1, "exp": MINTED_AT + 600})
+
+    with pytest.raises(Unauthenticated, match=rf"not yet valid \({claim}\)"):
+        await authenticate(_bearer(token), AuthConfig.from_settings(Settings()), now=MINTED_AT)
+
+
+async def test_a_token_just_expired_is_accepted_within_the_leeway_and_refused_beyond() -> None:
+    config = AuthConfig.from_settings(Settings())
+    just_expired = _signed(iat=MINTED_AT - 600, exp=MINTED_AT - 5)
+    long_expired = _signed(iat=MINTED_AT - 600, exp=MINTED_AT - LEEWAY - 1)
+
+    assert await authenticate(_bearer(just_expired), config, now=MINTED_AT) == Caller("u-1", False)
+    with pytest.raises(Unauthenticated, match="Signature has expired"):
+        await authenticate(_bearer(long_expired), config, now=MINTED_AT)
+
+
+async def test_the_leeway_is_a_setting() -> None:
+    config = AuthConfig.from_settings(Settings(auth_leeway_seconds=0))
+    ahead = _signed(iat=MINTED_AT + 1, exp=MINTED_AT + 600)
+    expired = _signed(exp=MINTED_AT)
+
+    for token in (ahead, expired):
+        with pytest.raises(Unauthenticated):
+            await authenticate(_bearer(token), config, now=MINTED_AT)
+    assert AuthConfig().leeway_seconds == Settings().auth_leeway_seconds == LEEWAY
 
 
 async def test_an_expiry_that_is_not_a_time_is_refused() -> None:

@@ -155,6 +155,8 @@ def test_a_secret_and_a_public_key_together_are_refused(tmp_path: Path) -> None:
         ("port", 70000),
         ("dynamodb_retry_mode", "legacy"),
         ("dynamodb_read_timeout", 0),
+        ("auth_leeway_seconds", -1),
+        ("auth_leeway_seconds", 3600),  # an hour past `exp` is no clock skew
     ],
 )
 def test_out_of_range_values_are_refused(field: str, value: object) -> None:
