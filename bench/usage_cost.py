@@ -20,7 +20,7 @@ from bench.load import service_headers
 from bench.profile import Request, Rounds, interleaved, local_dynamodb, paired, quietly, running
 from engine.operations import Observed
 from harness.asgi import asgi_caller, asgi_headers
-from resolvers.callers import Unauthenticated
+from resolvers.callers import Caller
 from resolvers.context import Context
 from schema import build_schema
 from server.app import create_app
@@ -90,7 +90,8 @@ def count_cost(query: str, operations: int = 50_000) -> float:
         store=cast(Any, None),  # `observe` reads no store
         max_attempts=3,
         clock=lambda: datetime.now(UTC),
-        authenticated=Unauthenticated("a bench observation"),
+        # Only an authenticated caller's operations are counted.
+        authenticated=Caller("bench", is_service=True),
     )
     context.client = "bench"
 

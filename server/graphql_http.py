@@ -263,9 +263,10 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             if refused.code == DOCUMENT_NOT_TRUSTED and isinstance(caller, CallerError):
                 raise DocumentRefused(caller.code, str(caller)) from refused
             raise
-        if context.client is None and text is not None and text != data.query:
-            # Named by id: the manifest it came from says which front end sent it.
-            context.client = self._documents.trusted.manifest_of(text)
+        if text is not None and text != data.query:
+            # Named by id: the manifest it came from says which front end sent it, whatever
+            # client the headers (which any caller writes) name.
+            context.client = self._documents.trusted.manifest_of(text) or context.client
         return text
 
     def token_lifetime(self, context: Context) -> float:

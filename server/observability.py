@@ -16,17 +16,22 @@ Metrics (`prometheus-client`, one registry per app):
     loc_payments_dynamodb_breaker_open_seconds_total         time spent open
     loc_payments_transitions_total{from_status, to_status}   status moves written
     loc_payments_errors_total{code}                          errors and UserError answers
-    loc_payments_field_usage_total{client, field}            per operation run, each schema
-                                                             coordinate it selected (`Type.field`,
-                                                             an argument, an enum value): who
-                                                             still uses a field (SPEC §19)
+    loc_payments_field_usage_total{client, field}            per operation run for an
+                                                             authenticated caller and not refused,
+                                                             each schema coordinate it selected
+                                                             (`Type.field`, an argument, an enum
+                                                             value): who still uses a field
+                                                             (SPEC §19)
 
 The `operation` label is the name the caller gave its operation (or its first root field), so
 the caller chooses it: the first `MAX_OPERATION_LABELS` distinct names that are GraphQL names of
 at most 64 characters get a label each, and every other operation counts under `(other)`, so
 no caller can grow the registry (and every scrape) without bound. So with `client`: the first
 `MAX_CLIENT_LABELS` client names get a label each, any other `(other)`; an operation that names
-none is `(unknown)`. `field` is bounded by the schema.
+none is `(unknown)`. `field` is bounded by the schema, so the field usage keeps at most one
+count per client label and coordinate, whatever selections the clients make. Only operations
+that ran for an authenticated caller and were not refused for it count (and take a label), so
+no anonymous request can take the client labels.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from prometheus_client.registry import Collector
 from datasource.breaker import CircuitBreaker
 from datasource.retries import Throttles
 from engine.operations import Observed
+from resolvers.callers import Caller, Forbidden, Unauthenticated
 from resolvers.context import Context
 
 request_log = logging.getLogger("loc_payments.request")
@@ -58,6 +64,8 @@ OTHER_OPERATIONS = "(other)"
 # Distinct client names (front ends, jobs, gateways) with a label of their own.
 MAX_CLIENT_LABELS = 50
 UNKNOWN_CLIENT = "(unknown)"
+# An operation with one of these errors was refused for its caller: it counts no field usage.
+CALLER_REFUSALS = frozenset({Unauthenticated.code, Forbidden.code})
 _OPERATION_LABEL = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
 
 
@@ -109,10 +117,10 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
-        # Operations run, by client and the coordinates they selected: one count per operation
-        # on the request's path, spread over the fields only when scraped (`_UsageCollector`).
-        self.field_usage_runs: Counter_[tuple[str, frozenset[str]]] = Counter_()
-        r.register(_UsageCollector(self.field_usage_runs))
+        # Operations run, by client label and each coordinate they selected: bounded by the
+        # labels times the schema's coordinates (a count per selection grew with each new one).
+        self.field_usage_counts: dict[str, Counter_[str]] = {}
+        r.register(_UsageCollector(self.field_usage_counts))
         # Each metric's child per label values, as `labels()` would find it again (it checks
         # and converts the values and takes a lock every time).
         self._children: dict[tuple[object, tuple[str, ...]], Any] = {}
@@ -147,6 +155,15 @@ class Metrics:
             return client
         return OTHER_OPERATIONS
 
+    def _count_usage(self, client: str | None, fields: frozenset[str]) -> None:
+        if not fields:  # it did not run
+            return
+        label = self._client_label(client)
+        counts = self.field_usage_counts.get(label)
+        if counts is None:
+            counts = self.field_usage_counts[label] = Counter_()
+        counts.update(fields)  # counted in C, one key per coordinate
+
     def webhook_attempt(self, outcome: str) -> None:
         self._child(self.webhook_attempts, outcome).inc()
 
@@ -173,8 +190,12 @@ class Metrics:
         outcome = codes[0] if codes else "OK"
         calls = context.calls
         self._child(self.requests, label, outcome).inc()
-        if self.field_usage and observed.fields:
-            self.field_usage_runs[self._client_label(context.client), observed.fields] += 1
+        if (
+            self.field_usage
+            and isinstance(context.authenticated, Caller)
+            and CALLER_REFUSALS.isdisjoint(codes)
+        ):
+            self._count_usage(context.client, observed.fields)
         self._child(self.duration, label).observe(observed.duration)
         for code in codes:
             self._child(self.errors, code).inc()
@@ -219,21 +240,18 @@ class Metrics:
 
 
 class _UsageCollector(Collector):
-    def __init__(self, runs: Counter_[tuple[str, frozenset[str]]]) -> None:
-        self._runs = runs
+    def __init__(self, counts: dict[str, Counter_[str]]) -> None:
+        self._counts = counts
 
     def collect(self) -> Iterator[Metric]:
-        by_field: Counter_[tuple[str, str]] = Counter_()
-        for (client, fields), count in list(self._runs.items()):
-            for field_name in fields:
-                by_field[client, field_name] += count
         family = CounterMetricFamily(
             "loc_payments_field_usage",
             "Schema coordinates selected, per operation run, by client",
             labels=["client", "field"],
         )
-        for (client, field_name), count in sorted(by_field.items()):
-            family.add_metric([client, field_name], count)
+        for client, counts in sorted(self._counts.items()):
+            for field_name, count in sorted(counts.items()):
+                family.add_metric([client, field_name], count)
         yield family
 
 
