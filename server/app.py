@@ -13,7 +13,6 @@ where Starlette's own limit would answer in plain text; no other endpoint reads 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
@@ -29,9 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
-from datasource import PaymentStore
 from datasource.permissions import LOCAL_SETUP, acting_as
-from domain.errors import StorageUnavailable
 from domain.webhooks import EventsPolicy
 from engine.document_policy import DocumentPolicy, Documents
 from engine.limits import QueryLimits
@@ -45,12 +42,13 @@ from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
 from server.graphiql import GraphiQLPage
 from server.graphql_http import PaymentsGraphQL
 from server.jwks import jwks_reading
-from server.live_feed import LiveFeed, live_feed
+from server.live_feed import live_feed
 from server.observability import Metrics
+from server.readiness import TableCheck, readyz
 from server.settings import Settings
 from server.status_log import log_status_every
 from server.tracing import open_tracing
-from server.webhook_delivery import WebhookDispatcher, webhook_delivery
+from server.webhook_delivery import webhook_delivery
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -58,8 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("loc_payments.server")
 
-# A readiness probe that waits out the client's retries would time out itself; answer quickly.
-READINESS_TIMEOUT_SECONDS = 2.0
 # Who the token in a local GraphiQL's Headers tab names (as `loc-payments serve` prints one).
 GRAPHIQL_TOKEN_USER = "local-developer"
 
@@ -110,6 +106,7 @@ def create_app(
     )
     app.state.metrics = metrics
     app.state.auth = auth
+    app.state.table_check = TableCheck()
     return app
 
 
@@ -286,51 +283,24 @@ def _graphiql_headers(settings: Settings, token_clock: Callable[[], float]) -> s
 
 
 def health_routes(settings: Settings) -> list[Route]:
-    """`/healthz`: the process answers; `/readyz`: the table answers too."""
+    """`/healthz`: the process answers; `/readyz`: the table answers too (`server.readiness`),
+    with its detail only in `local`: anyone who reaches the API port may ask."""
     return [
         Route("/healthz", healthz),
-        # Anyone who reaches the port may ask; in prod it names nothing of the deployment.
-        Route(
-            "/readyz",
-            functools.partial(
-                readyz, table_name=None if settings.production else settings.table_name
-            ),
-        ),
+        Route("/readyz", functools.partial(readyz, detail=settings.env == "local")),
+    ]
+
+
+def operations_routes() -> list[Route]:
+    """The metrics port's (`server.operations_port`): `/metrics`, and `/readyz` in detail."""
+    return [
+        Route("/metrics", metrics_page),
+        Route("/readyz", functools.partial(readyz, detail=True)),
     ]
 
 
 async def healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
-
-
-async def readyz(request: Request, *, table_name: str | None) -> JSONResponse:
-    store: PaymentStore = request.app.state.store
-    if store.breaker is not None and store.breaker.state == "open":
-        # Known already: no need to wait on a DynamoDB that is not answering.
-        return JSONResponse({"status": "unavailable", "reason": "CircuitOpen"}, status_code=503)
-    try:
-        async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
-            await store.ping()
-    except (StorageUnavailable, TimeoutError) as error:
-        return JSONResponse(
-            {"status": "unavailable", "reason": type(error).__name__}, status_code=503
-        )
-    live: LiveFeed = request.app.state.live
-    auth: AuthConfig = request.app.state.auth
-    ready: dict[str, object] = {
-        "status": "ok",
-        "liveUpdates": live.state,
-        "streamReader": live.reads_stream,
-    }
-    if table_name is not None:
-        ready["table"] = table_name
-    sender: WebhookDispatcher | None = request.app.state.webhooks
-    if sender is not None:
-        ready["webhookEndpointsDelivering"] = len(sender.delivering)
-    if auth.jwks is not None:
-        # Cached keys keep working while the provider cannot be read: not a reason for 503.
-        ready |= {"jwks": auth.jwks.state, "jwksKeys": len(auth.jwks)}
-    return JSONResponse(ready)
 
 
 async def metrics_page(request: Request) -> Response:

@@ -90,10 +90,9 @@ def _announce(settings: Settings) -> None:
 
 def serve(settings: Settings) -> int:
     # Imported here so that `token` works without loading the web stack.
-    from prometheus_client import start_http_server
-
     from engine.trusted_documents import ManifestsRefused
     from server.app import create_app
+    from server.operations_port import with_operations_port
 
     configure_logging(
         log_format=settings.log_format, local=settings.env == "local", level=settings.log_level
@@ -111,16 +110,18 @@ def serve(settings: Settings) -> int:
         except ManifestsRefused as refused:
             print(f"loc-payments: {refused}", file=sys.stderr)
             return 1
-        if settings.metrics == "port":
-            # Scraped on its own port, so /metrics never shares the API's listener.
-            start_http_server(
-                settings.metrics_port, addr=settings.host, registry=app.state.metrics.registry
-            )
+        # Scraped on its own port, so /metrics (and /readyz's detail) never share the API's.
+        operations_port = settings.metrics_port if settings.metrics == "port" else None
+        served = app if operations_port is None else with_operations_port(app, port=operations_port)
         tune_garbage_collector()
         # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
         try:
             started = serve_app(
-                app, host=settings.host, port=settings.port, announce=lambda: _announce(settings)
+                served,
+                host=settings.host,
+                port=settings.port,
+                announce=lambda: _announce(settings),
+                operations_port=operations_port,
             )
         except KeyboardInterrupt:
             return 0

@@ -63,17 +63,30 @@ class _AnnouncingServer(uvicorn.Server):
             self._announce()
 
 
-def serve_app(app: ASGIApp, *, host: str, port: int, announce: Callable[[], None]) -> bool:
+def serve_app(
+    app: ASGIApp,
+    *,
+    host: str,
+    port: int,
+    announce: Callable[[], None],
+    operations_port: int | None = None,
+) -> bool:
     """Serve until SIGINT/SIGTERM (uvicorn drains, then returns); False if it never started
-    (the port taken, the app's startup failed: uvicorn has logged why).
+    (the port taken, the app's startup failed: uvicorn has logged why). With `operations_port`
+    the same server listens there too, and `app` tells the two apart by the request's port
+    (`server.operations_port`): one loop, one set of signals, one drain.
 
     uvicorn's own INFO lines (process started, waiting for startup, running on, shutting down)
     are quiet unless the log level is DEBUG: `announce` says where the service listens."""
     uvicorn_log = logging.getLogger("uvicorn.error")
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         uvicorn_log.setLevel(logging.WARNING)
-    server = _AnnouncingServer(
-        uvicorn.Config(app, **uvicorn_options(host=host, port=port)), announce
-    )
-    server.run()
+    config = uvicorn.Config(app, **uvicorn_options(host=host, port=port))
+    server = _AnnouncingServer(config, announce)
+    if operations_port is None:
+        server.run()
+    else:
+        # Bound as uvicorn binds one port (a port taken: logged, exit status 1).
+        operations = uvicorn.Config(app, **uvicorn_options(host=host, port=operations_port))
+        server.run(sockets=[config.bind_socket(), operations.bind_socket()])
     return server.started
