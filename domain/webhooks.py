@@ -10,6 +10,7 @@ by the secret's bytes (`whsec_<base64>`); while a rotation's grace lasts, the ol
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -18,7 +19,7 @@ import ipaddress
 import json
 import random
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -26,18 +27,21 @@ from urllib.parse import urlsplit
 
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
+from domain.hosts import Address, parsed_host
 from domain.payment import PaymentRef
 from domain.validation import holds_card_number
 
 __all__ = [
     "DEFAULT_RETRY_SCHEDULE",
     "EVENT_TYPES",
+    "AddressLookup",
     "EndpointStatus",
     "EventsPolicy",
     "RetrySchedule",
     "WebhookDelivery",
     "WebhookEndpoint",
     "checked_event_types",
+    "checked_receiver",
     "checked_url",
     "event_id",
     "event_of_id",
@@ -75,6 +79,15 @@ MAX_URL_LENGTH = 2048
 _EVENT_ID_PREFIX = "evt_"
 # The EC2 instance-metadata addresses (IPv4, and IPv6 on Nitro): never a receiver.
 _METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits: NAT64's well-known prefix
+# (RFC 6052) and the deprecated IPv4-compatible addresses. NAT64's local-use prefix (RFC 8215)
+# is never a public receiver, whatever it carries.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_LOCAL_USE_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+
+# Every address a host name resolves to (OSError: it does not resolve).
+AddressLookup = Callable[[str, int], Awaitable[Sequence[Address]]]
 
 
 class EndpointStatus(StrEnum):
@@ -87,11 +100,19 @@ class EndpointStatus(StrEnum):
 @dataclass(frozen=True, slots=True)
 class EventsPolicy:
     """The settings the API's events fields follow: whether receivers must be public https
-    addresses (prod), how long a rotated secret still signs, and when an event is settled."""
+    addresses (the guard; then `lookup` resolves a receiver's name at registration, within
+    `lookup_timeout` seconds), how long a rotated secret still signs, and when an event is
+    settled."""
 
     public_only: bool = False
     secret_grace: timedelta = timedelta(days=1)
     settle_seconds: float = 5.0
+    lookup: AddressLookup | None = None
+    lookup_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.public_only and self.lookup is None:
+            raise ValueError("the guard resolves names at registration: it needs a lookup")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +169,40 @@ def checked_event_types(field: str, values: Iterable[str] | None) -> tuple[str, 
 
 
 def checked_url(url: str, *, public_only: bool) -> str:
-    """A receiver's URL; `public_only` (prod): https, and not an address `forbidden_address`
-    refuses (a host name is checked again at each delivery, when it is resolved)."""
+    """A receiver's URL; `public_only`: https, and not an address `forbidden_address` refuses,
+    however it is spelt (`domain.hosts`). A name is resolved by `checked_receiver`, and again at
+    each delivery."""
+    _checked_host(url, public_only=public_only)
+    return url
+
+
+async def checked_receiver(url: str, policy: EventsPolicy) -> str:
+    """A receiver's URL at registration: `checked_url`, and under the guard its host name
+    resolved within the policy's time, every address it resolves to public."""
+    host, port = _checked_host(url, public_only=policy.public_only)
+    if not policy.public_only or policy.lookup is None or not isinstance(host, str):
+        return url
+    try:
+        async with asyncio.timeout(policy.lookup_timeout):
+            addresses = await policy.lookup(host, port)
+    except TimeoutError:
+        raise InvalidInput(
+            "url", f"its host did not resolve within {policy.lookup_timeout:g} s"
+        ) from None
+    except OSError:
+        raise InvalidInput("url", "its host does not resolve") from None
+    if not addresses:
+        raise InvalidInput("url", "its host does not resolve")
+    for address in addresses:
+        reason = _forbidden_kind(address)
+        if reason is not None:
+            # What an internal name resolves to is not the caller's to learn.
+            raise InvalidInput("url", f"must be a public address; its host resolves to {reason}")
+    return url
+
+
+def _checked_host(url: str, *, public_only: bool) -> tuple[str | Address, int]:
+    """The URL's host as a browser reads it, and its port; InvalidInput on `url`."""
     if len(url) > MAX_URL_LENGTH:
         raise InvalidInput("url", f"must be at most {MAX_URL_LENGTH} characters")
     if any(character.isspace() or not character.isprintable() for character in url):
@@ -158,41 +211,61 @@ def checked_url(url: str, *, public_only: bool) -> str:
         raise InvalidInput("url", "must not hold a card or account number")
     try:
         parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018  # a port that is not a number raises here
+        port = parts.port  # a port that is not a number raises here
     except ValueError:
         raise InvalidInput("url", "is not a URL") from None
     schemes = ("https",) if public_only else ("https", "http")
     if parts.scheme not in schemes:
         raise InvalidInput("url", f"must be an {' or '.join(schemes)} URL")
-    if not host:
+    if not parts.hostname:
         raise InvalidInput("url", "must name a host")
     if parts.username is not None or parts.password is not None:
         raise InvalidInput("url", "must not carry credentials; the signature authenticates us")
     if parts.fragment:
         raise InvalidInput("url", "must not have a fragment")
-    if public_only:
-        literal = _ip_literal(host)
-        reason = None if literal is None else forbidden_address(literal)
-        if reason is not None:
-            raise InvalidInput("url", f"must be a public address, not {reason}")
-        if host.rstrip(".").lower() == "localhost" or host.endswith(".localhost"):
-            raise InvalidInput("url", "must be a public address, not loopback")
-    return url
-
-
-def _ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        return ipaddress.ip_address(host)
+        host = parsed_host(_host_as_written(parts.netloc))
     except ValueError:
+        raise InvalidInput("url", "does not name a valid host") from None
+    if public_only:
+        if isinstance(host, str):
+            name = host.rstrip(".")
+            if name == "localhost" or name.endswith(".localhost"):
+                raise InvalidInput("url", "must be a public address, not loopback")
+        else:
+            reason = forbidden_address(host)
+            if reason is not None:
+                raise InvalidInput("url", f"must be a public address, not {reason}")
+    return host, port or (443 if parts.scheme == "https" else 80)
+
+
+def _host_as_written(netloc: str) -> str:
+    """The host of a split URL's netloc, as written (urlsplit's `hostname` lowercases it and
+    drops an IPv6 address's brackets)."""
+    host = netloc.rpartition("@")[2]
+    if host.startswith("["):
+        return host[: host.index("]") + 1] if "]" in host else host
+    return host.partition(":")[0]
+
+
+def forbidden_address(address: Address) -> str | None:
+    """Why a delivery may not connect to `address` under the guard (None: it may): loopback,
+    private, link-local, the instance metadata, or anything else not globally routable; an IPv6
+    address carrying an IPv4 one (mapped, compatible, 6to4, NAT64) is judged by the IPv4."""
+    reason = _forbidden_kind(address)
+    if reason is None:
         return None
+    embedded = _embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else None
+    return f"{reason} ({address})" if embedded is None else f"{reason} ({embedded} in {address})"
 
 
-def forbidden_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why a delivery may not connect to `address` in prod (None: it may): loopback, private,
-    link-local, the instance metadata, or anything else not globally routable."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+def _forbidden_kind(address: Address) -> str | None:
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _LOCAL_USE_NAT64:
+            return "a local-use NAT64 address"
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            address = embedded
     if address in _METADATA:
         return "the instance metadata address"
     for reason, held in (
@@ -204,7 +277,20 @@ def forbidden_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) ->
         ("not globally routable", not address.is_global),
     ):
         if held:
-            return f"a {reason} address ({address})"
+            return f"a {reason} address"
+    return None
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one reaches through a translator or a tunnel: a connection to
+    `64:ff9b::a00:1` through a NAT64 gateway (AWS's among them) reaches 10.0.0.1."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    # `::` and `::1` are IPv6's own unspecified and loopback, not IPv4-compatible addresses.
+    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     return None
 
 

@@ -23,7 +23,7 @@ from domain.webhooks import (
     WebhookDelivery,
     WebhookEndpoint,
     checked_event_types,
-    checked_url,
+    checked_receiver,
     event_id,
     event_of_id,
     event_type,
@@ -58,7 +58,7 @@ async def create_endpoint(
         validation.reason("description", description)
     endpoint = WebhookEndpoint(
         endpoint_id=str(uuid7()),
-        url=checked_url(url, public_only=context.events.public_only),
+        url=await checked_receiver(url, context.events),
         event_types=checked_event_types("eventTypes", event_types),
         description=description,
         status=EndpointStatus.ENABLED,

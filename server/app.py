@@ -48,9 +48,10 @@ from server.readiness import TableCheck, readyz
 from server.settings import Settings
 from server.status_log import log_status_every
 from server.tracing import open_tracing
-from server.webhook_delivery import webhook_delivery
+from server.webhook_delivery import address_lookup, webhook_delivery
 
 if TYPE_CHECKING:
+    from aiohttp.abc import AbstractResolver
     from opentelemetry.sdk.trace import TracerProvider
     from types_aiobotocore_dynamodb import DynamoDBClient
 
@@ -73,6 +74,7 @@ def create_app(
     seed_demo_data: bool = False,
     dynamodb_client: DynamoDBClient | None = None,
     tracer_provider: TracerProvider | None = None,
+    webhook_dns: AbstractResolver | None = None,
 ) -> Starlette:
     """The ASGI app; `dynamodb_endpoint` (the embedded one, if any) wins over the settings'.
 
@@ -82,12 +84,21 @@ def create_app(
     With `seed_demo_data`, a table this start creates gets the demonstration payments.
     `dynamodb_client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces
     the one the app would open. `tracer_provider` (the tests' in-memory exporter) takes the
-    spans instead of the one `LOC_OTEL_EXPORTER` names (`server.tracing`).
+    spans instead of the one `LOC_OTEL_EXPORTER` names (`server.tracing`). `webhook_dns` (the
+    tests' stub DNS) resolves webhook receivers' names, at registration and at each delivery,
+    instead of the system's.
     """
     metrics = Metrics(field_usage=settings.field_usage)
     auth = AuthConfig.from_settings(settings)
     routes = [
-        *graphql_routes(settings, auth, metrics=metrics, clock=clock, token_clock=token_clock),
+        *graphql_routes(
+            settings,
+            auth,
+            metrics=metrics,
+            clock=clock,
+            token_clock=token_clock,
+            webhook_dns=webhook_dns,
+        ),
         *health_routes(settings),
     ]
     if settings.metrics == "app":
@@ -102,6 +113,7 @@ def create_app(
             seed_demo_data=seed_demo_data,
             clock=clock,
             tracer_provider=tracer_provider,
+            webhook_dns=webhook_dns,
         ),
     )
     app.state.metrics = metrics
@@ -120,6 +132,7 @@ async def store_lifespan(
     seed_demo_data: bool,
     clock: Callable[[], datetime],
     tracer_provider: TracerProvider | None = None,
+    webhook_dns: AbstractResolver | None = None,
 ) -> AsyncIterator[None]:
     """The store on `app.state.store`, the live updates on `app.state.live` and the webhook
     dispatcher on `app.state.webhooks` for the app's life; with `seed_demo_data`, a table this
@@ -152,6 +165,7 @@ async def store_lifespan(
                 clock=clock,
                 enabled=client is None,
                 observe=metrics.webhook_attempt,
+                dns=webhook_dns,
             ) as sender,
         ):
             app.state.live = feed
@@ -176,6 +190,7 @@ def graphql_routes(
     metrics: Metrics,
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
+    webhook_dns: AbstractResolver | None,
 ) -> list[BaseRoute]:
     """`/graphql` and `/subgraph` over HTTP, and over WebSocket for subscriptions (and any
     operation); GraphiQL (outside `prod`) explores `/graphql`."""
@@ -194,6 +209,7 @@ def graphql_routes(
             metrics=metrics,
             clock=clock,
             token_clock=token_clock,
+            webhook_dns=webhook_dns,
             subgraph=subgraph,
             graphiql=None if subgraph else graphiql,
         )
@@ -211,6 +227,7 @@ def graphql_endpoint(
     metrics: Metrics,
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
+    webhook_dns: AbstractResolver | None,
     subgraph: bool,
     graphiql: GraphiQLPage | None,
 ) -> PaymentsGraphQL:
@@ -241,6 +258,9 @@ def graphql_endpoint(
             public_only=settings.public_webhook_targets_only,
             secret_grace=timedelta(seconds=settings.webhook_secret_grace_seconds),
             settle_seconds=settings.events_settle_seconds,
+            lookup=address_lookup(webhook_dns),
+            # A name that does not answer in the time a receiver has is as good as none.
+            lookup_timeout=settings.webhook_timeout,
         ),
     )
 

@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -37,7 +36,9 @@ from datasource.events import settled_before
 from datasource.webhooks import EndpointState, Progress
 from domain.errors import InvalidInput, PaymentsError
 from domain.history import PaymentEvent
+from domain.hosts import Address
 from domain.webhooks import (
+    AddressLookup,
     EndpointStatus,
     RetrySchedule,
     WebhookDelivery,
@@ -55,7 +56,14 @@ if TYPE_CHECKING:
     from datasource import PaymentStore
     from server.settings import Settings
 
-__all__ = ["Answer", "GuardedResolver", "Receivers", "WebhookDispatcher", "webhook_delivery"]
+__all__ = [
+    "Answer",
+    "GuardedResolver",
+    "Receivers",
+    "WebhookDispatcher",
+    "address_lookup",
+    "webhook_delivery",
+]
 
 log = logging.getLogger("loc_payments.webhooks")
 
@@ -97,17 +105,33 @@ class Answer:
     duration_ms: int
 
 
+def address_lookup(dns: AbstractResolver | None = None) -> AddressLookup:
+    """A receiver's name resolved at registration (`domain.webhooks.checked_receiver`) by the
+    DNS deliveries use (`dns`, or the system's)."""
+
+    async def lookup(host: str, port: int) -> list[Address]:
+        resolver = dns or DefaultResolver()
+        try:
+            results = await resolver.resolve(host, port, socket.AF_UNSPEC)
+        finally:
+            if dns is None:
+                await resolver.close()
+        return [ipaddress.ip_address(result["host"]) for result in results]
+
+    return lookup
+
+
 class Receivers:
-    """POSTs to receivers: one connection pool, no redirects followed, a timeout per attempt; in
-    prod only https to public addresses, checked when connecting."""
+    """POSTs to receivers: one connection pool, no redirects followed, a timeout per attempt;
+    with `public_only` (the guard) only https to public addresses, a name checked by
+    `GuardedResolver` over `dns` (the system's by default) at each connection."""
 
     def __init__(
-        self, *, public_only: bool, timeout: float, resolver: AbstractResolver | None = None
+        self, *, public_only: bool, timeout: float, dns: AbstractResolver | None = None
     ) -> None:
         self._public_only = public_only
         self._timeout = aiohttp.ClientTimeout(total=timeout)
-        if resolver is None and public_only:
-            resolver = GuardedResolver()
+        resolver = GuardedResolver(dns) if public_only else dns
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(resolver=resolver, limit=200, limit_per_host=10),
             headers={"User-Agent": USER_AGENT},
@@ -139,19 +163,13 @@ class Receivers:
             return Answer(None, f"{type(error).__name__}: {error}"[:500], None, took())
 
     def _refusal(self, url: str) -> str | None:
-        """Why `url` may not be reached now: its scheme, or (an address given as such) where it
-        points; a name is checked when it is resolved (`GuardedResolver`)."""
+        """Why `url` may not be reached now: its scheme, or an address in any spelling (the
+        HTTP client connects to an address without resolving it); a name is checked when it is
+        resolved (`GuardedResolver`)."""
         try:
             checked_url(url, public_only=self._public_only)
         except InvalidInput as refused:
             return f"refused: {refused.message}"
-        if not self._public_only:
-            return None
-        host = urlsplit(url).hostname or ""
-        with contextlib.suppress(ValueError):
-            reason = forbidden_address(ipaddress.ip_address(host))
-            if reason is not None:
-                return f"refused: {reason}"
         return None
 
 
@@ -391,13 +409,15 @@ async def webhook_delivery(
     clock: Callable[[], datetime],
     enabled: bool = True,
     observe: Callable[[str], None] = lambda outcome: None,
+    dns: AbstractResolver | None = None,
 ) -> AsyncIterator[WebhookDispatcher | None]:
-    """This instance's dispatcher for the block's life (None when `LOC_WEBHOOKS` is off)."""
+    """This instance's dispatcher for the block's life (None when `LOC_WEBHOOKS` is off);
+    receivers' names resolved by `dns` (the system's by default)."""
     if not (settings.webhooks and enabled):
         yield None
         return
     receivers = Receivers(
-        public_only=settings.public_webhook_targets_only, timeout=settings.webhook_timeout
+        public_only=settings.public_webhook_targets_only, timeout=settings.webhook_timeout, dns=dns
     )
     dispatcher = WebhookDispatcher(
         store,

@@ -20,6 +20,7 @@ import boto3
 import httpx
 import jwt
 import pytest
+from aiohttp.abc import AbstractResolver
 from opentelemetry.sdk.trace import TracerProvider
 from starlette.applications import Starlette
 
@@ -189,6 +190,7 @@ async def api_client(
     token_clock: Callable[[], float] = time.time,
     seed_demo_data: bool = False,
     tracer_provider: TracerProvider | None = None,
+    webhook_dns: AbstractResolver | None = None,
     **settings: Any,
 ) -> AsyncIterator[Api]:
     """The real app on moto's table, its lifespan run as uvicorn would run it. No stream reader
@@ -213,6 +215,7 @@ async def api_client(
         token_clock=token_clock,
         seed_demo_data=seed_demo_data,
         tracer_provider=tracer_provider,
+        webhook_dns=webhook_dns,
     )
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)

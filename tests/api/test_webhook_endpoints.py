@@ -4,6 +4,7 @@ https receivers."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.api.conftest import (
     prod_token,
     stored_items,
 )
+from tests.stub_dns import StubDns
 
 ENDPOINT_FIELDS = "endpointId url eventTypes description status createdAt secretRotatedAt"
 ERRORS = "__typename ... on UserError { code message } ... on InvalidInputError { field }"
@@ -197,3 +199,87 @@ async def test_prod_refuses_receivers_that_are_not_public_https(
         )
     assert (refused["code"], refused["field"]) == ("INVALID_INPUT", "url"), refused
     assert _webhook_items(moto_config) == []
+
+
+async def _create_as_prod_service(api: Api, url: str) -> Any:
+    return await _call(
+        api,
+        "createWebhookEndpoint",
+        "CreateWebhookEndpointInput",
+        {"url": url},
+        as_=prod_token("ledger", service=True),
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://2130706433/hooks",
+        "https://0x7f000001/hooks",
+        "https://017700000001/hooks",
+        "https://127.1/hooks",
+        "https://127.0.0.1./hooks",
+        "https://0xa9fea9fe/latest/meta-data/",
+        "https://[64:ff9b::a00:102]/hooks",
+        "https://[2002:7f00:1::]/hooks",
+        "https://[::7f00:1]/hooks",
+    ],
+)
+async def test_prod_refuses_every_spelling_of_an_internal_address(
+    moto_config: DynamoConfig, url: str
+) -> None:
+    # The DNS knows nothing: an address in any spelling is judged without asking it.
+    dns = StubDns()
+    async with api_client(moto_config, webhook_dns=dns, **PROD_SETTINGS) as prod:
+        refused = await _create_as_prod_service(prod, url)
+    assert (refused["__typename"], refused["code"], refused["field"]) == (
+        "InvalidInputError",
+        "INVALID_INPUT",
+        "url",
+    ), refused
+    assert dns.asked == []
+    assert _webhook_items(moto_config) == []
+
+
+async def test_prod_resolves_a_name_at_registration_and_refuses_an_internal_one(
+    moto_config: DynamoConfig,
+) -> None:
+    dns = StubDns(
+        {
+            "ledger.example.com": ["93.184.215.14"],
+            "internal.example.com": ["93.184.215.14", "10.1.2.3"],
+            "nat64.example.com": ["64:ff9b::a9fe:a9fe"],
+        }
+    )
+    async with api_client(moto_config, webhook_dns=dns, **PROD_SETTINGS) as prod:
+        created = await _create_as_prod_service(prod, "https://LEDGER.example.com/hooks")
+        internal = await _create_as_prod_service(prod, "https://internal.example.com/hooks")
+        nat64 = await _create_as_prod_service(prod, "https://nat64.example.com/hooks")
+        unknown = await _create_as_prod_service(prod, "https://nowhere.example.com/hooks")
+    assert created["__typename"] == "WebhookEndpointPayload", created
+    for refused, reason in ((internal, "private"), (nat64, "metadata"), (unknown, "resolve")):
+        assert (refused["code"], refused["field"]) == ("INVALID_INPUT", "url"), refused
+        assert reason in refused["message"], refused
+        assert "10.1.2.3" not in refused["message"]
+    assert dns.asked == [
+        "ledger.example.com",
+        "internal.example.com",
+        "nat64.example.com",
+        "nowhere.example.com",
+    ]
+    assert (
+        len([i for i in _webhook_items(moto_config) if i["SK"]["S"].startswith("ENDPOINT#")]) == 1
+    )
+
+
+async def test_a_name_that_does_not_answer_in_time_is_invalid_input_not_a_hang(
+    moto_config: DynamoConfig,
+) -> None:
+    settings = {**PROD_SETTINGS, "webhook_timeout": 0.3}
+    async with api_client(moto_config, webhook_dns=StubDns(hangs=True), **settings) as prod:
+        started = time.perf_counter()
+        refused = await _create_as_prod_service(prod, "https://slow.example.com/hooks")
+    assert time.perf_counter() - started < 5
+    assert (refused["code"], refused["field"]) == ("INVALID_INPUT", "url"), refused
+    assert _webhook_items(moto_config) == []
+

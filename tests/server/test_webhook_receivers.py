@@ -68,7 +68,7 @@ async def test_a_name_that_resolves_to_loopback_is_refused_when_connecting(
     port, hits = target
     # Public at registration, loopback now: a DNS rebinding.
     dns = FixedResolver("127.0.0.1")
-    receivers = Receivers(public_only=True, timeout=2, resolver=GuardedResolver(dns))
+    receivers = Receivers(public_only=True, timeout=2, dns=dns)
     try:
         answer = await receivers.post(
             f"https://hooks.example.com:{port}/ok", body=b"{}", headers={}
@@ -88,6 +88,12 @@ async def test_a_name_that_resolves_to_loopback_is_refused_when_connecting(
         ("169.254.169.254", "metadata"),
         ("fe80::1", "link-local"),
         ("::1", "loopback"),
+        # IPv6 addresses that reach an IPv4 one: NAT64, 6to4, IPv4-compatible, IPv4-mapped.
+        ("64:ff9b::a00:7", "private"),
+        ("64:ff9b:1::a00:7", "NAT64"),
+        ("2002:7f00:1::", "loopback"),
+        ("::a9fe:a9fe", "metadata"),
+        ("::ffff:127.0.0.1", "loopback"),
     ],
 )
 async def test_the_guard_refuses_every_internal_answer(address: str, reason: str) -> None:
@@ -113,6 +119,33 @@ async def test_prod_refuses_an_internal_address_or_http_before_connecting(
             assert answer.error is not None and answer.error.startswith("refused"), answer
     finally:
         await receivers.close()
+    assert hits == []
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "2130706433",
+        "0x7f.1",
+        "127.0.0.1.",
+        # Fullwidth digits: the HTTP client maps them to 127.0.0.1 and connects without resolving.
+        "".join(chr(ord(character) + 0xFEE0) for character in "127.0.0.1"),
+        "[64:ff9b::7f00:1]",
+        "[::7f00:1]",
+    ],
+)
+async def test_an_internal_address_in_any_spelling_is_refused_before_connecting(
+    target: tuple[int, list[str]], host: str
+) -> None:
+    port, hits = target
+    dns = FixedResolver("127.0.0.1")
+    receivers = Receivers(public_only=True, timeout=2, dns=dns)
+    try:
+        answer = await receivers.post(f"https://{host}:{port}/ok", body=b"{}", headers={})
+    finally:
+        await receivers.close()
+    assert answer.error is not None and answer.error.startswith("refused"), answer
+    assert dns.asked == 0, "judged as an address, not resolved"
     assert hits == []
 
 
