@@ -172,6 +172,9 @@ class Settings(BaseSettings):
     # dead instance's endpoints are taken over within it); how long a rotated secret still
     # signs; and the seconds after which an event is settled and listed by the feed.
     webhooks: bool = True
+    # Outside `local` receivers must be public https addresses (`public_webhook_targets_only`);
+    # this loosens that for the project's own tests of `test`, never by default, never in prod.
+    webhook_allow_private_targets: bool = False
     webhook_retry_schedule: Annotated[tuple[float, ...], NoDecode] = DEFAULT_RETRY_SCHEDULE
     webhook_timeout: Annotated[float, Field(gt=0, le=60)] = 10.0
     webhook_poll_interval: Annotated[float, Field(gt=0)] = 1.0
@@ -277,6 +280,10 @@ class Settings(BaseSettings):
             )
         if self.webhook_lease_seconds <= self.webhook_timeout:
             raise ValueError("LOC_WEBHOOK_LEASE_SECONDS must exceed LOC_WEBHOOK_TIMEOUT")
+        if self.env == "prod" and self.webhook_allow_private_targets:
+            raise ValueError(
+                "LOC_WEBHOOK_ALLOW_PRIVATE_TARGETS is for tests: prod's receivers are public https"
+            )
         broker = self.live_broker_url
         if broker is not None and urlsplit(broker.get_secret_value()).scheme not in (
             "redis",
@@ -323,9 +330,10 @@ class Settings(BaseSettings):
 
     @property
     def public_webhook_targets_only(self) -> bool:
-        """Receivers must be https on public addresses (prod); elsewhere loopback and http
-        receivers serve development and tests."""
-        return self.env == "prod"
+        """Receivers must be https on public addresses wherever the service runs on AWS (`test`
+        too: a receiver's answer is shown to its caller, so an internal address would be read
+        through it); in `local`, and where a test loosens it, loopback and http serve."""
+        return self.env != "local" and not self.webhook_allow_private_targets
 
     @property
     def production(self) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from datasource import DynamoConfig
+from server.settings import DEV_JWT_SECRET
 from tests.api.conftest import (
     ALICE,
     PROD_SETTINGS,
@@ -283,3 +284,30 @@ async def test_a_name_that_does_not_answer_in_time_is_invalid_input_not_a_hang(
     assert (refused["code"], refused["field"]) == ("INVALID_INPUT", "url"), refused
     assert _webhook_items(moto_config) == []
 
+
+# `test` runs on AWS too: a caller could read an internal answer through `deliveries`.
+TEST_ENV: dict[str, Any] = {
+    "env": "test",
+    "auth_jwt_secret": DEV_JWT_SECRET,
+    "cursor_secret": "a-test-cursor-secret-of-enough-bytes",
+}
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8123/hooks", "https://127.0.0.1:8123/hooks", "https://10.0.0.8/hooks"]
+)
+async def test_the_test_environment_refuses_internal_receivers(
+    moto_config: DynamoConfig, url: str
+) -> None:
+    async with api_client(moto_config, **TEST_ENV) as api:
+        refused = await create(api, url)
+    assert (refused["code"], refused["field"]) == ("INVALID_INPUT", "url"), refused
+    assert _webhook_items(moto_config) == []
+
+
+async def test_the_projects_own_tests_may_loosen_the_guard_of_test(
+    moto_config: DynamoConfig,
+) -> None:
+    async with api_client(moto_config, webhook_allow_private_targets=True, **TEST_ENV) as api:
+        created = await create(api, "http://127.0.0.1:8123/hooks")
+    assert created["__typename"] == "WebhookEndpointPayload", created

@@ -177,6 +177,29 @@ def test_the_debug_header_is_honoured_outside_prod(env: Env, allowed: bool) -> N
     assert settings.debug_dynamodb_header_allowed is allowed
 
 
+@pytest.mark.parametrize(
+    ("env", "loosened", "guarded"),
+    [("local", False, False), ("test", False, True), ("test", True, False), ("prod", False, True)],
+)
+def test_webhook_receivers_are_guarded_wherever_the_service_runs_on_aws(
+    env: Env, loosened: bool, guarded: bool
+) -> None:
+    settings = Settings(
+        env=env,
+        auth_jwt_secret=SECRET,
+        cursor_secret=CURSOR,
+        webhook_allow_private_targets=loosened,
+    )
+
+    assert settings.public_webhook_targets_only is guarded
+
+
+def test_prod_refuses_to_loosen_the_webhook_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOC_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true")
+    with pytest.raises(ValidationError, match="LOC_WEBHOOK_ALLOW_PRIVATE_TARGETS"):
+        Settings(env="prod", auth_jwt_secret=SECRET, cursor_secret=CURSOR)
+
+
 def test_local_clients_use_the_fixed_test_credentials() -> None:
     config = Settings().dynamo_config("http://127.0.0.1:1234")
 
