@@ -17,6 +17,9 @@ A request names its document in one of four ways:
                             must name a trusted document (default in prod)
     trusted                 nobody: every request names a trusted document
 
+A federation gateway (its credential checked by the server, `from_gateway`) may send text under
+every policy: it holds the trusted documents itself, and its text is the query plan of one.
+
 The refusals, each `errors[0].extensions.code`, nothing run:
 
     DOCUMENT_NOT_TRUSTED         text where the policy wants a trusted document
@@ -100,9 +103,11 @@ class Documents:
         self._registered: OrderedDict[str, str] = OrderedDict()
         self._apq_documents = apq_documents
 
-    def may_send_text(self, *, is_service: bool) -> bool:
-        return self.policy is DocumentPolicy.ANY or (
-            self.policy is DocumentPolicy.TRUSTED_FOR_CUSTOMERS and is_service
+    def may_send_text(self, *, is_service: bool, from_gateway: bool = False) -> bool:
+        return (
+            from_gateway
+            or self.policy is DocumentPolicy.ANY
+            or (self.policy is DocumentPolicy.TRUSTED_FOR_CUSTOMERS and is_service)
         )
 
     def text_for(
@@ -113,11 +118,12 @@ class Documents:
         doc_id: object,
         extensions: Mapping[str, object] | None,
         is_service: bool,
+        from_gateway: bool = False,
     ) -> str | None:
         """The text the request runs (None: it names none). Raises `DocumentRefused` (its
         `code` the refusal's) when the policy refuses it, and `MalformedDocumentRequest` when
         the request's document id, persisted query or text is malformed."""
-        may_send_text = self.may_send_text(is_service=is_service)
+        may_send_text = self.may_send_text(is_service=is_service, from_gateway=from_gateway)
         identifier = _identifier(document_id, doc_id)
         persisted = None if extensions is None else extensions.get("persistedQuery")
         if identifier is not None:

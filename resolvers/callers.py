@@ -29,6 +29,9 @@ class Forbidden(CallerError):
 class Caller:
     user_id: str
     is_service: bool = False
+    # A federation gateway (SPEC §15): its token proves where a query plan came from, and makes
+    # it no caller of the fields (the client it forwards is).
+    is_gateway: bool = False
 
     def sees(self, user_id: str) -> bool:
         return self.is_service or user_id == self.user_id

@@ -31,6 +31,9 @@ class Context:
     # The caller, or why there is none; raised only when a field needs a caller, so
     # introspection and GraphiQL work without a token.
     authenticated: Caller | CallerError
+    # Sent by the federation gateway, proven by its own token (SPEC §15): its text runs, and
+    # `authenticated` is the client it forwarded.
+    from_gateway: bool = False
     debug_dynamodb: bool = False
     # Every read strongly consistent (the `strong_reads` setting); otherwise only the reads
     # that decide a write or must see one (`Loaders.read_strongly`).

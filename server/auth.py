@@ -5,9 +5,11 @@ A token is verified with the key its `kid` names among an identity provider's pu
 (`server.jwks`, `LOC_AUTH_JWKS_URL`), under that key's own algorithm only; or it is signed with
 HS256 (the shared secret) or RS256 (the public key file). The user id is the claim
 `LOC_AUTH_USER_CLAIM` (`sub`); a service's scopes (`scope`, space separated, or Okta's `scp`
-array) hold `LOC_AUTH_SERVICE_SCOPE` (`payments:service`). The signature and claims are verified
-once and remembered, with the generation of the provider's keys (a key removed from the set makes
-its tokens verified again, and refused), since a client sends the same token with every request.
+array) hold `LOC_AUTH_SERVICE_SCOPE` (`payments:service`), a federation gateway's
+`LOC_AUTH_GATEWAY_SCOPE` (`payments:gateway`, `server.graphql_http`). The signature and claims
+are verified once and remembered, with the generation of the provider's keys (a key removed from
+the set makes its tokens verified again, and refused), since a client sends the same token with
+every request.
 The times (`iat`, `nbf`, `exp`) are checked on every use against the `now` the server passes in,
 so a remembered token still expires, each with `LOC_AUTH_LEEWAY_SECONDS` (60 s) of leeway, since
 an identity provider's clock drifts from ours: a token is taken from `iat`/`nbf` less the leeway
@@ -27,6 +29,7 @@ from server.jwks import JwksKeys, JwksPolicy
 from server.settings import Settings
 
 SERVICE_SCOPE = "payments:service"
+GATEWAY_SCOPE = "payments:gateway"
 DEFAULT_TOKEN_TTL_SECONDS = 12 * 60 * 60
 # PyJWT's words, so that a refusal reads as it did when PyJWT checked the times itself.
 _NOT_AN_INTEGER = {
@@ -52,6 +55,7 @@ class AuthConfig:
     jwks: JwksKeys | None = None
     user_claim: str = "sub"
     service_scope: str = SERVICE_SCOPE
+    gateway_scope: str = GATEWAY_SCOPE
     # Accepted app clients (Cognito): a token's `client_id`, or its `aud`, must be one.
     client_ids: tuple[str, ...] = ()
     # Clock skew allowed on `iat`, `nbf` and `exp`, in seconds.
@@ -77,6 +81,7 @@ class AuthConfig:
             jwks=jwks,
             user_claim=settings.auth_user_claim,
             service_scope=settings.auth_service_scope,
+            gateway_scope=settings.auth_gateway_scope,
             client_ids=settings.auth_jwt_client_ids,
             leeway_seconds=settings.auth_leeway_seconds,
         )
@@ -178,8 +183,13 @@ def _verified(token: str, config: AuthConfig, generation: int) -> _Verified:
     subject = claims[config.user_claim]
     if not isinstance(subject, str) or not subject:
         raise Unauthenticated("the token's subject is not a user id")
-    is_service = config.service_scope in _scopes(claims)
-    return _Verified(Caller(user_id=subject, is_service=is_service), _times(claims))
+    scopes = _scopes(claims)
+    caller = Caller(
+        user_id=subject,
+        is_service=config.service_scope in scopes,
+        is_gateway=config.gateway_scope in scopes,
+    )
+    return _Verified(caller, _times(claims))
 
 
 def _scopes(claims: dict[str, Any]) -> set[str]:

@@ -47,7 +47,7 @@ from engine.document_policy import (
     Documents,
     MalformedDocumentRequest,
 )
-from resolvers.callers import Caller, CallerError
+from resolvers.callers import Caller, CallerError, Forbidden, Unauthenticated
 from resolvers.context import Context
 from schema import PaymentsSchema
 from server.auth import AuthConfig, authenticate, token_expiry
@@ -69,6 +69,9 @@ REQUEST_ID_HEADER = "x-request-id"
 CLIENT_NAME_HEADER = "apollographql-client-name"
 CLIENT_VERSION_HEADER = "apollographql-client-version"
 CLIENT_LABEL_LENGTH = 64
+# The client's own `Authorization`, as the federation gateway forwards it to `/subgraph` beside
+# its own token (Google's ESPv2 names the header so when it replaces a client's token).
+FORWARDED_AUTHORIZATION_HEADER = "x-forwarded-authorization"
 _POST_OPERATIONS = frozenset({OperationType.QUERY, OperationType.MUTATION})
 _GET_OPERATIONS = frozenset({OperationType.QUERY})
 # A caller's request id is kept when it is a plain token; anything else gets a fresh one, so
@@ -138,6 +141,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._documents = documents
         self._text_via_get = text_via_get
         self._events = events
+        self._subgraph = schema.subgraph
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Only reached when GraphiQL is on (`graphql_ide`).
@@ -257,6 +261,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 doc_id=data.doc_id,
                 extensions=data.extensions,
                 is_service=context.caller_kind == "service",
+                from_gateway=context.from_gateway,
             )
         except DocumentRefused as refused:
             caller = context.authenticated
@@ -281,13 +286,10 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         return await self._context(request)
 
     async def _context(self, request: Request | WebSocket) -> Context:
-        authenticated: Caller | CallerError
-        try:
-            authenticated = await authenticate(
-                request.headers.get("authorization"), self._auth, now=self._token_clock()
-            )
-        except CallerError as refusal:
-            authenticated = refusal
+        authenticated = await self._caller(request.headers.get("authorization"))
+        from_gateway = False
+        if self._subgraph and isinstance(request, Request):
+            authenticated, from_gateway = await self._forwarded(authenticated, request.headers)
         request_id = request.headers.get(REQUEST_ID_HEADER, "")
         if not _REQUEST_ID.fullmatch(request_id):
             # Random, like a version 4 UUID's 122 bits (128 here), without building a UUID.
@@ -317,6 +319,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             clock=self._clock,
             strong_reads=self._strong_reads,
             authenticated=authenticated,
+            from_gateway=from_gateway,
             client=_client(request.headers),
             debug_dynamodb=(
                 self._accounting_allowed and request.headers.get(DEBUG_DYNAMODB_HEADER) == "1"
@@ -324,6 +327,30 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             trace_parent=trace_parent,
             events=self._events,
         )
+
+    async def _caller(self, authorization: str | None) -> Caller | CallerError:
+        try:
+            return await authenticate(authorization, self._auth, now=self._token_clock())
+        except CallerError as refusal:
+            return refusal
+
+    async def _forwarded(
+        self, sender: Caller | CallerError, headers: Mapping[str, str]
+    ) -> tuple[Caller | CallerError, bool]:
+        """At `/subgraph` (SPEC §15), the caller and whether the gateway sent the request. The
+        gateway (its own token holds the gateway scope) is no caller: the client whose token it
+        forwards is, verified as any token; with none forwarded there is no caller (never the
+        gateway, whose token vouches for the text, not for a client without a token). The
+        forwarded header from anyone else is refused, lest a customer name another caller."""
+        forwarded = headers.get(FORWARDED_AUTHORIZATION_HEADER)
+        if isinstance(sender, Caller) and sender.is_gateway:
+            if forwarded is None:
+                return Unauthenticated("the gateway forwarded no client token"), True
+            return await self._caller(forwarded), True
+        if forwarded is not None:
+            refused = Forbidden(f"{FORWARDED_AUTHORIZATION_HEADER} is taken from the gateway only")
+            return refused, False
+        return sender, False
 
 
 def _client(headers: Mapping[str, str]) -> str | None:

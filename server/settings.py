@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     # Which claim holds the user id, and which scope (in `scope` or `scp`) makes a service.
     auth_user_claim: Annotated[str, Field(min_length=1)] = "sub"
     auth_service_scope: Annotated[str, Field(min_length=1)] = "payments:service"
+    # The scope of the federation gateway's own token: `/subgraph` runs its text (query plans)
+    # as the client it forwards (X-Forwarded-Authorization), under every document policy.
+    auth_gateway_scope: Annotated[str, Field(min_length=1)] = "payments:gateway"
     # Cognito access tokens carry `client_id`, not `aud`: the app clients accepted (comma list).
     auth_jwt_client_ids: Annotated[tuple[str, ...], NoDecode] = ()
     # Seconds of clock skew allowed on `iat`, `nbf` and `exp`: a provider's clock drifts from
@@ -261,6 +264,8 @@ class Settings(BaseSettings):
                     f"LOC_AUTH_JWKS_URL: {url!r} is not an https URL"
                     + ("" if self.env == "prod" else " (or http outside prod)")
                 )
+        if self.auth_gateway_scope == self.auth_service_scope:
+            raise ValueError("LOC_AUTH_GATEWAY_SCOPE must differ from LOC_AUTH_SERVICE_SCOPE")
         if self.auth_jwks_cache_min_seconds > self.auth_jwks_cache_max_seconds:
             raise ValueError(
                 "LOC_AUTH_JWKS_CACHE_MIN_SECONDS must not exceed LOC_AUTH_JWKS_CACHE_MAX_SECONDS"

@@ -10,19 +10,18 @@ DynamoDB Local), the tests' own loans subgraph, the supergraph composed from the
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
-import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from harness.processes import Process
-from tests.backends import Backend
-from tests.servers import served
+from harness.processes import Process, Service
+from tests.backends import Backend, fresh_table
 
 REPO = Path(__file__).resolve().parents[2]
 FEDERATION = REPO / "federation"
@@ -92,15 +91,28 @@ class FederatedGraph:
 async def federated_graph(
     ddblocal_backend: Backend, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[FederatedGraph]:
-    table_name = f"test-federation-{uuid.uuid4().hex}"
-    directory = tmp_path_factory.mktemp("federation")
+    async with federated(ddblocal_backend, tmp_path_factory.mktemp("federation")) as graph:
+        yield graph
+
+
+@contextlib.asynccontextmanager
+async def federated(
+    backend: Backend,
+    directory: Path,
+    *,
+    gateway_env: Mapping[str, str] | None = None,
+    **settings: str,
+) -> AsyncIterator[FederatedGraph]:
+    """The three processes: the service with `settings` (LOC_* by setting name) on a table of
+    its own, the loans subgraph, and Hive Gateway with `gateway_env` added to its environment."""
+    table_name = await fresh_table(backend)  # `local` would create it; prod does not
     loans = Process("the loans subgraph", [sys.executable, "-m", LOANS_MODULE, "{port}"])
-    async with (
-        processes(loans),
-        served(ddblocal_backend.endpoint_url, table_name) as [payments],
-        httpx.AsyncClient() as http,
-    ):
+    service = Service(backend.endpoint_url, table_name, settings)
+    payments = service.url
+    async with processes(loans, service), httpx.AsyncClient() as http:
         await loans.wait_ready(http, "/graphql?query=%7B__typename%7D")
+        # Its table answers (in prod /readyz says no more; no test here reads live updates).
+        await service.wait_ready(http, "/readyz")
         # The payments service's subgraph is `/subgraph`: `/graphql` holds no federation.
         loans_url = f"{loans.url}/graphql"
         subgraphs = [
@@ -113,13 +125,18 @@ async def federated_graph(
             pytest.fail(f"the supergraph does not compose:\n{failure}", pytrace=False)
         supergraph_path = directory / "supergraph.graphql"
         supergraph_path.write_text(supergraph)
-        gateway = Process("Hive Gateway", gateway_command(supergraph_path), cwd=FEDERATION)
+        gateway = Process(
+            "Hive Gateway",
+            gateway_command(supergraph_path),
+            cwd=FEDERATION,
+            env=None if gateway_env is None else {**os.environ, **gateway_env},
+        )
         async with processes(gateway):
             await gateway.wait_ready(http, "/readiness")
             yield FederatedGraph(
                 f"{gateway.url}/graphql", f"{payments}/subgraph", loans_url, subgraphs
             )
-    await ddblocal_backend.client.delete_table(TableName=table_name)
+    await backend.client.delete_table(TableName=table_name)
 
 
 def gateway_command(supergraph: Path) -> list[str | Path]:

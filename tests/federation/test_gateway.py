@@ -58,10 +58,16 @@ async def post(
 
 
 async def completed_payment(
-    http: httpx.AsyncClient, graph: FederatedGraph, *, user: str, loan: str, installment: str
+    http: httpx.AsyncClient,
+    graph: FederatedGraph,
+    *,
+    user: str,
+    loan: str,
+    installment: str,
+    service: str = SERVICE,
 ) -> dict[str, Any]:
-    """A PINLESS payment of 50.00 completed onto `installment`, made by a service directly on the
-    payments subgraph."""
+    """A PINLESS payment of 50.00 completed onto `installment`, made by a service (the token
+    `service`) directly on the payments subgraph."""
     created = await post(
         http,
         graph.payments,
@@ -75,7 +81,7 @@ async def completed_payment(
                 "intendedInstallmentId": installment,
             }
         },
-        token=SERVICE,
+        token=service,
         debug=False,
     )
     payment: dict[str, Any] = created["data"]["createPayment"]["payment"]
@@ -86,7 +92,7 @@ async def completed_payment(
         graph.payments,
         COMPLETE,
         {"input": {**names, "confirmationId": confirmation, "reason": "settled"}},
-        token=SERVICE,
+        token=service,
         debug=False,
     )
     assert completed["data"]["completePayment"]["__typename"] == "PaymentPayload", completed

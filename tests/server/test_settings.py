@@ -147,6 +147,12 @@ def test_a_secret_and_a_public_key_together_are_refused(tmp_path: Path) -> None:
         Settings(auth_jwt_secret=SECRET, auth_jwt_public_key_file=key_file)
 
 
+def test_the_gateway_scope_is_not_the_service_scope() -> None:
+    # Every service's token would be the gateway's, and run as whomever it forwarded.
+    with pytest.raises(ValidationError, match="LOC_AUTH_GATEWAY_SCOPE must differ"):
+        Settings(auth_gateway_scope="payments:service")
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
