@@ -127,6 +127,14 @@ PARAMETERS: dict[str, dict[str, Any]] = {
             "<resource server>/payments:service"
         ),
     },
+    "GatewayScope": {
+        "Type": "String",
+        "Default": _DEFAULTS["auth_gateway_scope"].default,
+        "Description": (
+            "The scope of the federation gateway's own token (LOC_AUTH_GATEWAY_SCOPE); Cognito "
+            "writes <resource server>/payments:gateway"
+        ),
+    },
     "JwtClientIds": {
         "Type": "String",
         "Default": "",
@@ -509,6 +517,7 @@ def _environment() -> list[Any]:
         variable("auth_jwt_issuer", _ref("JwtIssuer")),
         unless_empty("auth_jwt_audience", "JwtAudience"),
         variable("auth_service_scope", _ref("ServiceScope")),
+        variable("auth_gateway_scope", _ref("GatewayScope")),
         unless_empty("auth_jwt_client_ids", "JwtClientIds"),
         unless_empty("trusted_documents", "TrustedDocuments"),
     ]
