@@ -131,13 +131,16 @@ class Process:
         http: httpx.AsyncClient,
         path: str,
         ready: Callable[[httpx.Response], bool] = lambda response: response.status_code == 200,
+        *,
+        base_url: str | None = None,
     ) -> None:
-        """Until GET `path` answers what `ready` accepts."""
+        """Until GET `path` (on `base_url`, else this process's URL) answers what `ready`
+        accepts."""
         deadline = time.monotonic() + READY_SECONDS
         while True:
             self._check_running(deadline)
             with contextlib.suppress(httpx.HTTPError):
-                if ready(await http.get(f"{self.url}{path}", timeout=2)):
+                if ready(await http.get(f"{base_url or self.url}{path}", timeout=2)):
                     return
             await asyncio.sleep(0.1)
 
@@ -209,10 +212,22 @@ class Service(Process):
             "AWS_SECRET_ACCESS_KEY": LOCAL_AWS_CREDENTIALS["aws_secret_access_key"],
             **{f"LOC_{name.upper()}": value for name, value in (settings or {}).items()},
         }
+        # Outside `local` the API port's /readyz answers its status alone; whether live updates
+        # read is in its detail, on the operators' port, so a service without one gets one.
+        self._detail_url = self.url
+        if self._env["LOC_ENV"] != "local":
+            if self._env["LOC_METRICS"] != "port" or "LOC_METRICS_PORT" not in self._env:
+                self._env |= {"LOC_METRICS": "port", "LOC_METRICS_PORT": str(free_port())}
+            self._detail_url = f"http://{HOST}:{self._env['LOC_METRICS_PORT']}"
 
     async def wait_serving(self, http: httpx.AsyncClient) -> None:
-        """Until `/readyz` says its live updates read the stream."""
-        await self.wait_ready(http, "/readyz", lambda got: b'"liveUpdates":"ok"' in got.content)
+        """Until `/readyz`'s detail says its live updates read the stream."""
+        await self.wait_ready(
+            http,
+            "/readyz",
+            lambda got: b'"liveUpdates":"ok"' in got.content,
+            base_url=self._detail_url,
+        )
 
 
 @contextlib.asynccontextmanager
