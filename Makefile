@@ -22,8 +22,9 @@ FEDERATION_PKG := federation
 # The OpenID provider of the identity-provider tests (npm package oidc-provider).
 IDENTITY_PROVIDER_PKG := identity-provider
 # The front-end clients of the real-client tests: Apollo Client for its persisted-query link,
-# and GraphQL Code Generator and relay-compiler, which also compile against the served schema
-# (and make the manifests, `npm run generate` there).
+# graphql-ws (with ws) for its resubscription after a 4413 close, and GraphQL Code Generator and
+# relay-compiler, which also compile against the served schema (and make the manifests, `npm run
+# generate` there).
 TRUSTED_DOCUMENTS_PKG := trusted-documents
 # Stamps record a finished install; they are older than a lock file changed since, so make
 # installs again after a pull that changed dependencies.
@@ -124,7 +125,7 @@ $(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lo
 $(TRUSTED_DOCUMENTS_STAMP): $(TRUSTED_DOCUMENTS_PKG)/package.json $(TRUSTED_DOCUMENTS_PKG)/package-lock.json
 	@npm ci --prefix $(TRUSTED_DOCUMENTS_PKG) --no-audit --no-fund --loglevel=error > /dev/null
 	@touch $@
-	@echo "Installed Apollo Client, GraphQL Code Generator and relay-compiler from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
+	@echo "Installed Apollo Client, graphql-ws, GraphQL Code Generator and relay-compiler from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
 
 $(IDENTITY_PROVIDER_STAMP): $(IDENTITY_PROVIDER_PKG)/package.json $(IDENTITY_PROVIDER_PKG)/package-lock.json
 	@npm ci --prefix $(IDENTITY_PROVIDER_PKG) --no-audit --no-fund --loglevel=error > /dev/null

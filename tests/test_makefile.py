@@ -111,7 +111,7 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"Installed Chromium from {packages['browser']}/package-lock.json",
         f"Installed the GraphQL-over-HTTP audit from {packages['http-audit']}/package-lock.json",
         f"Installed the federation gateway from {packages['federation']}/package-lock.json",
-        "Installed Apollo Client, GraphQL Code Generator and relay-compiler from "
+        "Installed Apollo Client, graphql-ws, GraphQL Code Generator and relay-compiler from "
         f"{packages['trusted-documents']}/package-lock.json",
         f"Installed the OpenID provider from {packages['identity-provider']}/package-lock.json",
     ]
