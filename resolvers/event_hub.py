@@ -3,8 +3,9 @@
 Every instance's feed (`server.live_feed`: the table's stream, or a fleet's broker) publishes each
 stored event to its `EventHub`; each subscription holds a bounded queue of the events that match its
 filter (user, loan, payment). A subscriber that falls `queue_size` events behind is dropped,
-never allowed to grow memory: its connection is closed with `SLOW_CONSUMER_CODE`
-(`Subscriber.close`), and a client resubscribes with `afterVersion` to pick up where it was.
+never allowed to grow memory: its connection is closed with `SLOW_CONSUMER_CODE`, its operation
+not completed first (`Subscriber.interrupt`), and a client resubscribes with `afterVersion` to
+pick up where it was.
 Where a subscription starts is `resolvers.live`'s.
 """
 
@@ -74,9 +75,10 @@ class Subscriber:
         self.interrupt(SLOW_CONSUMER_REASON)
 
     def interrupt(self, reason: str) -> None:
-        """End it after the events queued before (as many as leave room for the end marker),
+        """Stop it after the events queued before (as many as leave room for the end marker),
         and close its connection with `SLOW_CONSUMER_CODE`: the client resubscribes with
-        `afterVersion` from the last version it got, so what it gets has no hole."""
+        `afterVersion` from the last version it got, so what it gets has no hole. It is not
+        completed (`next`)."""
         if self.dropped:
             return
         self.dropped = True
@@ -93,8 +95,16 @@ class Subscriber:
             self._queue.put_nowait(None)
 
     async def next(self) -> PaymentEvent | None:
-        """The next event, or None once the subscriber was dropped."""
-        return await self._queue.get()
+        """The next event, or None once the subscription is over (the service is stopping).
+
+        One interrupted with a connection to close is never over by itself: once its queued
+        events are taken this waits until the connection's close cancels the operation. Were
+        it over, the operation would send `complete` before the close, which tells graphql-ws
+        and Apollo Client the stream ended normally: they would not resubscribe (SPEC §17)."""
+        event = await self._queue.get()
+        if event is None and self._closing is not None:
+            await asyncio.Event().wait()
+        return event
 
 
 class EventHub:

@@ -11,8 +11,9 @@ Each instance runs two tasks:
     BrokerFollower reads the broker's stream from where it was when the instance started and
                    publishes each event to this instance's `EventHub`. An entry whose `seq` is
                    not the last one's plus one, a broker whose `epoch` changed or whose stream
-                   went back, is a gap: every subscription is closed with 4413 (resubscribe with
-                   afterVersion, which replays from DynamoDB), never a silent hole.
+                   went back, is a gap: every subscription is closed with 4413, not completed
+                   first (resubscribe with afterVersion, which replays from DynamoDB), never a
+                   silent hole.
 
 Subscriptions at the stream's head (a service's, every user's) start after a round of the reader
 begun after they registered, as on one instance: the follower opens a hub round, then asks for a

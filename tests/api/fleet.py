@@ -92,6 +92,7 @@ class Watcher:
 
     events: list[dict[str, Any]] = field(default_factory=list)
     closed: tuple[int, str] | None = None
+    completed: bool = False  # the server sent `complete` (a client would not resubscribe)
     task: asyncio.Task[None] | None = None
 
     def versions(self, payment_id: str | None = None) -> list[int]:
@@ -129,8 +130,8 @@ async def _follow(socket: ClientConnection, watcher: Watcher) -> None:
             elif message["type"] == "error":
                 watcher.closed = (0, json.dumps(message))
                 return
-            # `complete` comes before the socket's close when the server ends a subscription
-            # (4413): the close says why.
+            elif message["type"] == "complete":
+                watcher.completed = True
     except ConnectionClosed as ended:
         watcher.closed = (ended.rcvd.code, ended.rcvd.reason) if ended.rcvd else (1006, "")
 

@@ -25,6 +25,7 @@ from tests.api.fleet import (
     fleet,
     watching,
 )
+from tests.api.graphql_ws_client import live_client
 from tests.api.live_instances import Instance
 from tests.backends import Backend
 
@@ -177,7 +178,45 @@ async def test_a_broker_restart_closes_subscriptions_with_4413_and_replay_loses_
             await again.wait_for(5 - last_seen)
 
     assert (code, reason) == (SLOW_CONSUMER_CODE, FEED_GAP_REASON)
+    assert not watcher.completed  # a client told the stream ended would not resubscribe
     assert watcher.versions() + again.versions() == [1, 2, 3, 4, 5]
+
+
+async def test_graphql_ws_resubscribes_after_a_broker_restart_and_misses_nothing(
+    ddblocal_backend: Backend, broker: RedisServer
+) -> None:
+    """What an app sees across the 4413 close: graphql-ws retries, sends its subscriptions
+    again, and gets what was written meanwhile (from its last afterVersion) and after."""
+    async with fleet(ddblocal_backend, 2, broker.redis_url) as running:
+        await running.wait_for_reader()
+        writer, served = running.instances
+        payment = await writer.mutate("createPayment", {"userId": "frank", **CREATE})
+        where = {"userId": "frank", "loanId": "loan-1", "paymentId": payment["paymentId"]}
+
+        async def move(version: int) -> None:
+            await writer.mutate("schedulePaymentRetry", {**ids(payment), "reason": f"to {version}"})
+
+        async with live_client(
+            served, user={"userId": "frank"}, payment={**where, "afterVersion": 0}
+        ) as client:
+            await move(2)
+            await client.wait_for_versions("user", {2})
+            await client.wait_for_versions("payment", {1, 2})
+            broker.kill()
+            await wait_until(running, lambda state: state == "unavailable")
+            for version in (3, 4):
+                await move(version)
+            broker.start()
+            await client.wait_resubscribed(0)
+            await wait_until(running, lambda state: state == "ok")
+            for version in (5, 6):
+                await move(version)
+            await client.wait_for_versions("user", {5, 6})
+            await client.wait_for_versions("payment", {1, 2, 3, 4, 5, 6})
+
+    assert (SLOW_CONSUMER_CODE, FEED_GAP_REASON) in client.closes
+    assert client.completed == []
+    assert set(client.versions("payment")) == {1, 2, 3, 4, 5, 6}
 
 
 async def test_a_promoted_replica_takes_over_as_a_failover_does(
