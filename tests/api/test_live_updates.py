@@ -24,12 +24,13 @@ from gql.transport.websockets import WebsocketsTransport
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from harness.processes import serving
 from resolvers.event_hub import SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON
 from tests.api.conftest import ALICE, SERVICE, token
 from tests.api.graphql_ws_client import SETTLE, live_client
 from tests.api.live_instances import EVENTS, WAIT, Instance, Subscription, instances
 from tests.api.websocket_client import TRANSPORT_WS, acknowledged, send
-from tests.backends import Backend
+from tests.backends import Backend, fresh_table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -171,7 +172,7 @@ async def test_a_connection_without_a_valid_token_is_closed_as_forbidden(
     ddblocal_backend: Backend,
 ) -> None:
     async with instances(ddblocal_backend, 1) as (server,):
-        for bearer in (None, "not-a-token", token("alice", ttl=-60)):
+        for bearer in (None, "not-a-token", token("alice", ttl=-3600)):
             await _refused(server, bearer)
 
 
@@ -351,3 +352,33 @@ async def test_graphql_ws_resubscribes_after_falling_behind_and_misses_nothing(
     assert (SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON) in client.closes
     assert client.completed == []
     assert set(client.versions("payment")) == {1, 2, 3, 4}
+
+
+@pytest.mark.ddblocal
+async def test_a_stopping_instance_closes_its_subscriptions_without_completing(
+    ddblocal_backend: Backend,
+) -> None:
+    """A rolling deploy stops instances: their subscriptions are not completed first, so that
+    graphql-ws and Apollo Client resubscribe (on another instance) rather than end."""
+    table_name = await fresh_table(ddblocal_backend)
+    async with (
+        serving(
+            ddblocal_backend.endpoint_url, table_name, stream_poll_interval=str(POLL_SECONDS)
+        ) as (service,),
+        connect(service.ws_url, subprotocols=[TRANSPORT_WS]) as socket,  # type: ignore[list-item]
+    ):
+        await acknowledged(socket, SERVICE)
+        subscribe = {"query": EVENTS, "variables": {"u": "alice"}}
+        await send(socket, {"id": "1", "type": "subscribe", "payload": subscribe})
+        await asyncio.sleep(0.3)
+        stopping = asyncio.create_task(asyncio.to_thread(service.stop))
+        received: list[dict[str, Any]] = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                received.append(json.loads(await asyncio.wait_for(socket.recv(), WAIT)))
+        await stopping
+    await ddblocal_backend.client.delete_table(TableName=table_name)
+
+    assert closed.value.rcvd is not None, closed.value
+    assert closed.value.rcvd.code == 1012, closed.value
+    assert received == [], received
