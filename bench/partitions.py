@@ -1,0 +1,209 @@
+"""`python -m bench.partitions`: each index's write ceiling at the service's default layout
+(SPEC §20), as a markdown table.
+
+DynamoDB serves at most 1,000 write units a second per partition, an index's included, and a
+throttled index write throttles the payment write behind it. So an index allows at most
+
+    ceiling = 1,000 / (units a payment write costs the index * the busiest key's share)
+
+payment writes a second. The units are measured: a burst of autopay creations, half of them then
+submitted, through the real app in-process on DynamoDB Local, each answer's
+`extensions.dynamodb` read per index, and the most any one write cost the index kept (a move
+costs GSI1 and GSI2 a delete and a put, more than a creation). The shares:
+
+    GSI2, GSI4   keyed by shard (`PAYMENT#<k>`, `EVENTS#<k>`, k a hash of the payment id): the
+                 busiest shard's share of `IDS` payment ids made as the service makes them, at
+                 the shard counts of the default settings
+    table, GSI1, GSI3
+                 keyed by user: the busiest user's share of an autopay morning of `IDS`
+                 payments, one per loan due, each borrower holding 1 to `MOST_LOANS` loans
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from bench.load import service_headers
+from domain.enums import PaymentMethod, PaymentProcess
+from domain.keys import status_partition
+from domain.payment import new_payment
+from server.app import create_app
+from server.embedded_dynamodb import EmbeddedDynamoDB
+from server.settings import Settings
+
+__all__ = ["IDS", "TARGET", "Ceiling", "ceilings", "render", "shard_share", "write_units"]
+
+PARTITION_WRITE_UNITS = 1_000
+# Payment writes a second every index must allow at the defaults (SPEC §20).
+TARGET = 10_000
+# Enough ids that the busiest shard's share is the hash's, not sampling noise: at 64 shards a
+# shard's expected 1,562 ids vary by about 40 (2.5 %); at 1,000 ids it would be 25 %.
+IDS = 100_000
+# The most loans one borrower has in the autopay model (each loan due once in the morning).
+MOST_LOANS = 4
+BURST = 40
+INDEXES = ("table", "GSI1", "GSI2", "GSI3", "GSI4")
+ANSWER = "... on PaymentPayload { payment { paymentId } } ... on UserError { code message }"
+CREATE = f"mutation($i: CreatePaymentInput!) {{ createPayment(input: $i) {{ {ANSWER} }} }}"
+SUBMIT = f"mutation($i: SubmitPaymentInput!) {{ submitPayment(input: $i) {{ {ANSWER} }} }}"
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    index: str
+    key: str
+    # The most write units one payment write cost the index, and the mean over the burst.
+    units: float
+    mean_units: float
+    share: float
+
+    @property
+    def payment_writes_per_second(self) -> float:
+        return PARTITION_WRITE_UNITS / (self.units * self.share)
+
+    @property
+    def met(self) -> bool:
+        return self.payment_writes_per_second >= TARGET
+
+
+def payment_ids(count: int) -> list[str]:
+    """`count` payment ids, made by the domain's one maker of payments."""
+    now = datetime.now(UTC)
+    return [
+        new_payment(
+            user_id="u", loan_id="l", amount_cents=100, method=PaymentMethod.ACH,
+            process=PaymentProcess.AUTO, reason="autopay", now=now,
+        ).payment_id
+        for _ in range(count)
+    ]  # fmt: skip
+
+
+def shard_share(ids: list[str], shards: int) -> float:
+    """The busiest GSI2 partition's share of `ids` in a layout of `shards`."""
+    counts = Counter(status_partition(payment_id, shards) for payment_id in ids)
+    return max(counts.values()) / len(ids)
+
+
+def user_share(payments: int, *, seed: int = 0) -> float:
+    """The busiest borrower's share of an autopay morning of `payments` payments."""
+    draw, busiest, made = random.Random(seed), 0, 0
+    while made < payments:
+        loans = min(draw.randint(1, MOST_LOANS), payments - made)
+        busiest, made = max(busiest, loans), made + loans
+    return busiest / payments
+
+
+async def write_units(endpoint: str, *, table_name: str, burst: int = BURST) -> dict[str, Any]:
+    """Index -> (most, mean) write units of one payment write, over `burst` autopay creations
+    and the submission of half of them, on a fresh table `table_name` at `endpoint`."""
+    settings = Settings(env="local", table_name=table_name, dynamodb_endpoint=endpoint)
+    app = create_app(settings.model_copy(update={"live_updates": False, "metrics": "off"}))
+    headers = {**service_headers(), "X-Debug-DynamoDB": "1"}
+    costs: list[dict[str, float]] = []
+
+    async def write(http: httpx.AsyncClient, query: str, input: dict[str, Any]) -> str:
+        response = await http.post("/graphql", json={"query": query, "variables": {"i": input}})
+        body = response.json()
+        [answer] = body["data"].values()
+        if "payment" not in answer:
+            raise RuntimeError(f"{query.split('(')[2]}: {answer}")
+        costs.append(
+            {
+                "table" if name == table_name else name.removeprefix(f"{table_name}/"): units[
+                    "write"
+                ]
+                for name, units in body["extensions"]["dynamodb"]["capacity"].items()
+            }
+        )
+        payment_id: str = answer["payment"]["paymentId"]
+        return payment_id
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://bench.test", headers=headers
+        ) as http:
+            for number in range(burst):
+                user = f"autopay-{number}-{uuid.uuid4().hex[:8]}"
+                loan = {"userId": user, "loanId": "loan-1"}
+                payment_id = await write(
+                    http, CREATE, {**loan, "amountCents": 12_500, "method": "ACH",
+                                   "process": "AUTO", "idempotencyKey": f"create-{user}"},
+                )  # fmt: skip
+                if number % 2 == 0:
+                    await write(
+                        http, SUBMIT, {**loan, "paymentId": payment_id, "reason": "ach file",
+                                       "confirmationId": f"ach-{user}",
+                                       "idempotencyKey": f"submit-{user}"},
+                    )  # fmt: skip
+    return {
+        index: (
+            max(cost.get(index, 0.0) for cost in costs),
+            sum(cost.get(index, 0.0) for cost in costs) / len(costs),
+        )
+        for index in INDEXES
+    }
+
+
+def layout_shards(settings: Settings) -> dict[str, int]:
+    """The shard counts of the sharded indexes in `settings`."""
+    return {"GSI2": settings.gsi2_shards, "GSI4": 1}
+
+
+async def ceilings(endpoint: str, *, table_name: str, settings: Settings) -> list[Ceiling]:
+    """Each index's ceiling in the layout of `settings`, units measured at `endpoint`."""
+    units = await write_units(endpoint, table_name=table_name)
+    ids = payment_ids(IDS)
+    shards = layout_shards(settings)
+    by_user = user_share(IDS)
+    keys = {
+        "table": ("USER#<user>", by_user),
+        "GSI1": ("USER#<user>", by_user),
+        "GSI2": (_sharded("PAYMENT", shards["GSI2"]), shard_share(ids, shards["GSI2"])),
+        "GSI3": ("USER#<user>", by_user),
+        "GSI4": (_sharded("EVENTS", shards["GSI4"]), shard_share(ids, shards["GSI4"])),
+    }
+    return [
+        Ceiling(index, key, units[index][0], units[index][1], share)
+        for index, (key, share) in keys.items()
+    ]
+
+
+def _sharded(partition: str, shards: int) -> str:
+    return partition if shards == 1 else f"{partition}#<k>, {shards} shards"
+
+
+def render(found: list[Ceiling]) -> str:
+    header = [
+        "index", "partition key", "units a payment write costs it (most; mean)",
+        "busiest key's share", "payment writes/s it allows", f"≥ {TARGET:,}",
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for ceiling in found:
+        cells = [
+            ceiling.index,
+            ceiling.key,
+            f"{ceiling.units:g}; {ceiling.mean_units:.2f}",
+            f"{ceiling.share:.4%}",
+            f"{ceiling.payment_writes_per_second:,.0f}",
+            "met" if ceiling.met else "NOT met",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    with EmbeddedDynamoDB(data_dir=None) as database:
+        found = asyncio.run(
+            ceilings(database.endpoint_url, table_name="bench-partitions", settings=Settings())
+        )
+    print(f"{IDS:,} payment ids; the busiest borrower of an autopay morning of as many payments")
+    print(render(found))
