@@ -4,7 +4,8 @@
     network      a VPC over two availability zones: public subnets for the load balancer and the
                  NAT gateway, private ones for the tasks and the broker, DynamoDB by a gateway
                  endpoint (no NAT charge for the table's traffic)
-    table        `datasource.table`'s, with its Retain policy
+    table        `datasource.table`'s, with its Retain policy, and Contributor Insights on it
+                 and on every index (the busiest keys, where a hot key shows)
     service      ECS on Fargate running the image; its task role holds exactly
                  `datasource.permissions.SERVICE_GRANTS`, nothing else
     entry        an Application Load Balancer: HTTPS with the certificate given, HTTP redirected,
@@ -827,9 +828,32 @@ def _alarms() -> dict[str, Any]:
     }
 
 
+def _with_contributor_insights(table: dict[str, Any]) -> dict[str, Any]:
+    """The table's resource with CloudWatch Contributor Insights on it and on every index: the
+    busiest and most throttled keys of each, where an operator finds a hot key
+    (docs/operations.md). Keys show in CloudWatch as they are: user ids, shard names."""
+    watched = {"Enabled": True}
+    properties = table["Properties"]
+    indexes = [
+        {**index, "ContributorInsightsSpecification": watched}
+        for index in properties["GlobalSecondaryIndexes"]
+    ]
+    return {
+        **table,
+        "Properties": {
+            **properties,
+            "GlobalSecondaryIndexes": indexes,
+            "ContributorInsightsSpecification": watched,
+        },
+    }
+
+
 def stack_template() -> dict[str, Any]:
     deployed = {env: TABLE_AND_REGION[env][0] for env in DEPLOYED}
     table = cloudformation_template(deployed)
+    table["Resources"]["PaymentsTable"] = _with_contributor_insights(
+        table["Resources"]["PaymentsTable"]
+    )
     parameters = {**table["Parameters"], **PARAMETERS}
     parameters["Environment"] = {
         **parameters["Environment"],

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from datasource.breaker import CircuitBreaker
+from datasource.table import table_definition
 from server.logs import configure_logging
 from server.settings import Settings
 from server.stack import ALARMS, APP_PORT, KEEP_ALIVE
@@ -148,3 +149,17 @@ def test_the_stack_deploys_inline_without_a_bucket() -> None:
     # `aws cloudformation deploy` sends a template of up to 51,200 bytes itself; a larger one
     # needs an S3 bucket, which an empty account does not have.
     assert len(COMMITTED.read_bytes()) < 51_200
+
+
+def test_contributor_insights_watch_the_table_and_every_index() -> None:
+    """CloudWatch Contributor Insights names the busiest and the most throttled keys of the
+    table and of each index (docs/operations.md, Finding a hot key)."""
+    properties = _properties("PaymentsTable")
+    indexes = properties["GlobalSecondaryIndexes"]
+
+    assert properties["ContributorInsightsSpecification"] == {"Enabled": True}
+    assert [index["IndexName"] for index in indexes] == [
+        index["IndexName"] for index in table_definition("")["GlobalSecondaryIndexes"]
+    ]
+    for index in indexes:
+        assert index["ContributorInsightsSpecification"] == {"Enabled": True}, index["IndexName"]
