@@ -8,6 +8,8 @@ cost      every field costs 1; a field with a `first` argument (a connection) mu
           what it selects by `first` or `last` (`default_page_size` when neither is given, at
           most `max_page_size`), so nested pages multiply; a field of many keys (`nodes(ids:)`,
           `_entities(representations:)`, `keyed_lists`) by the keys given
+actual    the same count over what the operation returned (`actual_cost`): each page by the
+          items it returned, each list of keys by the objects found; never above the cost
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ from graphql import (
     get_named_type,
 )
 
-__all__ = ["KEYED_LISTS", "QueryLimits", "cost_refusal", "fixed_cost", "operation_cost"]
+__all__ = [
+    "KEYED_LISTS",
+    "QueryLimits",
+    "actual_cost",
+    "cost_refusal",
+    "fixed_cost",
+    "operation_cost",
+]
 
 # The fields that answer one object per key given, and the argument of their keys: Relay's
 # `nodes` and federation's `_entities`.
@@ -207,3 +216,122 @@ class _Costing:
     def _page(self, first: int) -> int:
         # A larger `first` is refused when the list runs: it costs no more than the largest page.
         return min(max(1, first), self.limits.max_page_size)
+
+
+def actual_cost(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operation_name: str | None,
+    limits: QueryLimits,
+    data: Mapping[str, Any] | None,
+) -> int:
+    """The cost of what the operation returned in `data`: `operation_cost`'s count, with each
+    page (a field with `first`) counted once per item it returned instead of `first` times, each
+    list of keys (`nodes`, `_entities`) once per object found, and each other list by its
+    costliest item; a field that is null costs 1 (nothing below it was read), one absent from
+    the answer (`@skip`, another type's fragment) nothing. Never above `operation_cost` of the
+    same operation; no data, 0."""
+    if data is None:
+        return 0
+    fragments = {
+        definition.name.value: definition
+        for definition in document.definitions
+        if isinstance(definition, FragmentDefinitionNode)
+    }
+    for definition in document.definitions:
+        if not isinstance(definition, OperationDefinitionNode):
+            continue
+        if operation_name is not None and (
+            definition.name is None or definition.name.value != operation_name
+        ):
+            continue
+        root = schema.get_root_type(definition.operation)
+        return _Actual(schema, fragments, limits).cost(definition.selection_set, root, data)
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Actual:
+    schema: GraphQLSchema
+    fragments: Mapping[str, FragmentDefinitionNode]
+    limits: QueryLimits
+
+    def cost(
+        self,
+        selections: SelectionSetNode | None,
+        parent: GraphQLNamedType | None,
+        value: Mapping[str, Any],
+        spread: frozenset[str] = frozenset(),
+    ) -> int:
+        if selections is None:
+            return 0
+        total = 0
+        for selection in selections.selections:
+            if isinstance(selection, FieldNode):
+                key = (selection.alias or selection.name).value
+                if key in value:
+                    total += self._field(selection, parent, value[key], spread)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                narrowed = self.schema.get_type(condition.name.value) if condition else parent
+                total += self.cost(selection.selection_set, narrowed, value, spread)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                fragment = self.fragments.get(name)
+                if fragment is None or name in spread:
+                    continue
+                narrowed = self.schema.get_type(fragment.type_condition.name.value)
+                total += self.cost(fragment.selection_set, narrowed, value, spread | {name})
+        return total
+
+    def _field(
+        self, node: FieldNode, parent: GraphQLNamedType | None, value: Any, spread: frozenset[str]
+    ) -> int:
+        fields = getattr(parent, "fields", {})
+        definition = fields.get(node.name.value)
+        if definition is None or value is None or node.selection_set is None:
+            return 1
+        named = get_named_type(definition.type)
+        keyed = node.name.value in self.limits.keyed_lists and parent is self.schema.query_type
+        if keyed or ("first" in definition.args and isinstance(value, list)):
+            return 1 + sum(self._inner(node, named, item, spread) for item in _items(value))
+        if "first" in definition.args:
+            return 1 + self._page(node, named, value, spread)
+        if isinstance(value, list):
+            items = (self._inner(node, named, item, spread) for item in _items(value))
+            return 1 + max(items, default=0)
+        return 1 + self._inner(node, named, value, spread)
+
+    def _inner(
+        self, node: FieldNode, named: GraphQLNamedType, value: Any, spread: frozenset[str]
+    ) -> int:
+        return self.cost(node.selection_set, named, value, spread) if value is not None else 0
+
+    def _page(
+        self,
+        node: FieldNode,
+        named: GraphQLNamedType,
+        page: Mapping[str, Any],
+        spread: frozenset[str],
+    ) -> int:
+        """A connection: what it selects, counted as if each item it returned had been a page
+        of one (`operation_cost` counts `first` such pages)."""
+        lists = [key for key, value in page.items() if isinstance(value, list)]
+        if not lists:
+            return self._inner(node, named, page, spread)
+        size = max(len(page[key]) for key in lists)
+        return sum(
+            self._inner(
+                node, named, {**page, **{key: page[key][i : i + 1] for key in lists}}, spread
+            )
+            for i in range(size)
+        )
+
+
+def _items(value: list[Any]) -> Iterator[Any]:
+    """The objects of a list, through lists of lists, nulls left out."""
+    for item in value:
+        if isinstance(item, list):
+            yield from _items(item)
+        elif item is not None:
+            yield item

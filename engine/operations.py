@@ -7,6 +7,10 @@
                own rules, no introspection (nor `_service`) and no "Did you mean" in production
     cost       a valid document that costs too much is refused; kept with the document unless a
                `first` or a list of keys (`nodes`, `_entities`) in it is a variable
+    admit      `Hooks.admit` charges the cost to the caller's budget, or refuses the operation
+               (`Refusal`): `run` raises it, once observed; `stream` answers it as the
+               operation's error. Once run, the charge is settled with the operation's actual
+               cost (`engine.limits.actual_cost`) and adds to the result's extensions
     execute    the operation's plan (`engine.compiler`, compiled once and cached with the parse),
                inside the service's `Hooks.scope` (which may add to the result's extensions)
     errors     every error given to `Hooks.on_errors`, then worded by `Hooks.public_error`; a
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -63,18 +67,21 @@ from strawberry.types.graphql import OperationType
 from strawberry.utils.operation import get_operation_type
 
 from engine.compiler import Plan
-from engine.limits import QueryLimits, cost_refusal, fixed_cost, operation_cost
+from engine.limits import QueryLimits, actual_cost, cost_refusal, fixed_cost, operation_cost
 from engine.usage import coordinates
 
 __all__ = [
     "CACHED_DOCUMENTS",
     "UNTRACED",
+    "Admission",
+    "Charge",
     "Extensions",
     "Hooks",
     "Observed",
     "Observer",
     "OperationHook",
     "OperationRunner",
+    "Refusal",
     "Trace",
 ]
 
@@ -130,6 +137,29 @@ class _Prepared:
 OperationHook = Callable[[ContextT, OperationType, Callable[[], frozenset[str]]], None]
 # What a scope adds to the result's `extensions` once the operation has run (None: nothing).
 Extensions = Callable[[], dict[str, Any] | None]
+
+
+class Refusal(Exception):
+    """An operation the service refused before it ran (`Hooks.admit`): its `error`, and what its
+    answer's `extensions` hold."""
+
+    def __init__(self, error: GraphQLError, extensions: dict[str, Any] | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.extensions = extensions
+
+
+class Charge(Protocol):
+    """An operation admitted (`Hooks.admit`): settled once it has run with its actual cost
+    (`engine.limits.actual_cost`; a subscription's: its requested cost), giving what to add to
+    the result's `extensions`."""
+
+    def settle(self, actual: int) -> dict[str, Any]: ...
+
+
+# Called with (the context, the operation's type, its cost) just before it runs: a `Charge`, None
+# (not charged), or raises `Refusal`.
+Admission = Callable[[ContextT, OperationType, int], Awaitable[Charge | None]]
 
 
 class Trace(Protocol):
@@ -200,6 +230,7 @@ class Hooks(Generic[ContextT]):
     on_errors        every error, before it is worded for the caller (to log the unexpected)
     public_error     the error as the caller reads it (masking the unexpected)
     before           called before an operation runs (`OperationHook`)
+    admit            then charges its cost, or refuses it (`Admission`)
     observers        each finished operation (`Observed`)
     production_rules validation rules added in production, after introspection's refusal
     """
@@ -210,6 +241,7 @@ class Hooks(Generic[ContextT]):
     on_errors: Callable[[Sequence[GraphQLError]], None] = _ignore
     public_error: Callable[[GraphQLError], GraphQLError] = _as_is
     before: OperationHook[ContextT] | None = None
+    admit: Admission[ContextT] | None = None
     observers: Sequence[Observer[ContextT]] = ()
     production_rules: Sequence[type[ASTValidationRule]] = ()
 
@@ -363,22 +395,34 @@ class OperationRunner(Generic[ContextT]):
             raise MissingQueryError
         started = time.perf_counter()
         hooks = self._hooks
-        document, errors = self._checked(query, variables, operation_name, allowed)
+        document, errors, cost = self._checked(query, variables, operation_name, allowed)
         trace = hooks.trace(context, document, operation_name, query, started)
         data = None
         executed = False
+        charge: Charge | None = None
+        refused: Refusal | None = None
         with hooks.scope(context) as extensions_of, trace:
             if document is not None and not errors:
+                operation = self._operation(self._prepare(query), operation_name)
                 if hooks.before is not None:
-                    operation = self._operation(self._prepare(query), operation_name)
                     selected = functools.partial(self.selected, query, operation_name)
                     hooks.before(context, operation.type, selected)
-                data, errors, executed = await self._execute(
-                    query, variables, context, operation_name, operation_extensions
-                )
+                try:
+                    if hooks.admit is not None:
+                        charge = await hooks.admit(context, operation.type, cost)
+                except Refusal as refusal:
+                    refused, errors = refusal, [refusal.error]
+                else:
+                    data, errors, executed = await self._execute(
+                        query, variables, context, operation_name, operation_extensions
+                    )
         trace.end(errors)
         errors = self._public(errors)
         extensions = extensions_of()
+        if charge is not None:
+            assert document is not None  # admitted, so parsed
+            used = actual_cost(self._schema, document, operation_name, self._limits, data)
+            extensions = {**(extensions or {}), **charge.settle(used)}
         observed = Observed(
             operation=operation_name or _first_field(document),
             context=context,
@@ -390,6 +434,8 @@ class OperationRunner(Generic[ContextT]):
         )
         for observe in hooks.observers:
             observe(observed)
+        if refused is not None:
+            raise refused
         if not executed:  # a request error: the GraphQL response has no `data` entry
             return PreExecutionError(data=None, errors=errors or None, extensions=extensions)
         return ExecutionResult(data=data, errors=errors or None, extensions=extensions)
@@ -409,10 +455,10 @@ class OperationRunner(Generic[ContextT]):
             raise MissingQueryError
         started = time.perf_counter()
         try:
-            document, errors = self._checked(query, variables, operation_name, allowed)
+            document, errors, cost = self._checked(query, variables, operation_name, allowed)
         except CannotGetOperationTypeError as error:
             # Over HTTP a request error of the transport's; here the operation's own `error`.
-            document, errors = None, [GraphQLError(error.as_http_error_reason())]
+            document, errors, cost = None, [GraphQLError(error.as_http_error_reason())], 0
         if document is None or errors:
             self._hooks.trace(context, document, operation_name, query, started).end(errors)
             # A syntax error is answered like a validation error, as graphql-transport-ws's
@@ -428,14 +474,33 @@ class OperationRunner(Generic[ContextT]):
             return
         operation = self._operation(self._prepare(query), operation_name)
         if operation.type is not OperationType.SUBSCRIPTION:
-            yield await self.run(
-                query,
-                variables=variables,
-                context=context,
-                operation_name=operation_name,
-                allowed=allowed,
-            )
+            try:
+                yield await self.run(
+                    query,
+                    variables=variables,
+                    context=context,
+                    operation_name=operation_name,
+                    allowed=allowed,
+                )
+            except Refusal as refusal:
+                yield PreExecutionError(
+                    data=None, errors=[refusal.error], extensions=refusal.extensions
+                )
             return
+        # Charged once, as it starts: what it holds open is paid for then.
+        extensions: dict[str, Any] | None = None
+        if self._hooks.admit is not None:
+            try:
+                charge = await self._hooks.admit(context, operation.type, cost)
+            except Refusal as refusal:
+                self._hooks.trace(context, document, operation_name, query, started).end(
+                    [refusal.error]
+                )
+                yield PreExecutionError(
+                    data=None, errors=[refusal.error], extensions=refusal.extensions
+                )
+                return
+            extensions = None if charge is None else charge.settle(cost)
         # The subscription's span ends once it is accepted; each event sent has its own.
         trace = self._hooks.trace(context, document, operation_name, query, started)
         with trace:
@@ -457,7 +522,11 @@ class OperationRunner(Generic[ContextT]):
             async for event in source:
                 if event.errors:
                     self._hooks.event_errors(event.errors)
-                yield ExecutionResult(data=event.data, errors=self._public(event.errors) or None)
+                yield ExecutionResult(
+                    data=event.data,
+                    errors=self._public(event.errors) or None,
+                    extensions=extensions,
+                )
         except Exception as error:  # the source failed: one last answer, masked if unexpected
             yield ExecutionResult(
                 data=None, errors=self._public([GraphQLError(str(error), original_error=error)])
@@ -473,26 +542,28 @@ class OperationRunner(Generic[ContextT]):
         variables: dict[str, Any] | None,
         operation_name: str | None,
         allowed: Iterable[OperationType],
-    ) -> tuple[DocumentNode | None, list[GraphQLError]]:
-        """The parsed document and why it is refused (parse, type, validation, cost)."""
+    ) -> tuple[DocumentNode | None, list[GraphQLError], int]:
+        """The parsed document, why it is refused (parse, type, validation, cost), and its cost
+        (0 when not valid)."""
         prepared = self._prepare(query)
         document = prepared.document
         errors = list(prepared.errors)
         if document is None:
-            return None, errors
+            return None, errors, 0
         operation = self._operation(prepared, operation_name)
         if operation.type not in allowed:
             raise InvalidOperationTypeError(operation.type)
+        cost = 0
         if not errors:
-            cost = operation.cost
-            if cost is None:
+            cost = operation.cost if operation.cost is not None else 0
+            if operation.cost is None:
                 cost = operation_cost(
                     self._schema, document, operation_name, variables or {}, self._limits
                 )
             refusal = cost_refusal(cost, self._limits)
             if refusal is not None:
                 errors = [refusal]
-        return document, errors
+        return document, errors, cost
 
     def _public(self, errors: Sequence[GraphQLError] | None) -> list[GraphQLError]:
         """The unexpected logged and masked, every error in the words a caller may read."""

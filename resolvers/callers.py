@@ -32,6 +32,9 @@ class Caller:
     # A federation gateway (SPEC §15): its token proves where a query plan came from, and makes
     # it no caller of the fields (the client it forwards is).
     is_gateway: bool = False
+    # The OAuth client the token was issued to (`azp`, or Cognito's `client_id`): a service's
+    # budget is its client's (`server.budgets`).
+    client_id: str | None = None
 
     def sees(self, user_id: str) -> bool:
         return self.is_service or user_id == self.user_id

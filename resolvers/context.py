@@ -48,6 +48,8 @@ class Context:
     calls: CallCount | None = None
     writes: list[tuple[PaymentStatus | None, PaymentStatus]] = field(default_factory=list)
     user_errors: list[str] = field(default_factory=list)
+    # Its cost charged to the caller's budget (`server.budgets`): (requested, actual).
+    cost: tuple[int, int] | None = None
     # Over WebSocket: this instance's live events, `connection_init`'s payload (set by
     # Strawberry), and how a subscription closes its connection (a subscriber too slow).
     live: EventHub | None = None
@@ -66,7 +68,9 @@ class Context:
     def fresh(self) -> Context:
         """A context for one more operation on the same connection: its own loaders (no reads
         cached by an earlier operation), its own record of what it did and its own span."""
-        return dataclasses.replace(self, calls=None, writes=[], user_errors=[], span=None)
+        return dataclasses.replace(
+            self, calls=None, writes=[], user_errors=[], cost=None, span=None
+        )
 
     @property
     def tracer(self) -> Tracer | None:

@@ -18,7 +18,7 @@ from strawberry.types.graphql import OperationType
 
 from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from engine import OperationRunner, QueryLimits, compile_operation, strawberry_adapter
-from engine.operations import Observer
+from engine.operations import Admission, Observer
 from resolvers.context import Context
 from schema.federation import (
     FEDERATION_VERSION,
@@ -44,7 +44,8 @@ class PaymentsSchema(FederatedSchema):
     variables), which would reveal the schema piece by piece. `observers` are what the server
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
     on DynamoDB (`datasource.deadline`); `trace_documents` puts each operation's document in its
-    span (`schema.tracing`). Operations run by their compiled plans (`engine.compiler`).
+    span (`schema.tracing`); `admit` charges each operation to its caller's budget
+    (`server.budgets`). Operations run by their compiled plans (`engine.compiler`).
 
     `subgraph` serves the schema as a federation subgraph (`_service`, `_entities`, federation's
     directives and scalars); without it, the public schema, which holds none of them
@@ -59,6 +60,7 @@ class PaymentsSchema(FederatedSchema):
         dynamodb_budget: float | None = None,
         trace_documents: bool = False,
         subgraph: bool = False,
+        admit: Admission[Any] | None = None,
     ) -> None:
         strawberry_adapter.check_version()
         super().__init__(
@@ -82,6 +84,7 @@ class PaymentsSchema(FederatedSchema):
                 on_errors=self.process_errors,
                 dynamodb_budget=dynamodb_budget,
                 trace_documents=trace_documents,
+                admit=admit,
             ),
         )
 

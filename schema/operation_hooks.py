@@ -16,6 +16,7 @@ from graphql import GraphQLError
 from datasource import deadline
 from datasource.accounting import CallCount, count_calls
 from engine import Extensions, Hooks, Observer
+from engine.operations import Admission
 from resolvers.context import Context
 from schema import tracing
 from schema.federation import NoSubgraphSdlRule
@@ -29,9 +30,11 @@ def payments_hooks(
     on_errors: Callable[[Sequence[GraphQLError]], None],
     dynamodb_budget: float | None,
     trace_documents: bool,
+    admit: Admission[Any] | None = None,
 ) -> Hooks[Any]:
     """The hooks of the payments schema: `dynamodb_budget` is the seconds each operation may
-    spend on DynamoDB (None: no limit), `trace_documents` puts each document in its span. The
+    spend on DynamoDB (None: no limit), `trace_documents` puts each document in its span, `admit`
+    charges each operation to its caller's budget (`server.budgets`; None: no budgets). The
     context is a request's `Context`, or whatever a test or a tool passes: each hook checks."""
     return Hooks(
         scope=functools.partial(dynamodb_scope, dynamodb_budget),
@@ -40,6 +43,7 @@ def payments_hooks(
         on_errors=on_errors,
         public_error=public_error,
         before=read_only_selected,
+        admit=admit,
         observers=observers,
         production_rules=(NoSubgraphSdlRule,),
     )
@@ -76,6 +80,8 @@ def dynamodb_report(calls: CallCount) -> dict[str, Any]:
         "operations": dict(calls.operations),
         "readCapacityUnits": _units(calls.units.read),
         "writeCapacityUnits": _units(calls.units.write),
+        # The most Queries (or rounds of Queries at once, over shards) one list waited for.
+        "listRounds": calls.list_rounds,
         "capacity": {
             name: {"read": _units(units.read), "write": _units(units.write)}
             for name, units in sorted(calls.units_by_index.items())

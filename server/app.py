@@ -38,6 +38,7 @@ from schema import PaymentsSchema, build_schema
 from server.auth import AuthConfig, mint_development_token
 from server.background import running
 from server.bootstrap import payment_store
+from server.budgets import BudgetPolicy, Budgets
 from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
 from server.graphiql import GraphiQLPage
 from server.graphql_http import PaymentsGraphQL
@@ -90,10 +91,17 @@ def create_app(
     """
     metrics = Metrics(field_usage=settings.field_usage)
     auth = AuthConfig.from_settings(settings)
+    # One per app: `/graphql` and `/subgraph` charge the same budgets.
+    budgets = (
+        Budgets(BudgetPolicy.from_settings(settings), on_throttled=metrics.throttled)
+        if settings.budgets
+        else None
+    )
     routes = [
         *graphql_routes(
             settings,
             auth,
+            budgets=budgets,
             metrics=metrics,
             clock=clock,
             token_clock=token_clock,
@@ -118,6 +126,7 @@ def create_app(
     )
     app.state.metrics = metrics
     app.state.auth = auth
+    app.state.budgets = budgets
     app.state.table_check = TableCheck()
     return app
 
@@ -143,6 +152,7 @@ async def store_lifespan(
     async with (
         # The provider's keys are read in the background: the start does not wait for them.
         jwks_reading(auth.jwks),
+        budgets_sharing(settings, app.state.budgets),
         open_tracing(settings, provider=tracer_provider) as tracer,
         payment_store(settings, endpoint_url=endpoint_url, client=client, tracer=tracer) as opened,
     ):
@@ -183,10 +193,24 @@ async def store_lifespan(
                 yield
 
 
+@contextlib.asynccontextmanager
+async def budgets_sharing(settings: Settings, budgets: Budgets | None) -> AsyncIterator[None]:
+    """The budgets shared through the fleet's broker, if it has one (`server.budgets`)."""
+    broker = settings.live_broker_url
+    if budgets is None or broker is None:
+        yield
+        return
+    async with budgets.sharing(
+        broker.get_secret_value(), charge_within=settings.budget_broker_timeout
+    ):
+        yield
+
+
 def graphql_routes(
     settings: Settings,
     auth: AuthConfig,
     *,
+    budgets: Budgets | None,
     metrics: Metrics,
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
@@ -206,6 +230,7 @@ def graphql_routes(
         endpoint = graphql_endpoint(
             settings,
             auth,
+            budgets=budgets,
             metrics=metrics,
             clock=clock,
             token_clock=token_clock,
@@ -224,6 +249,7 @@ def graphql_endpoint(
     settings: Settings,
     auth: AuthConfig,
     *,
+    budgets: Budgets | None,
     metrics: Metrics,
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
@@ -238,6 +264,7 @@ def graphql_endpoint(
         dynamodb_budget=settings.dynamodb_budget,
         trace_documents=settings.otel_graphql_document,
         subgraph=subgraph,
+        admit=None if budgets is None else budgets.admit,
     )
     return PaymentsGraphQL(
         schema,

@@ -184,10 +184,12 @@ def _verified(token: str, config: AuthConfig, generation: int) -> _Verified:
     if not isinstance(subject, str) or not subject:
         raise Unauthenticated("the token's subject is not a user id")
     scopes = _scopes(claims)
+    client_id = claims.get("azp", claims.get("client_id"))
     caller = Caller(
         user_id=subject,
         is_service=config.service_scope in scopes,
         is_gateway=config.gateway_scope in scopes,
+        client_id=client_id if isinstance(client_id, str) and client_id else None,
     )
     return _Verified(caller, _times(claims))
 

@@ -51,6 +51,7 @@ from resolvers.callers import Caller, CallerError, Forbidden, Unauthenticated
 from resolvers.context import Context
 from schema import PaymentsSchema
 from server.auth import AuthConfig, authenticate, token_expiry
+from server.budgets import Throttled
 from server.graphiql import GraphiQLPage
 from server.graphql_over_http import (
     Envelope,
@@ -189,6 +190,15 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             result = await self._execute(query, envelope, context, allowed)
         except _REFUSALS as error:
             raise _refused(error, method, headers) from error
+        except Throttled as throttled:
+            # Refused before it ran, whatever the media type: 429 (SPEC §21).
+            raise Refused(
+                429,
+                throttled.error.message,
+                headers={**headers, "retry-after": str(throttled.retry_after)},
+                error=throttled.error.extensions,
+                extensions=throttled.extensions,
+            ) from throttled
         if context.span is not None:
             headers[TRACE_RESPONSE_HEADER] = trace_response(context.span)
         status, body = answer(result, media_type)

@@ -23,6 +23,8 @@ At equal `q`, application/graphql-response+json is preferred.
       in prod (GET takes document ids there)
     a method other than GET and POST              405, Allow: GET, POST (or POST)
     a body over the limit                         413                  413
+    over the caller's budget (`server.budgets`:   429, Retry-After     429, Retry-After
+      refused before execution, THROTTLED)
 
 Every answer, refusals included, is a GraphQL response in JSON: `{"errors": [{"message"}]}`
 when nothing ran.
@@ -76,17 +78,28 @@ class Refused(Exception):
         code: str | None = None,
         allow: str | None = None,
         headers: Mapping[str, str] | None = None,
+        error: Mapping[str, object] | None = None,
+        extensions: Mapping[str, object] | None = None,
     ) -> None:
+        """`error`: the error's whole `extensions` (else `code` alone); `extensions`: the
+        answer's."""
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.headers = {**(headers or {}), **({"allow": allow} if allow is not None else {})}
+        self.error = error
+        self.extensions = extensions
 
     def answer(self, media_type: str) -> tuple[int, dict[str, object]]:
         """The status and body of the answer in `media_type`."""
         status = request_error_status(media_type) if self.status is None else self.status
-        return status, refusal(self.message, self.code)
+        body = refusal(self.message, self.code)
+        if self.error is not None:
+            body = {"errors": [{"message": self.message, "extensions": dict(self.error)}]}
+        if self.extensions is not None:
+            body["extensions"] = dict(self.extensions)
+        return status, body
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,9 @@ Metrics (`prometheus-client`, one registry per app):
     loc_payments_dynamodb_breaker_open_seconds_total         time spent open
     loc_payments_transitions_total{from_status, to_status}   status moves written
     loc_payments_errors_total{code}                          errors and UserError answers
+    loc_payments_throttled_total{class}                      operations refused over their
+                                                             caller's budget (THROTTLED), by
+                                                             class: customer or service
     loc_payments_field_usage_total{client, field}            per operation run for an
                                                              authenticated caller and not refused,
                                                              each schema coordinate it selected
@@ -109,6 +112,12 @@ class Metrics:
         self.errors = Counter(
             "loc_payments_errors", "Errors and UserError answers", ["code"], registry=r
         )
+        self.throttled_operations = Counter(
+            "loc_payments_throttled",
+            "Operations refused over their caller's budget",
+            ["class"],
+            registry=r,
+        )
         # Webhook attempts this instance made: `delivered` (a 2xx), `retrying` (another attempt
         # is scheduled), `given_up` (the last of the schedule failed; the endpoint is FAILING).
         self.webhook_attempts = Counter(
@@ -163,6 +172,10 @@ class Metrics:
         if counts is None:
             counts = self.field_usage_counts[label] = Counter_()
         counts.update(fields)  # counted in C, one key per coordinate
+
+    def throttled(self, kind: str) -> None:
+        """An operation refused over its caller's budget, of class `kind`."""
+        self._child(self.throttled_operations, kind).inc()
 
     def webhook_attempt(self, outcome: str) -> None:
         self._child(self.webhook_attempts, outcome).inc()
@@ -235,6 +248,9 @@ class Metrics:
                 "dynamodb_throttles": 0 if calls is None else sum(calls.throttles.values()),
                 "outcome": outcome,
                 "error_codes": codes,
+                # Charged to the caller's budget (`server.budgets`); none when not charged.
+                "requested_cost": None if context.cost is None else context.cost[0],
+                "actual_cost": None if context.cost is None else context.cost[1],
             },
         )
 

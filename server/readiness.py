@@ -8,7 +8,8 @@ path to the API port), DynamoDB is asked at most once per interval.
 Anyone who reaches the API port may ask, so in `test` and `prod` it answers the status alone:
 `{"status": "ok"}`, or 503 `{"status": "unavailable"}`. The detail (why not, the live updates,
 the webhook endpoints delivering, the JWKS's state and keys, the table) is the operators': on the
-metrics port (`LOC_METRICS_PORT`, `server.operations_port`), and on the API port in `local`.
+metrics port (`LOC_METRICS_PORT`, `server.operations_port`), and on the API port in `local`;
+`budgets` there says whether the fleet's broker holds the budgets or each instance its share.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from starlette.responses import JSONResponse
 from datasource import PaymentStore
 from domain.errors import StorageUnavailable
 from server.auth import AuthConfig
+from server.budgets import Budgets
 from server.live_feed import LiveFeed
 from server.webhook_delivery import WebhookDispatcher
 
@@ -97,6 +99,10 @@ async def readyz(request: Request, *, detail: bool) -> JSONResponse:
     sender: WebhookDispatcher | None = state.webhooks
     if sender is not None:
         ready["webhookEndpointsDelivering"] = len(sender.delivering)
+    budgets: Budgets | None = state.budgets
+    if budgets is not None:
+        # Held by each instance while the broker fails: not a reason for 503 either.
+        ready["budgets"] = budgets.state
     if auth.jwks is not None:
         # Cached keys keep working while the provider cannot be read: not a reason for 503.
         ready |= {"jwks": auth.jwks.state, "jwksKeys": len(auth.jwks)}

@@ -12,6 +12,7 @@ key is required; `prod` refuses the development secrets below.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -109,6 +110,23 @@ class Settings(BaseSettings):
     max_query_tokens: Annotated[int, Field(ge=1)] = _LIMITS.max_tokens
     max_query_cost: Annotated[int, Field(ge=1)] = _LIMITS.max_cost
     max_request_bytes: Annotated[int, Field(ge=1024)] = 64 * 1024
+
+    # Budgets of query cost per caller (docs/callers-and-errors.md, "Budgets"): on or off; each
+    # class's rate (cost a second) and burst (at most held; at least the max query cost); named
+    # service clients' own (`client=rate/burst`, comma-separated); a mutation's least cost; the
+    # instances a fleet without its broker divides each budget among; how long a charge may wait
+    # on the broker before this instance's share takes over.
+    budgets: bool = True
+    budget_customer_rate: Annotated[float, Field(gt=0)] = 1000.0
+    budget_customer_burst: Annotated[float, Field(gt=0)] = 10_000.0
+    budget_service_rate: Annotated[float, Field(gt=0)] = 20_000.0
+    budget_service_burst: Annotated[float, Field(gt=0)] = 100_000.0
+    budget_overrides: Annotated[dict[str, tuple[float, float]], NoDecode] = Field(
+        default_factory=dict
+    )
+    budget_mutation_cost: Annotated[int, Field(ge=1)] = 10
+    budget_expected_instances: Annotated[int, Field(ge=1)] = 1
+    budget_broker_timeout: Annotated[float, Field(gt=0, le=1)] = 0.02
 
     # Trusted documents (docs/protocols.md, "Trusted documents"): the manifests (comma-separated
     # paths), and who must name one of their documents; by default `any` outside prod,
@@ -209,6 +227,26 @@ class Settings(BaseSettings):
             return tuple(float(part) for part in value.split(",") if part.strip())
         return value
 
+    @field_validator("budget_overrides", mode="before")
+    @classmethod
+    def _overrides(cls, value: Any) -> Any:
+        """`client-a=200/2000,client-b=50/10000`: each client's rate and burst."""
+        if not isinstance(value, str):
+            return value
+        overrides = {}
+        for part in (part.strip() for part in value.split(",")):
+            if not part:
+                continue
+            client, _, limit = part.partition("=")
+            rate, _, burst = limit.partition("/")
+            try:
+                overrides[client.strip()] = (float(rate), float(burst))
+            except ValueError:
+                raise ValueError(
+                    f"LOC_BUDGET_OVERRIDES: {part!r} is not client=rate/burst"
+                ) from None
+        return overrides
+
     @field_validator("gsi2_read_shards", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
@@ -244,6 +282,7 @@ class Settings(BaseSettings):
                 f"LOC_GSI2_READ_SHARDS: each layout has 1 to {MAX_GSI2_SHARDS} shards, "
                 f"not {self.gsi2_read_shards}"
             )
+        self._check_budgets()
         if self.auth_jwt_secret is not None and self.auth_jwt_public_key_file is not None:
             raise ValueError(
                 "set one of LOC_AUTH_JWT_SECRET (HS256) or LOC_AUTH_JWT_PUBLIC_KEY_FILE (RS256)"
@@ -322,6 +361,24 @@ class Settings(BaseSettings):
     @property
     def status_layout(self) -> StatusLayout:
         return StatusLayout(self.gsi2_shards, self.gsi2_read_shards)
+
+    def _check_budgets(self) -> None:
+        """Every budget admits the costliest operation allowed, so none is refused forever."""
+        least = max(self.max_query_cost, self.budget_mutation_cost)
+        limits = {
+            "LOC_BUDGET_CUSTOMER_*": (self.budget_customer_rate, self.budget_customer_burst),
+            "LOC_BUDGET_SERVICE_*": (self.budget_service_rate, self.budget_service_burst),
+        } | {f"LOC_BUDGET_OVERRIDES {client}": v for client, v in self.budget_overrides.items()}
+        for name, (rate, burst) in limits.items():
+            if not rate > 0 or not math.isfinite(rate) or not math.isfinite(burst):
+                raise ValueError(f"{name}: the rate must be a positive number")
+            if burst < least:
+                raise ValueError(
+                    f"{name}: the burst ({burst:g}) must be at least LOC_MAX_QUERY_COST and "
+                    f"LOC_BUDGET_MUTATION_COST ({least}), or such an operation is never admitted"
+                )
+        if any(not client for client in self.budget_overrides):
+            raise ValueError("LOC_BUDGET_OVERRIDES: a client id is empty")
 
     @property
     def uses_embedded_dynamodb(self) -> bool:

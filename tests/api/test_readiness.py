@@ -100,5 +100,6 @@ async def test_the_detail_is_on_the_metrics_port_in_prod(moto_config: DynamoConf
         "liveUpdates": "off",
         "streamReader": False,
         "table": moto_config.table_name,
+        "budgets": "local",
     }
     assert "loc_payments_requests_total" in scraped.text

@@ -14,7 +14,15 @@ import pytest
 from datasource import DynamoConfig
 from domain.payment import PaymentRef
 from resolvers.node_ids import payment_node_id
-from tests.api.conftest import PROD_SETTINGS, SERVICE, Api, api_client, error_codes, prod_token
+from tests.api.conftest import (
+    PROD_SETTINGS,
+    SERVICE,
+    Api,
+    api_client,
+    error_codes,
+    prod_token,
+    without_cost,
+)
 
 ENTITIES = """query($representations: [_Any!]!) {
   _entities(representations: $representations) { ... on Payment { userId amountCents } } }"""
@@ -37,8 +45,7 @@ async def ask(
         headers=headers,
     )
     assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
+    return without_cost(response.json())
 
 
 @pytest.fixture

@@ -1,0 +1,241 @@
+"""Per-client budgets of query cost (SPEC §21; docs/callers-and-errors.md, "Budgets").
+
+Every operation of an authenticated caller is charged its cost (`engine.limits`: a mutation at
+least `LOC_BUDGET_MUTATION_COST`) before it runs (`Hooks.admit`): a customer's budget is its
+user's (`sub`), a service's its client's (`azp`/`client_id`, else `sub`), at its class's rate and
+burst or a named client's override. Over budget, nothing runs (`Throttled`: HTTP 429 with
+`Retry-After`, a WebSocket `error`). What the operation did not use (requested - actual) is
+refunded with the caller's next charge on this instance, so it costs no second round trip.
+
+With a broker (`LOC_LIVE_BROKER_URL`) the fleet shares each budget (`datasource.shared_budgets`);
+without one, or while it fails or answers slower than `LOC_BUDGET_BROKER_TIMEOUT`, this instance
+holds its share (`LOC_BUDGET_EXPECTED_INSTANCES`) itself (`domain.budgets.LocalBudgets`). A
+failure opens a breaker: for `BROKER_RETRY_SECONDS` no request waits on the broker, then one
+request tries it again. Unauthenticated requests are not charged: they can only be refused
+(UNAUTHENTICATED), which reads nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import GraphQLError
+from strawberry.types.graphql import OperationType
+
+from datasource.shared_budgets import SharedBudgets, open_shared_budgets
+from domain.budgets import Limit, LocalBudgets, Verdict, whole_seconds
+from domain.errors import StorageUnavailable
+from engine.operations import Refusal
+from resolvers.callers import Caller
+from resolvers.context import Context
+from server.settings import Settings
+
+log = logging.getLogger("loc_payments.budgets")
+
+THROTTLED = "THROTTLED"
+# After the broker failed, the seconds no request waits on it; then one request tries it again.
+BROKER_RETRY_SECONDS = 1.0
+# Refunds kept for callers who have not called again; beyond, the oldest are dropped (that
+# caller pays its last operation in full).
+MAX_PENDING_REFUNDS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetPolicy:
+    """Who pays what: each class's fleet-wide limit, the named services' overrides, a mutation's
+    least cost, and the instances a fleet without its broker shares a budget among."""
+
+    customer: Limit
+    service: Limit
+    overrides: Mapping[str, Limit]
+    mutation_cost: int
+    instances: int
+    max_cost: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BudgetPolicy:
+        return cls(
+            customer=Limit(settings.budget_customer_rate, settings.budget_customer_burst),
+            service=Limit(settings.budget_service_rate, settings.budget_service_burst),
+            overrides={
+                client: Limit(rate, burst)
+                for client, (rate, burst) in settings.budget_overrides.items()
+            },
+            mutation_cost=settings.budget_mutation_cost,
+            instances=settings.budget_expected_instances,
+            max_cost=settings.max_query_cost,
+        )
+
+    def budget_of(self, caller: Caller) -> tuple[str, str, Limit]:
+        """The caller's class, its budget's key, and its fleet-wide limit."""
+        if caller.is_service:
+            client = caller.client_id or caller.user_id
+            return "service", f"service:{client}", self.overrides.get(client, self.service)
+        return "customer", f"customer:{caller.user_id}", self.customer
+
+    def share(self, limit: Limit) -> Limit:
+        """This instance's share of a fleet-wide limit."""
+        return limit.share(self.instances, floor=self.max_cost)
+
+
+class Throttled(Refusal):
+    """An operation over its caller's budget: refused before it ran."""
+
+    def __init__(self, requested: int, verdict: Verdict, limit: Limit) -> None:
+        self.retry_after = whole_seconds(verdict.retry_after)
+        error = GraphQLError(
+            f"Throttled: this operation costs {requested} and the budget holds "
+            f"{math.floor(verdict.available)} now, refilling at {_number(limit.rate)} a second; "
+            f"retry after {self.retry_after} s",
+            extensions={"code": THROTTLED, "retryAfter": self.retry_after},
+        )
+        super().__init__(error, {"cost": _cost(requested, 0, verdict.available, limit)})
+
+
+class Budgets:
+    def __init__(
+        self,
+        policy: BudgetPolicy,
+        *,
+        on_throttled: Callable[[str], None] = lambda kind: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`on_throttled(class)` counts a refusal (the metric)."""
+        self.policy = policy
+        self._on_throttled = on_throttled
+        self._clock = clock
+        self._local = LocalBudgets(clock=clock)
+        self._shared: SharedBudgets | None = None
+        self._refunds: dict[str, float] = {}
+        # The breaker: when the broker last failed (None: it answers), when to try it again,
+        # and whether a request is trying it now.
+        self._failed_at: float | None = None
+        self._retry_at = 0.0
+        self._probing = False
+
+    @property
+    def state(self) -> str:
+        """For `/readyz`'s detail: `shared` (the broker holds them), `local` (no broker), or
+        `local: broker unavailable` (each instance its share until the broker answers)."""
+        if self._shared is None:
+            return "local"
+        return "shared" if self._failed_at is None else "local: broker unavailable"
+
+    @contextlib.asynccontextmanager
+    async def sharing(self, url: str, *, charge_within: float) -> AsyncIterator[None]:
+        """Budgets held in the broker at `url` while inside."""
+        async with open_shared_budgets(url, charge_within=charge_within) as shared:
+            self._shared = shared
+            try:
+                yield
+            finally:
+                self._shared = None
+
+    async def admit(self, context: Any, operation_type: OperationType, cost: int) -> _Charge | None:
+        """The engine's `Hooks.admit`: charge the caller, or raise `Throttled`."""
+        if not isinstance(context, Context) or not isinstance(context.authenticated, Caller):
+            return None
+        kind, key, limit = self.policy.budget_of(context.authenticated)
+        mutation = operation_type is OperationType.MUTATION
+        requested = max(cost, self.policy.mutation_cost) if mutation else cost
+        verdict, limit = await self._charge(key, requested, limit)
+        if not verdict.admitted:
+            self._on_throttled(kind)
+            context.cost = (requested, 0)
+            raise Throttled(requested, verdict, limit)
+        least = self.policy.mutation_cost if mutation else 0
+        return _Charge(self, context, key, requested, least, verdict, limit)
+
+    async def _charge(self, key: str, cost: int, limit: Limit) -> tuple[Verdict, Limit]:
+        refund = self._refunds.pop(key, 0.0)
+        shared = self._shared
+        if shared is not None and self._broker_usable():
+            try:
+                verdict = await shared.charge(key, cost, limit, refund=refund)
+            except StorageUnavailable as error:
+                self._broker_failed(error)
+            else:
+                self._broker_answered()
+                return verdict, limit
+            finally:
+                self._probing = False
+        share = self.policy.share(limit)
+        return self._local.charge(key, cost, share, refund=refund), share
+
+    def _broker_usable(self) -> bool:
+        if self._failed_at is None:
+            return True
+        if self._probing or self._clock() < self._retry_at:
+            return False
+        self._probing = True
+        return True
+
+    def _broker_failed(self, error: StorageUnavailable) -> None:
+        now = self._clock()
+        if self._failed_at is None:
+            self._failed_at = now
+            log.warning(
+                "budgets: the broker failed (%s); each instance holds its share of every "
+                "budget until it answers again",
+                error,
+            )
+        self._retry_at = now + BROKER_RETRY_SECONDS
+
+    def _broker_answered(self) -> None:
+        if self._failed_at is not None:
+            log.warning(
+                "budgets: the broker answers again after %.1f s; budgets are shared again",
+                self._clock() - self._failed_at,
+            )
+            self._failed_at = None
+
+    def owe(self, key: str, refund: float) -> None:
+        """Keep a refund for the caller's next charge on this instance."""
+        refunds = self._refunds
+        refunds[key] = refunds.pop(key, 0.0) + refund
+        if len(refunds) > MAX_PENDING_REFUNDS:
+            del refunds[next(iter(refunds))]
+
+
+@dataclass(slots=True)
+class _Charge:
+    """An admitted operation's charge (`engine.operations.Charge`)."""
+
+    budgets: Budgets
+    context: Context
+    key: str
+    requested: int
+    least: int
+    verdict: Verdict
+    limit: Limit
+
+    def settle(self, actual: int) -> dict[str, Any]:
+        actual = min(max(actual, self.least), self.requested)
+        refund = self.requested - actual
+        if refund > 0:
+            self.budgets.owe(self.key, refund)
+        self.context.cost = (self.requested, actual)
+        return {"cost": _cost(self.requested, actual, self.verdict.available + refund, self.limit)}
+
+
+def _cost(requested: int, actual: int, available: float, limit: Limit) -> dict[str, Any]:
+    """`extensions.cost`, as Shopify's Admin API words it."""
+    return {
+        "requestedQueryCost": requested,
+        "actualQueryCost": actual,
+        "throttleStatus": {
+            "maximumAvailable": _number(limit.burst),
+            "currentlyAvailable": math.floor(min(max(available, 0.0), limit.burst)),
+            "restoreRate": _number(limit.rate),
+        },
+    }
+
+
+def _number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else round(value, 2)
