@@ -87,6 +87,9 @@ class CallCount:
     units_by_index: dict[str, Units] = field(default_factory=dict)
     # (API name, index name or TABLE) -> attempts DynamoDB throttled (`datasource.retries`).
     throttles: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The most Queries one list's page waited for one after another (a merge of shards asks
+    # its shards at once, in rounds: `datasource.pages.merged_items`).
+    list_rounds: int = 0
 
     def add(self, operation: str) -> None:
         self.requests += 1
@@ -110,6 +113,7 @@ class CallCount:
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + answers
         for throttle, attempts in call.throttles.items():
             self.throttles[throttle] = self.throttles.get(throttle, 0) + attempts
+        self.list_rounds = max(self.list_rounds, call.list_rounds)
         self.units.add(call.units.read * share, call.units.write * share)
         for mine, theirs in (
             (self.units_by_api, call.units_by_api),
@@ -178,6 +182,13 @@ def counting(count: CallCount) -> AbstractContextManager[CallCount]:
 def current() -> CallCount | None:
     """The count the calls made here go to, if any."""
     return _current.get()
+
+
+def list_rounds(rounds: int) -> None:
+    """Count a list's page that waited for `rounds` Queries (or rounds of them) in a row."""
+    count = _current.get()
+    if count is not None:
+        count.list_rounds = max(count.list_rounds, rounds)
 
 
 def throttled(operation: str, index: str | None = None) -> None:

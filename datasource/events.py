@@ -1,5 +1,9 @@
 """The events feed: every user's payment events, oldest first, from GSI4 (events only).
 
+The feed is sharded (SPEC §20): an event is in its payment's shard of the layout in force at
+its position (`keys.FeedLayout`), and a read cuts its range where the layout changes and merges
+each range's shards (`pages.merged_items`). With one shard from the start, it is one Query.
+
 An event's feed key is its time and then its item's key (`keys.feed_sort_key`). Its time is the
 payment's `loc_last_updated` of the write, taken before the write's transaction; the transaction
 (with its retries, within an operation's budget) and GSI4's propagation land later. So the feed
@@ -14,21 +18,28 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from datasource.cursors import ListScope
-from datasource.pages import PageQuery
-from datasource.table import GSI4, GSI4SK
+from datasource.items import Item
+from datasource.pages import PageQuery, merged_items
+from datasource.table import GSI4, GSI4PK, GSI4SK
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.validation import format_timestamp
 from domain.webhooks import CREATED
 
 if TYPE_CHECKING:
+    from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import AttributeValueTypeDef
 
-__all__ = ["FEED_SCOPE", "feed_query", "feed_range", "feed_start", "settled_before"]
+__all__ = [
+    "FEED_SCOPE",
+    "feed_items",
+    "feed_query",
+    "feed_range",
+    "feed_start",
+    "settled_before",
+]
 
 FEED_SCOPE = ListScope(GSI4)
-# Below every event time (they start with the year's digits): the feed from its beginning.
-_FEED_START = "0"
 
 
 def settled_before(now: datetime, settle: float) -> str:
@@ -50,16 +61,25 @@ def feed_start(created_after: datetime | None) -> str:
     """The feed's lower bound: after every event of `created_after`'s millisecond, or from its
     beginning."""
     return (
-        _FEED_START if created_after is None else keys.feed_bound(format_timestamp(created_after))
+        keys.FEED_START
+        if created_after is None
+        else keys.feed_bound(format_timestamp(created_after))
     )
 
 
-def feed_range(*, upper: str, lower: str, types: Sequence[str] | None = None) -> PageQuery:
+def feed_range(
+    *,
+    upper: str,
+    lower: str,
+    types: Sequence[str] | None = None,
+    partition: str = keys.FEED_PARTITION,
+) -> PageQuery:
+    """The events of one feed partition from `lower` to `upper`."""
     filter_expression, filter_values = _type_filter(types)
     return PageQuery(
         scope=FEED_SCOPE,
-        partition_attribute="GSI4PK",
-        partition=keys.FEED_PARTITION,
+        partition_attribute=GSI4PK,
+        partition=partition,
         sort_attribute=GSI4SK,
         sort_prefix=lower,
         sort_end=upper,
@@ -67,6 +87,43 @@ def feed_range(*, upper: str, lower: str, types: Sequence[str] | None = None) ->
         filter_expression=filter_expression,
         filter_values=filter_values,
     )
+
+
+async def feed_items(
+    client: DynamoDBClient,
+    *,
+    table_name: str,
+    feed: keys.FeedLayout,
+    lower: str,
+    upper: str,
+    start_key: Item | None,
+    wanted: int,
+    types: Sequence[str] | None = None,
+) -> list[Item]:
+    """Up to `wanted` events from `lower` to `upper`, after the feed position `start_key` (a
+    cursor's key, in whichever partition its event was), oldest first: each range of the
+    layout read in its own shards and merged, the ranges in order."""
+    position = None if start_key is None else start_key[GSI4SK]["S"]
+    items: list[Item] = []
+    for span in feed.ranges(lower, upper):
+        if position is not None and position > span.upper:
+            continue  # read on an earlier page
+        queries = [
+            feed_range(upper=span.upper, lower=span.lower, types=types, partition=partition)
+            for partition in span.partitions()
+        ]
+        items += await merged_items(
+            client,
+            table_name=table_name,
+            queries=queries,
+            # A position before this range: the range is read from its start.
+            start_key=start_key if position is not None and position >= span.lower else None,
+            wanted=wanted - len(items),
+            backward=False,
+        )
+        if len(items) >= wanted:
+            break
+    return items
 
 
 def _type_filter(

@@ -90,11 +90,14 @@ def feed_position(event: PaymentEvent) -> str:
     )
 
 
-def event_item(event: PaymentEvent) -> Item:
+def event_item(event: PaymentEvent, feed: keys.FeedLayout = keys.SEED_FEED) -> Item:
+    """The event's item; its feed partition is its payment's shard in the feed's layout at its
+    position."""
+    position = feed_position(event)
     item: Item = {
         **event_key(event),
-        GSI4PK: {"S": keys.FEED_PARTITION},
-        GSI4SK: {"S": feed_position(event)},
+        GSI4PK: {"S": feed.partition(event.payment_id, position)},
+        GSI4SK: {"S": position},
         "loc_user_id": {"S": event.user_id},
         "loc_loan_id": {"S": event.loan_id},
         "loc_payment_id": {"S": event.payment_id},
@@ -171,12 +174,14 @@ def _snapshot(item: Item) -> Payment | None:
     return from_item(held)
 
 
-def event_put(table_name: str, event: PaymentEvent) -> TransactWriteItemTypeDef:
+def event_put(
+    table_name: str, event: PaymentEvent, feed: keys.FeedLayout = keys.SEED_FEED
+) -> TransactWriteItemTypeDef:
     """The transaction's write of `event`: a new item, never one over an event already stored."""
     return {
         "Put": {
             "TableName": table_name,
-            "Item": event_item(event),
+            "Item": event_item(event, feed),
             "ConditionExpression": f"attribute_not_exists({PK})",
         }
     }

@@ -120,6 +120,7 @@ async def put_new_with_key(
     event: PaymentEvent,
     claim: IdempotencyClaim,
     backoff: Backoff,
+    feed: keys.FeedLayout = keys.SEED_FEED,
 ) -> WriteOutcome:
     payment = from_item(payment_item)
     earlier = await user_scoped_answer(
@@ -136,7 +137,7 @@ async def put_new_with_key(
             }
         },
         record_put(table_name, claim, payment),
-        event_put(table_name, event),
+        event_put(table_name, event, feed),
     ]
     loop = asyncio.get_running_loop()
     for attempt in range(backoff.retries + 1):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from datasource.accounting import list_rounds
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
 from datasource.items import Item
@@ -200,7 +201,9 @@ async def query_page(
     """
     start_key = paging.start_key(cursors, query.scope)
     if query.sort_end is not None and query.sort_prefix > query.sort_end:
-        return _page([], query.scope, cursors, paging, node)  # an empty range (DynamoDB refuses)
+        return page_of_items(
+            [], query.scope, cursors, paging, node
+        )  # an empty range (DynamoDB refuses)
     if start_key is not None and query.sort_end is not None:
         # A range's cursor may lie outside a later range (the feed's `createdAfter`, a position
         # not yet settled): before it, the range starts the page; past it, the page is empty.
@@ -208,9 +211,9 @@ async def query_page(
         if position < query.sort_prefix:
             start_key = None
         elif position > query.sort_end:
-            return _page([], query.scope, cursors, paging, node)
+            return page_of_items([], query.scope, cursors, paging, node)
     items = await read_items(client, table_name, query, start_key, paging.size + 1, paging.backward)
-    return _page(items, query.scope, cursors, paging, node)
+    return page_of_items(items, query.scope, cursors, paging, node)
 
 
 async def merged_page(
@@ -222,45 +225,119 @@ async def merged_page(
     paging: Paging,
     node: Callable[[Item], NodeT],
 ) -> PageOf[NodeT]:
-    """One list kept in several partitions of an index (GSI2's shards): each partition's
-    `size + 1` items past the cursor, in the direction paged, read concurrently (one Query
-    each), merged in that direction.
+    """One list kept in several partitions of an index (GSI2's shards): `merged_items` past
+    the cursor, in the direction paged.
 
     The queries share one scope and one sort order, and no sort key is in two partitions, so the
     merged order is total: everything before the cursor's item (in the direction paged) was on
     earlier pages, and the cursor's key, moved to each partition, is every partition's position.
     """
     scope = queries[0].scope
-    start_key = paging.start_key(cursors, scope)
-    partition_of = {query.partition_attribute for query in queries}
-    assert len(partition_of) == 1 and all(q.scope == scope for q in queries)
-    attribute = partition_of.pop()
-    sort_attribute = queries[0].sort_attribute
-    wanted = paging.size + 1
-
-    async def read(query: PageQuery) -> list[Item]:
-        start = None if start_key is None else start_key | {attribute: {"S": query.partition}}
-        return await read_items(client, table_name, query, start, wanted, paging.backward)
-
-    with_partitions = await asyncio.gather(*(read(query) for query in queries))
-    names = page_key_attributes(scope.index)
-    # A payment moved between partitions while they were read (a reshard) is listed once.
-    distinct = {
-        tuple(item[name]["S"] for name in names if name != attribute): item
-        for items in with_partitions
-        for item in items
-    }
-    items = sorted(
-        distinct.values(),
-        key=lambda item: _sort_value(item, sort_attribute, names),
-        # In the order read: the list's own, or its reverse when paging backward.
-        reverse=queries[0].newest_first != paging.backward,
+    assert all(query.scope == scope for query in queries)
+    items = await merged_items(
+        client,
+        table_name=table_name,
+        queries=queries,
+        start_key=paging.start_key(cursors, scope),
+        wanted=paging.size + 1,
+        backward=paging.backward,
     )
-    return _page(items[:wanted], scope, cursors, paging, node)
+    return page_of_items(items, scope, cursors, paging, node)
 
 
-def _sort_value(item: Item, sort_attribute: str, names: Sequence[str]) -> tuple[str, ...]:
-    return (item[sort_attribute]["S"], *(item[name]["S"] for name in names))
+# Items asked of each shard in a merge's first round beyond its share of the page: with 64
+# shards and a page of 100 (101 wanted), 4 each; the busiest shard of a page holds more than
+# that in about one page of two, and more than twice that in one of twenty.
+_SHARE_MARGIN = 2
+
+
+class _Shard:
+    """One partition of a merge: what it has given, and where its next Query starts."""
+
+    __slots__ = ("frontier", "query", "start")
+
+    def __init__(self, query: PageQuery, start: Item | None) -> None:
+        self.query = query
+        self.start = start
+        # The sort value the partition has been read to; None once read to its end.
+        self.frontier: tuple[str, ...] | None = None
+
+
+async def merged_items(
+    client: DynamoDBClient,
+    *,
+    table_name: str,
+    queries: Sequence[PageQuery],
+    start_key: Item | None,
+    wanted: int,
+    backward: bool,
+) -> list[Item]:
+    """The first `wanted` items past `start_key` of one list kept in several partitions, merged
+    lazily (SPEC §20): every partition asked at once for a few items (its share of the page and
+    a margin), then only the partitions read to a point before the page's end as known so far
+    asked again, at once. An item is placed once every partition still open has been read past
+    it. The second refill asks each partition for all the page still lacks, which places it
+    whole (a filter can leave fewer items than asked for, and a merge with one goes on).
+    The rounds are counted (`accounting.list_rounds`)."""
+    attribute = queries[0].partition_attribute
+    sort_attribute = queries[0].sort_attribute
+    names = page_key_attributes(queries[0].scope.index)
+    identity = [name for name in names if name != attribute]
+    # The order read: the list's own, or its reverse when paging backward.
+    reverse = queries[0].newest_first != backward
+
+    def order(item: Item) -> tuple[str, ...]:
+        # The partition left out: a payment listed in two (a reshard) sorts as one.
+        return (item[sort_attribute]["S"], *(item[name]["S"] for name in identity))
+
+    def ahead(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+        return a > b if reverse else a < b
+
+    shards = [
+        _Shard(
+            query, None if start_key is None else start_key | {attribute: {"S": query.partition}}
+        )
+        for query in queries
+    ]
+    # A payment moved between partitions while they were read (a reshard) is listed once.
+    found: dict[tuple[str, ...], Item] = {}
+    share = wanted if len(shards) == 1 else -(-wanted // len(shards)) + _SHARE_MARGIN
+
+    async def read(shard: _Shard, limit: int) -> None:
+        parameters = shard.query.parameters(table_name, backward=backward) | {"Limit": limit}
+        if shard.start is not None:
+            parameters["ExclusiveStartKey"] = shard.start
+        async with storage_call():
+            response = await client.query(**parameters)
+        for item in response.get("Items", []):
+            found.setdefault(tuple(item[name]["S"] for name in identity), item)
+        shard.start = response.get("LastEvaluatedKey")
+        # Read to its end, or to its last key: nothing it holds before that is still unread.
+        shard.frontier = None if shard.start is None else order(shard.start)
+
+    rounds = 0
+    asked, limit = shards, share
+    while True:
+        await asyncio.gather(*(read(shard, limit) for shard in asked))
+        rounds += 1
+        merged = sorted(found.values(), key=order, reverse=reverse)
+        frontiers = [shard.frontier for shard in shards if shard.frontier is not None]
+        if not frontiers:  # every partition read to its end
+            break
+        reach = max(frontiers) if reverse else min(frontiers)
+        placed = sum(1 for item in merged if not ahead(reach, order(item)))
+        if placed >= wanted:
+            break
+        end = order(merged[wanted - 1]) if len(merged) >= wanted else None
+        asked = [
+            shard
+            for shard in shards
+            if shard.frontier is not None and (end is None or ahead(shard.frontier, end))
+        ]
+        # Round two asks for a share again; from round three on, for all the page lacks.
+        limit = share if rounds < 2 else wanted - placed
+    list_rounds(rounds)
+    return merged[:wanted]
 
 
 async def read_items(
@@ -274,7 +351,9 @@ async def read_items(
     """Up to `wanted` items of the query past `start_key`, asking again while DynamoDB stops
     early (its 1 MB limit)."""
     items: list[Item] = []
+    queries = 0
     while len(items) < wanted:
+        queries += 1
         parameters = query.parameters(table_name, backward=backward) | {
             "Limit": wanted - len(items)
         }
@@ -286,10 +365,11 @@ async def read_items(
         start_key = response.get("LastEvaluatedKey")
         if start_key is None:
             break
+    list_rounds(queries)
     return items
 
 
-def _page(
+def page_of_items(
     items: list[Item],
     scope: ListScope,
     cursors: CursorCodec,

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from datasource import shards, versions, writes
+from datasource import layouts, shards, versions, writes
 from datasource.accounting import attach_accounting
 from datasource.batch import Backoff, batch_get_items
 from datasource.breaker import CircuitBreaker
@@ -24,11 +24,12 @@ from datasource.coalesce import Coalescer
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
-from datasource.events import feed_query, feed_range
+from datasource.events import FEED_SCOPE, feed_items, feed_query, feed_start
 from datasource.history import HistoryPage, event_from_item, event_key_of, history_query
 from datasource.idempotency import put_new_with_key, replayed_move
 from datasource.items import Item, from_item, primary_key, projected_attributes, to_item
-from datasource.pages import Page, PageQuery, Paging, merged_page, query_page, read_items
+from datasource.layouts import LayoutRecord, Layouts
+from datasource.pages import Page, PageQuery, Paging, merged_page, page_of_items, query_page
 from datasource.retries import RetryPolicy, Throttles, throttles_of
 from datasource.shards import PartitionPage, Placed
 from datasource.table import (
@@ -53,7 +54,7 @@ from domain.enums import PaymentStatus
 from domain.errors import PaymentsError, StorageUnavailable
 from domain.history import PaymentEvent
 from domain.idempotency import IdempotencyClaim, WriteOutcome
-from domain.keys import SEED_LAYOUT, StatusLayout
+from domain.keys import SEED_FEED, SEED_LAYOUT, FeedLayout, StatusLayout
 from domain.payment import LoanRef, Payment, PaymentRef
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ async def open_store(
     *,
     cursor_secret: bytes,
     layout: StatusLayout = SEED_LAYOUT,
+    feed: FeedLayout = SEED_FEED,
     tracer: Tracer | None = None,
 ) -> AsyncIterator[PaymentStore]:
     """A store on one shared client, open for the life of the block (the life of the service);
@@ -81,6 +83,7 @@ async def open_store(
                 table_name=config.table_name,
                 cursor_secret=cursor_secret,
                 layout=layout,
+                feed=feed,
                 backoff=RetryPolicy(attempts=config.max_attempts).backoff,
                 breaker=breaker,
                 coalesce=config.coalesce_lookups,
@@ -99,14 +102,16 @@ class PaymentStore:
         cursor_secret: bytes,
         backoff: Backoff | None = None,
         layout: StatusLayout = SEED_LAYOUT,
+        feed: FeedLayout = SEED_FEED,
         breaker: CircuitBreaker | None = None,
         coalesce: bool = False,
         tracer: Tracer | None = None,
     ) -> None:
         self._client = client
         self._table = table_name
-        # GSI2's shards: where writes put a payment, and which partitions a list reads.
-        self._layout = layout
+        # GSI2's and the feed's shards: where writes put an item, which partitions a list
+        # reads; exactly these, or (`follow_layout_record`) as the table's record says.
+        self._layouts = Layouts.fixed(layout, feed)
         self._cursors = CursorCodec(cursor_secret)
         self._backoff = backoff or RetryPolicy().backoff
         # Lookups shared with other requests' (the service's store; a job's reads are its own).
@@ -137,7 +142,46 @@ class PaymentStore:
 
     @property
     def layout(self) -> StatusLayout:
-        return self._layout
+        """GSI2's layouts, as last read."""
+        return self._layouts.status
+
+    @property
+    def feed_layout(self) -> FeedLayout:
+        """The feed's layout by position, as last read."""
+        return self._layouts.feed
+
+    async def follow_layout_record(
+        self, *, feed_shards: int, refresh_seconds: float, settle_seconds: float, now: datetime
+    ) -> LayoutRecord:
+        """Write and read in the layouts the table's record says hold data (made if there is
+        none: `datasource.layouts.establish`), read again every `refresh_seconds`."""
+        status = self._layouts.status
+        record = await layouts.establish(
+            self._client,
+            self._table,
+            status_shards=status.shards,
+            feed_shards=feed_shards,
+            switch=layouts.switch_at(
+                now, refresh_seconds=refresh_seconds, settle_seconds=settle_seconds
+            ),
+        )
+        live = Layouts(
+            status,
+            self._layouts.feed,
+            client=self._client,
+            table_name=self._table,
+            refresh_seconds=refresh_seconds,
+        )
+        live.adopt(record)
+        self._layouts = live
+        return record
+
+    async def layout_record(self) -> LayoutRecord | None:
+        return await layouts.read_record(self._client, self._table)
+
+    async def replace_layout_record(self, old: LayoutRecord, new: LayoutRecord) -> bool:
+        """Write `new` if the record is still `old` (a reshard's change of layouts)."""
+        return await layouts.replace_record(self._client, self._table, old, new)
 
     @functools.cached_property
     def webhooks(self) -> WebhookStore:
@@ -159,6 +203,7 @@ class PaymentStore:
         (IdempotencyMismatch if that was for a different request). The payment is as stored
         (timestamps at the stored millisecond precision), equal to what a later read returns.
         """
+        now = await self._layouts.current()
         if idempotency is None:
             return await writes.put_new(
                 self._client,
@@ -166,15 +211,17 @@ class PaymentStore:
                 payment=payment,
                 event=event,
                 backoff=self._backoff,
-                layout=self._layout,
+                layout=now.status,
+                feed=now.feed,
             )
         return await put_new_with_key(
             self._client,
             table_name=self._table,
-            payment_item=to_item(payment, self._layout),
+            payment_item=to_item(payment, now.status),
             event=event,
             claim=idempotency,
             backoff=self._backoff,
+            feed=now.feed,
         )
 
     async def get(self, ref: PaymentRef, *, consistent: bool = True) -> Payment | None:
@@ -255,11 +302,12 @@ class PaymentStore:
         """Every user's payments in one status, newest first (GSI2), for the jobs; `fields`
         as `loan_payments`'.
 
-        One Query per GSI2 partition of the layout (one with the seed's), merged into the same
-        exact pages whatever the number of shards, in either direction.
+        One Query with the seed's layout; with shards, a lazy merge of them (a few rounds of
+        Queries at once: `pages.merged_items`) into the same exact pages, in either direction.
         """
         paging = Paging.of(first=first, after=after, last=last, before=before)
-        queries = [status_query(status, partition) for partition in self._layout.read_partitions()]
+        layout = (await self._layouts.current()).status
+        queries = [status_query(status, partition) for partition in layout.read_partitions()]
         if len(queries) == 1:
             return await self._page(queries[0], paging, fields)
         return await merged_page(
@@ -307,6 +355,7 @@ class PaymentStore:
         nothing written, the payment as it is now, replayed; IdempotencyMismatch if the key was
         used for another request.
         """
+        now = await self._layouts.current()
         return await writes.update_status(
             self._client,
             table_name=self._table,
@@ -314,7 +363,8 @@ class PaymentStore:
             updated=updated,
             event=event,
             backoff=self._backoff,
-            layout=self._layout,
+            layout=now.status,
+            feed=now.feed,
             idempotency=idempotency,
         )
 
@@ -382,15 +432,30 @@ class PaymentStore:
         created_after: datetime | None,
         upper: str,
     ) -> HistoryPage:
-        """Every user's settled events (before `upper`), oldest first: the events feed (GSI4)."""
-        return await query_page(
+        """Every user's settled events (before `upper`), oldest first: the events feed (GSI4);
+        one Query while the feed is one shard, a merge of its shards when it is more."""
+        paging = Paging.of(first=first, after=after)
+        feed = (await self._layouts.current()).feed
+        if feed == SEED_FEED:
+            return await query_page(
+                self._client,
+                table_name=self._table,
+                query=feed_query(upper=upper, created_after=created_after, types=types),
+                cursors=self._cursors,
+                paging=paging,
+                node=event_from_item,
+            )
+        items = await feed_items(
             self._client,
             table_name=self._table,
-            query=feed_query(upper=upper, created_after=created_after, types=types),
-            cursors=self._cursors,
-            paging=Paging.of(first=first, after=after),
-            node=event_from_item,
+            feed=feed,
+            lower=feed_start(created_after),
+            upper=upper,
+            start_key=paging.start_key(self._cursors, FEED_SCOPE),
+            wanted=paging.size + 1,
+            types=types,
         )
+        return page_of_items(items, FEED_SCOPE, self._cursors, paging, event_from_item)
 
     async def feed_after(
         self, *, lower: str, key: Item | None, upper: str, limit: int
@@ -398,10 +463,14 @@ class PaymentStore:
         """Up to `limit` settled events from `lower`, after the feed position `key`, each with
         its GSI4 key and the payment as its write left it (a webhook's delivery): one Query of
         the feed, one BatchGetItem of the events' items (the feed does not carry the payment)."""
-        if lower > upper:  # nothing settled since `lower` yet
-            return []
-        listed = await read_items(
-            self._client, self._table, feed_range(upper=upper, lower=lower), key, limit, False
+        listed = await feed_items(
+            self._client,
+            table_name=self._table,
+            feed=(await self._layouts.current()).feed,
+            lower=lower,
+            upper=upper,
+            start_key=key,
+            wanted=limit,
         )
         if not listed:
             return []

@@ -35,7 +35,7 @@ from domain.enums import PaymentStatus
 from domain.errors import Conflict, NotFound
 from domain.history import PaymentEvent
 from domain.idempotency import IdempotencyClaim, WriteOutcome
-from domain.keys import SEED_LAYOUT, StatusLayout
+from domain.keys import SEED_FEED, SEED_LAYOUT, FeedLayout, StatusLayout
 from domain.payment import Payment
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ async def put_new(
     event: PaymentEvent,
     backoff: Backoff,
     layout: StatusLayout = SEED_LAYOUT,
+    feed: FeedLayout = SEED_FEED,
 ) -> WriteOutcome:
     """Store `payment` and its creation's event unless an item with its key exists; Conflict
     (status found) if one does."""
@@ -63,7 +64,9 @@ async def put_new(
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
     }
-    reasons = await run_transaction(client, [put, event_put(table_name, event)], backoff=backoff)
+    reasons = await run_transaction(
+        client, [put, event_put(table_name, event, feed)], backoff=backoff
+    )
     if reasons is not None:
         if _failed(reasons[0]):
             raise Conflict(_found_status(reasons[0]), "a payment with this id exists already")
@@ -80,6 +83,7 @@ async def update_status(
     event: PaymentEvent,
     backoff: Backoff,
     layout: StatusLayout = SEED_LAYOUT,
+    feed: FeedLayout = SEED_FEED,
     idempotency: IdempotencyClaim | None = None,
 ) -> WriteOutcome:
     """Write `updated` (from `apply_transition`) and its event, guarded by `current`'s status
@@ -105,7 +109,7 @@ async def update_status(
             return WriteOutcome(earlier, replayed=True)
     transaction: list[TransactWriteItemTypeDef] = [
         {"Update": _move_update(table_name, current, updated, layout)},
-        event_put(table_name, event),
+        event_put(table_name, event, feed),
     ]
     if idempotency is not None:
         transaction.append(idempotency_record_put(table_name, idempotency, updated))

@@ -9,7 +9,10 @@
            GSI2SK = STATUS#<status>#PAYMENT#<payment_id>
     GSI3   GSI3PK = USER#<user_id>                       (only once a confirmation id exists)
            GSI3SK = CONFIRMATION#<confirmation_id>
-    GSI4   GSI4PK = EVENTS                               (payment events only: the events feed)
+    GSI4   GSI4PK = EVENTS                               (payment events only: the events feed;
+                                                          one shard, the first layout)
+                  | EVENTS#<k>                           (N shards: k from the payment id, as
+                                                          GSI2's, so a payment's events share one)
            GSI4SK = <event time, RFC 3339 ms>#USER#<u>#LOAN#<l>#PAYMENT#<p>#V#<version, 6 digits>
 
 Access patterns (each a GraphQL field):
@@ -20,6 +23,8 @@ Access patterns (each a GraphQL field):
                                              (N shards: the same on each PAYMENT#k, merged)
     payment by confirmation id        GSI3   GSI3PK = USER#u, GSI3SK = CONFIRMATION#c
     every user's events (services)    GSI4   GSI4PK = EVENTS, GSI4SK BETWEEN <after> AND <settled>
+                                             (N shards: the same on each EVENTS#k, merged; each
+                                             range of positions in the layout it was written in)
     where a live subscription starts  table  PK = USER#u, SK begins_with LOAN# (every payment
                                              of a user) or LOAN#l#PAYMENT# (of a loan): the
                                              versions stored when it is accepted
@@ -42,11 +47,16 @@ prefix matches):
     webhook endpoint       PK = WEBHOOKS, SK = ENDPOINT#<endpoint_id>
     delivery attempt       PK = WEBHOOK#<endpoint_id>, SK = DELIVERY#<time>#<event id>
     retry due              PK = WEBHOOK#<endpoint_id>, SK = RETRY#<due time>#<event id>
+    layout record          PK = LAYOUT, SK = LAYOUT
+                           (which GSI2 layouts hold payments, and GSI4's layout from each feed
+                           position on: `datasource.layouts`)
 
 Every begins_with prefix ends in the `#` delimiter, so loan `12` never matches loan `123`. Ids are
 validated to hold no `#`, which keeps each key unambiguous. The lists ask for a prefix as the
 range `BETWEEN prefix AND prefix_end(prefix)` (see `prefix_end`).
 """
+
+from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
@@ -54,14 +64,19 @@ from dataclasses import dataclass
 from domain.enums import PaymentStatus
 
 GSI2_PARTITION = "PAYMENT"
-# Far more than one lender needs (64 partitions take ~64,000 writes a second); a bound keeps a
-# typo from making every list a thousand queries.
-MAX_GSI2_SHARDS = 64
+# Far more than one lender needs (256 partitions take ~64,000 status changes a second); a bound
+# keeps a typo from making every list a thousand queries.
+MAX_GSI2_SHARDS = 256
+MAX_FEED_SHARDS = 256
+# The defaults (SPEC §20): each index's busiest shard allows at least 10,000 payment writes a
+# second (docs/scale-and-cost.md has the arithmetic).
+DEFAULT_GSI2_SHARDS = 64
+DEFAULT_FEED_SHARDS = 32
 
 
 def status_shard(payment_id: str, shards: int) -> int:
-    """The GSI2 shard of a payment among `shards`: stable (a hash of the id, not its time-ordered
-    UUIDv7 prefix) and uniform."""
+    """The shard of a payment among `shards`, on GSI2 and on the feed alike: stable (a hash of
+    the id, not its time-ordered UUIDv7 prefix) and uniform."""
     digest = hashlib.blake2b(payment_id.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % shards
 
@@ -191,6 +206,96 @@ def history_sort_key(loan_id: str, payment_id: str, version: int) -> str:
 
 
 FEED_PARTITION = "EVENTS"
+# Below every feed position (they start with the year's digits): where the feed begins.
+FEED_START = "0"
+
+
+def feed_partition(payment_id: str, shards: int) -> str:
+    """An event's GSI4PK: `EVENTS` with one shard, `EVENTS#<k>` with more (k as on GSI2)."""
+    if shards == 1:
+        return FEED_PARTITION
+    return f"{FEED_PARTITION}#{status_shard(payment_id, shards)}"
+
+
+def feed_partitions(shards: int) -> list[str]:
+    """Every GSI4PK of a feed layout of `shards` shards."""
+    if shards == 1:
+        return [FEED_PARTITION]
+    return [f"{FEED_PARTITION}#{k}" for k in range(shards)]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedRange:
+    """Feed positions from `lower` to `upper` (both included), all in one layout."""
+
+    lower: str
+    upper: str
+    shards: int
+
+    def partitions(self) -> list[str]:
+        return feed_partitions(self.shards)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedLayout:
+    """How events spread over GSI4, by feed position: `changes` are (from position, shards),
+    the first from `FEED_START`, the others from a `feed_bound`, ascending. Event items are
+    immutable, so a layout applies from a position on, and each range is read in the layout it
+    was written in."""
+
+    changes: tuple[tuple[str, int], ...] = ((FEED_START, 1),)
+
+    def __post_init__(self) -> None:
+        if not self.changes or self.changes[0][0] != FEED_START:
+            raise ValueError(f"a feed layout starts at {FEED_START!r}: {self.changes}")
+        positions = [position for position, _ in self.changes]
+        if positions != sorted(set(positions)):
+            raise ValueError(f"a feed layout's positions ascend: {self.changes}")
+        for _, count in self.changes:
+            if not 1 <= count <= MAX_FEED_SHARDS:
+                raise ValueError(f"a feed layout has 1 to {MAX_FEED_SHARDS} shards, not {count}")
+
+    @classmethod
+    def of(cls, shards: int) -> FeedLayout:
+        return cls(((FEED_START, shards),))
+
+    def shards_at(self, position: str) -> int:
+        """The number of shards the event at `position` is written in."""
+        shards = self.changes[0][1]
+        for start, count in self.changes:
+            if position < start:
+                break
+            shards = count
+        return shards
+
+    def partition(self, payment_id: str, position: str) -> str:
+        return feed_partition(payment_id, self.shards_at(position))
+
+    def ranges(self, lower: str, upper: str) -> list[FeedRange]:
+        """The positions from `lower` to `upper`, cut where the layout changes, in order. A
+        change's position is a `feed_bound`, which no event holds, so the range before it may
+        end at it and the one after start at it."""
+        found = []
+        for n, (start, count) in enumerate(self.changes):
+            end = self.changes[n + 1][0] if n + 1 < len(self.changes) else upper
+            low, high = max(lower, start), min(upper, end)
+            if low <= high:
+                found.append(FeedRange(low, high, count))
+        return found
+
+    def then(self, position: str, shards: int) -> FeedLayout:
+        """This layout, then `shards` from `position` (a `feed_bound`, past every change) on."""
+        if not position.endswith("$") or position <= self.changes[-1][0]:
+            raise ValueError(f"a new feed layout starts after {self.changes[-1][0]!r}")
+        return FeedLayout((*self.changes, (position, shards)))
+
+    @property
+    def latest(self) -> int:
+        return self.changes[-1][1]
+
+
+# One shard, `GSI4PK = EVENTS`, from the feed's start: the feed as it was first written.
+SEED_FEED = FeedLayout()
 
 
 def feed_sort_key(at: str, loan_id: str, payment_id: str, version: int, *, user_id: str) -> str:
@@ -202,6 +307,11 @@ def feed_sort_key(at: str, loan_id: str, payment_id: str, version: int, *, user_
 def feed_bound(at: str) -> str:
     """The feed sort key just after every event of the millisecond `at` (`$` follows `#`)."""
     return f"{at}$"
+
+
+# The record of which layouts hold data (`datasource.layouts`): its own partition.
+LAYOUT_PARTITION = "LAYOUT"
+LAYOUT_SORT_KEY = "LAYOUT"
 
 
 WEBHOOKS_PARTITION = "WEBHOOKS"

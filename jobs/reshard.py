@@ -1,5 +1,8 @@
 """The reshard job (`loc-payments reshard`): every payment into its GSI2 partition of the layout
-written now (`LOC_GSI2_SHARDS`), from the layouts it may still be in (`LOC_GSI2_READ_SHARDS`).
+written now (`LOC_GSI2_SHARDS`), from the layouts it may still be in (those the table's layout
+record names, and `LOC_GSI2_READ_SHARDS`); and the events feed into `LOC_EVENTS_SHARDS` shards
+from a feed position a little ahead on (`datasource.layouts.switch_at`: events are immutable, and
+those before it stay where they are).
 
 The service reads every partition of both while the job runs, so lists stay complete; each of
 its writes already puts the payment where the new layout wants it. The job reads the old
@@ -16,7 +19,9 @@ moved by the resumed run). A move is a conditional rewrite of one attribute, so 
 is impossible and missing one leaves the payment listed where the service still reads it. The
 counts of finished pages are exact; moves made by a page that did not finish are not counted.
 
-When a run finishes, every payment is in the new layout: drop `LOC_GSI2_READ_SHARDS`.
+When a run finishes, every payment is in the new layout: the job records that in the layout
+record (the service reads it again within `LOC_LAYOUT_REFRESH_SECONDS` and stops reading the old
+layouts), and `LOC_GSI2_READ_SHARDS` can be dropped.
 """
 
 from __future__ import annotations
@@ -27,13 +32,17 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, astuple, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from datasource import PaymentStore
 from datasource.items import Item
+from datasource.layouts import switch_at
 from datasource.permissions import RESHARD_JOB, acting_as
 from datasource.shards import Placed
+from domain import keys
+from domain.keys import FeedLayout, StatusLayout
 from jobs.checkpoint import CheckpointRefused, read_checkpoint, refuse_mismatch, replace_file
 from server.bootstrap import payment_store
 from server.settings import Settings
@@ -87,16 +96,11 @@ class ReshardCheckpoint:
         )
 
 
-def fresh_checkpoint(settings: Settings) -> ReshardCheckpoint:
-    """The start of a reshard to the settings' layout; refused when there is nothing to move."""
-    layout = settings.status_layout
-    if not layout.also_read:
-        raise CheckpointRefused(
-            "nothing to reshard: set LOC_GSI2_READ_SHARDS to the layout(s) the payments are in "
-            f"now (e.g. 1), and LOC_GSI2_SHARDS to the one wanted (now {layout.shards})"
-        )
+def fresh_checkpoint(table_name: str, layout: StatusLayout) -> ReshardCheckpoint:
+    """The start of a reshard of GSI2 to `layout`'s shards, from the layouts it also reads (none:
+    a checkpoint already finished)."""
     return ReshardCheckpoint(
-        table_name=settings.table_name,
+        table_name=table_name,
         shards=layout.shards,
         sources=tuple(layout.source_partitions()),
     )
@@ -128,27 +132,103 @@ def start_or_resume(path: Path | None, fresh: ReshardCheckpoint) -> ReshardCheck
     saved = load_reshard_checkpoint(path) if path is not None else None
     if saved is None:
         return fresh
+    if saved.finished and not fresh.sources:
+        # Its end is recorded already: the layouts it read are no longer among those read.
+        saved.check_matches(dataclasses.replace(fresh, sources=saved.sources))
+        return saved
     saved.check_matches(fresh)
     return saved
+
+
+async def reshard_feed(store: PaymentStore, shards: int, *, at: str) -> FeedLayout | None:
+    """Record that the feed is written in `shards` shards from the position `at` on (None: it
+    is already, from its last change on)."""
+    for _ in range(5):
+        record = await store.layout_record()
+        if record is None:
+            raise CheckpointRefused(f"the table {store.table_name} has no layout record yet")
+        if record.feed.latest == shards:
+            return None
+        feed = record.feed.then(at, shards)
+        if await store.replace_layout_record(record, dataclasses.replace(record, feed=feed)):
+            return feed
+    raise CheckpointRefused("the layout record keeps changing; run the reshard again")
+
+
+async def record_status_end(store: PaymentStore, checkpoint: ReshardCheckpoint) -> None:
+    """Record that GSI2's payments are all in `checkpoint.shards` shards: the layouts it moved
+    them from are no longer read. Refused if another layout appeared meanwhile (an instance
+    writing it: move its payments too, with a new run). A table with no record (one made before
+    records, never opened by the service since) is left without one."""
+    sources = set(checkpoint.sources)
+    moved_from = {
+        count for count in store.layout.also_read if set(keys.status_partitions(count)) <= sources
+    }
+    for _ in range(5):
+        record = await store.layout_record()
+        if record is None:
+            return
+        others = record.status - moved_from - {checkpoint.shards}
+        if others:
+            raise CheckpointRefused(
+                f"GSI2 layouts {sorted(others)} were added while the reshard ran: run it again"
+            )
+        ended = dataclasses.replace(record, status=frozenset({checkpoint.shards}))
+        if record == ended or await store.replace_layout_record(record, ended):
+            return
+    raise CheckpointRefused("the layout record keeps changing; run the reshard again")
+
+
+@dataclass(frozen=True, slots=True)
+class ReshardRun:
+    """What a run did: GSI2's final checkpoint, and the feed's new layout if it recorded one."""
+
+    status: ReshardCheckpoint
+    feed: FeedLayout | None
 
 
 async def reshard_with_settings(
     settings: Settings,
     *,
     endpoint_url: str | None,
-    start: ReshardCheckpoint,
     checkpoint_path: Path | None,
     page_size: int = DEFAULT_PAGE_SIZE,
     concurrency: int = DEFAULT_CONCURRENCY,
+    announce: Callable[[str], None] = lambda _: None,
     on_page: Callable[[int, ReshardCounts], None] | None = None,
-) -> ReshardCheckpoint:
-    """`reshard` on the table the settings name; with tracing on, the run is one trace."""
+) -> ReshardRun:
+    """`reshard` on the table the settings name, from the layouts its record names, and the
+    feed's change of layout; with tracing on, the run is one trace. Refused (CheckpointRefused)
+    when neither has anything to do."""
     # Recorded as the job's, not the service's (`datasource.permissions`).
     with acting_as(RESHARD_JOB):
         async with (
             open_tracing(settings) as tracer,
             payment_store(settings, endpoint_url=endpoint_url, tracer=tracer) as (store, _created),
         ):
+            start = start_or_resume(
+                checkpoint_path, fresh_checkpoint(settings.table_name, store.layout)
+            )
+            at = switch_at(
+                datetime.now(UTC),
+                refresh_seconds=settings.layout_refresh_seconds,
+                settle_seconds=settings.events_settle_seconds,
+            )
+            feed = await reshard_feed(store, settings.events_shards, at=at)
+            if feed is not None:
+                announce(f"the feed is written in {settings.events_shards} shard(s) from {at}")
+            if not start.sources and feed is None:
+                raise CheckpointRefused(
+                    f"nothing to reshard: GSI2's payments are all in {start.shards} shard(s) "
+                    f"(LOC_GSI2_SHARDS) and the feed is written in {settings.events_shards} "
+                    "(LOC_EVENTS_SHARDS), as the table's layout record says"
+                )
+            if start.finished:  # (its end recorded again: a run may stop just before that)
+                await record_status_end(store, start)
+                return ReshardRun(start, feed)
+            if start.counts.scanned:
+                announce(f"resuming after {start.counts.scanned} payments")
+            announce(f"GSI2 to {start.shards} shard(s), reading {', '.join(start.sources)}")
             with job_trace(tracer, "reshard") as span:
                 final = await reshard(
                     store,
@@ -161,7 +241,7 @@ async def reshard_with_settings(
                 span.set_attributes(
                     {f"loc.reshard.{name}": count for name, count in asdict(final.counts).items()}
                 )
-                return final
+                return ReshardRun(final, feed)
 
 
 async def reshard(
@@ -211,4 +291,5 @@ async def reshard(
         if on_page is not None:
             on_page(len(page.payments), checkpoint.counts)
         logger.debug("reshard: %s: %s", partition, counts.summary())
+    await record_status_end(store, checkpoint)
     return checkpoint

@@ -11,12 +11,14 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from datasource import PaymentStore, open_store
 from datasource.permissions import LOCAL_SETUP, acting_as
 from datasource.table import create_table_if_missing
+from domain.keys import FeedLayout
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
 
@@ -88,13 +90,16 @@ async def payment_store(
     DynamoDB's, if any) wins over the settings'. `tracer` (`server.tracing`) traces its calls.
 
     `client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces the one
-    this would open.
+    this would open. The store writes and reads in the layouts the table's layout record names
+    (`datasource.layouts`: made at the first start); on a client the caller brings, in the
+    settings' alone.
     """
     config = settings.dynamo_config(endpoint_url)
     secret = settings.cursor_secret.get_secret_value().encode()
     layout = settings.status_layout
+    feed = FeedLayout.of(settings.events_shards)
     opened = (
-        open_store(config, cursor_secret=secret, layout=layout, tracer=tracer)
+        open_store(config, cursor_secret=secret, layout=layout, feed=feed, tracer=tracer)
         if client is None
         else contextlib.nullcontext(
             PaymentStore(
@@ -102,6 +107,7 @@ async def payment_store(
                 table_name=config.table_name,
                 cursor_secret=secret,
                 layout=layout,
+                feed=feed,
                 coalesce=config.coalesce_lookups,
                 tracer=tracer,
             )
@@ -114,4 +120,11 @@ async def payment_store(
                 created = await create_table_if_missing(
                     store.client, config.table_name, stream=settings.live_updates
                 )
+        if client is None:
+            await store.follow_layout_record(
+                feed_shards=settings.events_shards,
+                refresh_seconds=settings.layout_refresh_seconds,
+                settle_seconds=settings.events_settle_seconds,
+                now=datetime.now(UTC),
+            )
         yield OpenedStore(store, created)

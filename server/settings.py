@@ -21,7 +21,13 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from datasource.config import DynamoConfig
-from domain.keys import MAX_GSI2_SHARDS, StatusLayout
+from domain.keys import (
+    DEFAULT_FEED_SHARDS,
+    DEFAULT_GSI2_SHARDS,
+    MAX_FEED_SHARDS,
+    MAX_GSI2_SHARDS,
+    StatusLayout,
+)
 from domain.webhooks import DEFAULT_RETRY_SCHEDULE
 from engine import QueryLimits
 
@@ -168,10 +174,14 @@ class Settings(BaseSettings):
     dynamodb_local_restart_backoff: Annotated[float, Field(gt=0)] = 0.5
     # Queries read eventually consistent (half the read units); true: every read strongly.
     strong_reads: bool = False
-    # GSI2's write shards (1: the seed's `GSI2PK = PAYMENT`), and while `loc-payments reshard`
-    # moves payments from other layouts, those layouts ("1" or "1,4"), read as well.
-    gsi2_shards: Annotated[int, Field(ge=1, le=MAX_GSI2_SHARDS)] = 1
+    # GSI2's write shards (1: the seed's `GSI2PK = PAYMENT`), and layouts read as well besides
+    # those the table's layout record names ("1" or "1,4"); the events feed's shards (GSI4: the
+    # layout of a new table, or the one `loc-payments reshard` moves the feed to); how often an
+    # instance reads the layout record again (docs/operations.md, "Resharding").
+    gsi2_shards: Annotated[int, Field(ge=1, le=MAX_GSI2_SHARDS)] = DEFAULT_GSI2_SHARDS
     gsi2_read_shards: Annotated[tuple[int, ...], NoDecode] = ()
+    events_shards: Annotated[int, Field(ge=1, le=MAX_FEED_SHARDS)] = DEFAULT_FEED_SHARDS
+    layout_refresh_seconds: Annotated[float, Field(ge=1, le=600)] = 10.0
     # Live updates (GraphQL subscriptions fed by the table's DynamoDB Stream).
     live_updates: bool = True
     stream_poll_interval: Annotated[float, Field(gt=0)] = 0.5

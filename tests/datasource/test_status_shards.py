@@ -88,17 +88,22 @@ async def test_the_same_pages_backward_whatever_the_number_of_shards(
     assert ids([ahead]) == ids([middle])
     with count_calls() as calls:
         await store.payments_by_status(status=S.PENDING, last=5, before=middle.edges[0].cursor)
-    assert calls.operations == {"Query": shards}
+    assert calls.operations["Query"] >= shards and calls.list_rounds <= 3
 
 
 @pytest.mark.parametrize("shards", [1, 4, 16])
-async def test_a_page_costs_one_query_per_shard(store_of: StoreOf, shards: int) -> None:
+async def test_a_page_asks_every_shard_at_once_in_at_most_three_rounds(
+    store_of: StoreOf, shards: int
+) -> None:
     store = store_of(StatusLayout(shards))
     await put_all(store, mixed_payments(40))
     first_page = await store.payments_by_status(status=S.PENDING, first=5, after=None)
     with count_calls() as calls:
         await store.payments_by_status(status=S.PENDING, first=5, after=first_page.end_cursor)
-    assert calls.operations == {"Query": shards}
+    # One Query with one shard, as the seed's layout always made; with more, each shard in the
+    # first round and only some in the next (a lazy merge).
+    assert calls.operations["Query"] == 1 if shards == 1 else shards <= calls.operations["Query"]
+    assert calls.operations["Query"] < 2 * shards and calls.list_rounds <= 3
 
 
 async def test_a_cursor_made_with_one_shard_continues_in_any_layout_that_reads_it(

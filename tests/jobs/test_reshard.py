@@ -187,12 +187,18 @@ def _root_logging_restored() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("_root_logging_restored")
-def test_the_command_refuses_to_run_without_an_old_layout(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_the_command_refuses_to_run_when_the_record_names_no_old_layout(
+    moto_config: DynamoConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    assert moto_config.endpoint_url is not None
+    monkeypatch.setenv("LOC_DYNAMODB_ENDPOINT", moto_config.endpoint_url)
+    monkeypatch.setenv("LOC_TABLE_NAME", moto_config.table_name)
     monkeypatch.setenv("LOC_GSI2_SHARDS", "4")
+    # An empty table is recorded in the layouts the settings name at its first opening.
     assert main(["reshard"]) == 1
-    assert "nothing to reshard: set LOC_GSI2_READ_SHARDS" in capsys.readouterr().err
+    assert "nothing to reshard: GSI2's payments are all in 4 shard(s)" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("_root_logging_restored")
@@ -225,7 +231,9 @@ def test_the_command_reshards_and_refuses_another_runs_checkpoint(
     assert "scanned 30, moved 30, in place 0, changed 0" in capsys.readouterr().err
     assert json.loads(checkpoint.read_text())["position"] == 1
     items = client.scan(TableName=moto_config.table_name)["Items"]
-    assert {item["loc_payment_id"]["S"]: item[GSI2PK]["S"] for item in items} == {
+    [record] = [item for item in items if item["PK"]["S"] == keys.LAYOUT_PARTITION]
+    assert record["loc_status_layouts"]["NS"] == ["4"], "the end recorded: only 4 shards read"
+    assert {i["loc_payment_id"]["S"]: i[GSI2PK]["S"] for i in items if GSI2PK in i} == {
         p.payment_id: keys.status_partition(p.payment_id, 4) for p in payments
     }
     monkeypatch.setenv("LOC_GSI2_SHARDS", "16")
