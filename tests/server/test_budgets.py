@@ -1,0 +1,186 @@
+"""The budgets' arithmetic and where they live (SPEC §21): the GCRA with refunds on one instance,
+the same in Redis in one round trip (Debian's redis-server), a broker that fails or stops
+answering handing over to the instance's share (logged once, `/readyz` says so) and taking back
+when it answers; and the settings that refuse a budget no operation fits."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import redis.asyncio
+from pydantic import ValidationError
+from strawberry.types.graphql import OperationType
+
+from datasource.shared_budgets import open_shared_budgets
+from domain.budgets import Limit, LocalBudgets
+from harness.redis_server import RedisServer
+from resolvers.callers import Caller
+from resolvers.context import Context
+from server.budgets import BudgetPolicy, Budgets, Throttled
+from server.settings import Settings
+
+LIMIT = Limit(rate=10, burst=100)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_budget_admits_its_burst_then_its_rate() -> None:
+    clock = Clock()
+    budgets = LocalBudgets(clock=clock)
+    assert budgets.charge("a", 60, LIMIT).available == 40
+    refused = budgets.charge("a", 50, LIMIT)
+    assert not refused.admitted
+    assert refused.retry_after == pytest.approx(1.0)  # 10 more at 10 a second
+    clock.now += 1.0
+    assert budgets.charge("a", 50, LIMIT).admitted
+    assert budgets.charge("b", 100, LIMIT).admitted  # another key, its own budget
+
+
+def test_a_refund_comes_back_but_never_beyond_the_burst() -> None:
+    clock = Clock()
+    budgets = LocalBudgets(clock=clock)
+    budgets.charge("a", 90, LIMIT)
+    assert budgets.charge("a", 50, LIMIT, refund=80).available == 40
+    assert budgets.charge("a", 0, LIMIT, refund=1000).available == 100
+
+
+def test_an_instance_share_divides_the_fleets_but_never_below_the_costliest_operation() -> None:
+    assert Limit(90, 3000).share(3, floor=100) == Limit(30, 1000)
+    assert Limit(90, 300).share(3, floor=150) == Limit(30, 150)
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_the_broker_runs_the_same_gcra_in_one_round_trip(redis_server: RedisServer) -> None:
+    redis_server.command("SCRIPT", "FLUSH")
+    redis_server.command("CONFIG", "RESETSTAT")
+    async with open_shared_budgets(redis_server.redis_url, charge_within=1.0) as shared:
+        first = await shared.charge("one", 60, LIMIT, refund=0)
+        assert first.admitted and first.available == pytest.approx(40, abs=0.1)
+        refused = await shared.charge("one", 50, LIMIT, refund=0)
+        assert not refused.admitted
+        assert refused.retry_after == pytest.approx(1.0, abs=0.02)
+        # The refund of the previous operation rides on the next charge.
+        refunded = await shared.charge("one", 50, LIMIT, refund=30)
+        assert refunded.admitted and refunded.available == pytest.approx(20, abs=0.1)
+    client = redis.asyncio.Redis.from_url(redis_server.redis_url)
+    try:
+        # Kept until the budget is full again: 80 used at 10 a second, 8 s.
+        ttl = await client.pttl("loc-payments:budget:one")
+        assert 7_000 < ttl <= 8_000
+        info: Any = await client.info("commandstats")
+        # One script call a charge: EVALSHA, the first's NOSCRIPT answered by loading it once.
+        evalsha = info["cmdstat_evalsha"]
+        assert (evalsha["calls"], evalsha["rejected_calls"] + evalsha["failed_calls"]) == (4, 1)
+        assert info["cmdstat_script|load"]["calls"] == 1
+    finally:
+        await client.aclose()
+
+
+def customer(user: str = "alice") -> Context:
+    context = Context.__new__(Context)
+    context.authenticated = Caller(user)
+    context.cost = None
+    return context
+
+
+def policy(instances: int = 1) -> BudgetPolicy:
+    return BudgetPolicy(
+        customer=Limit(300, 3000),
+        service=Limit(300, 3000),
+        overrides={},
+        mutation_cost=10,
+        instances=instances,
+        max_cost=1000,
+    )
+
+
+async def spend(budgets: Budgets, user: str, cost: int, times: int) -> int:
+    """How many of `times` operations of `cost` the budget admits."""
+    admitted = 0
+    for _ in range(times):
+        try:
+            charge = await budgets.admit(customer(user), OperationType.QUERY, cost)
+        except Throttled:
+            continue
+        assert charge is not None
+        charge.settle(cost)
+        admitted += 1
+    return admitted
+
+
+@pytest.fixture
+async def shared(redis_server: RedisServer) -> AsyncIterator[Budgets]:
+    budgets = Budgets(policy(instances=3))
+    async with budgets.sharing(redis_server.redis_url, charge_within=0.02):
+        yield budgets
+
+
+async def test_a_broker_that_fails_hands_over_to_the_instances_share_and_takes_back(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    budgets = Budgets(policy(instances=3))
+    stopped = RedisServer()
+    stopped.start()
+    async with budgets.sharing(stopped.redis_url, charge_within=0.02):
+        assert await spend(budgets, "bob", 1000, 3) == 3  # the fleet's 3000, in the broker
+        assert budgets.state == "shared"
+        stopped.stop()
+        with caplog.at_level(logging.WARNING, logger="loc_payments.budgets"):
+            # The instance's share: 1000 of burst (3000 / 3), so one operation of 1000.
+            assert await spend(budgets, "carol", 1000, 3) == 1
+            assert await spend(budgets, "dave", 1000, 3) == 1
+        assert budgets.state == "local: broker unavailable"
+        assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+        assert "each instance holds its share" in caplog.records[0].message
+
+
+async def test_a_broker_that_hangs_is_waited_on_for_the_timeout_at_most(
+    shared: Budgets, redis_server: RedisServer
+) -> None:
+    assert await spend(shared, "erin", 10, 1) == 1
+    redis_server.command("CLIENT", "PAUSE", "2000", "ALL")
+    try:
+        started = asyncio.get_running_loop().time()
+        assert await spend(shared, "erin", 10, 20) == 20
+        elapsed = asyncio.get_running_loop().time() - started
+        # One wait of 20 ms, then the breaker: the rest are not waited on.
+        assert elapsed < 0.5, elapsed
+        assert shared.state == "local: broker unavailable"
+    finally:
+        redis_server.command("CLIENT", "UNPAUSE")
+    await asyncio.sleep(1.1)  # the breaker's wait, then one request tries the broker again
+    assert await spend(shared, "erin", 10, 1) == 1
+    assert shared.state == "shared"
+
+
+async def test_without_a_broker_each_instance_holds_its_share() -> None:
+    budgets = Budgets(policy(instances=3))
+    assert budgets.state == "local"
+    assert await spend(budgets, "frank", 500, 10) == 2  # 1000 of burst: two of 500
+
+
+def test_a_burst_below_the_costliest_operation_is_refused() -> None:
+    with pytest.raises(ValidationError, match="LOC_BUDGET_CUSTOMER_"):
+        Settings(budget_customer_burst=500)
+    with pytest.raises(ValidationError, match="LOC_BUDGET_OVERRIDES big"):
+        Settings(budget_overrides="big=10/20")
+    with pytest.raises(ValidationError, match="is not client=rate/burst"):
+        Settings(budget_overrides="big=10")
+    assert Settings(budget_overrides="big=10/20000").budget_overrides == {"big": (10, 20000)}
