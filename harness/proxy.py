@@ -23,6 +23,16 @@ whose throttles fall as its callers slow down). The answer is
 `TransactionCanceledException` whose `CancellationReasons` hold, one per item, a
 `ThrottlingError` for one item drawn at random and "None" for the others, for a
 `TransactWriteItems`. `throttled` counts them by operation.
+
+`throttle_partitions(units_per_second)` throttles as DynamoDB does per partition: each write
+(PutItem, UpdateItem, DeleteItem, TransactWriteItems, BatchWriteItem) puts units on the partition
+keys of the table and of each index its items touch (`harness.partitions`: the keys and units
+from the items, the item before each update or delete read from DynamoDB first), a token bucket
+per key, and a write that would overdraw one is answered as a throttle without being sent on: a
+transaction's `ThrottlingError` at the item that overdraws. `partitions.admitted` and
+`partitions.throttled` count units and throttles by (index, partition key). A BatchWriteItem is
+throttled whole (DynamoDB would send back its throttled items as unprocessed; the service sends
+none).
 """
 
 from __future__ import annotations
@@ -37,10 +47,14 @@ import uuid
 import zlib
 from collections import Counter
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import aioboto3
+
 from datasource.accounting import READ_OPERATIONS, WRITE_OPERATIONS
+from harness.partitions import PARTITION_WRITE_UNITS, Item, Limits, Write, creates, key_of, updated
+from server.settings import LOCAL_AWS_CREDENTIALS
 
 Mode = Literal["forward", "hang", "reset"]
 
@@ -66,6 +80,10 @@ class Proxy:
         self._filled_at = 0.0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Per-partition throttling (`throttle_partitions`), and its reader of items before a write.
+        self.partitions: Limits | None = None
+        self._reader_stack = contextlib.AsyncExitStack()
+        self._reader: Any = None
 
     @property
     def url(self) -> str:
@@ -84,6 +102,7 @@ class Proxy:
         for task in list(self._tasks):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._reader_stack.aclose()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -135,6 +154,92 @@ class Proxy:
         self._tokens = capacity or 0.0
         self._filled_at = time.monotonic()
 
+    def throttle_partitions(
+        self, units_per_second: float | None, *, burst_units: float = PARTITION_WRITE_UNITS
+    ) -> Limits | None:
+        """From now on, each partition key of the table and of its indexes takes
+        `units_per_second` write units a second, up to `burst_units` at once (None: no limit);
+        the limits, which count what each key took and was refused."""
+        self.partitions = None
+        if units_per_second is not None:
+            self.partitions = Limits(units_per_second, burst_units)
+        return self.partitions
+
+    async def _partition_throttle(self, operation: str, request: bytes) -> int | None:
+        """None when the write fits its partitions' buckets; else the position of the item that
+        overdraws one (0 for a single write)."""
+        assert self.partitions is not None
+        _, _, body = request.partition(_HEAD_END)
+        writes = await self._writes(operation, json.loads(body))
+        return self.partitions.admit(writes)
+
+    async def _writes(self, operation: str, body: dict[str, Any]) -> list[Write]:
+        """The item writes of a request, each with the item before it."""
+        # (table, kind, its request, transactional)
+        parts: list[tuple[str, str, dict[str, Any], bool]] = []
+        if operation == "TransactWriteItems":
+            for entry in body.get("TransactItems", []):
+                [(kind, request)] = entry.items()
+                parts.append((request["TableName"], kind, request, True))
+        elif operation == "BatchWriteItem":
+            for table, requests in body.get("RequestItems", {}).items():
+                for entry in requests:
+                    [(kind, request)] = entry.items()
+                    parts.append((table, kind.removesuffix("Request"), request, False))
+        else:
+            kind = operation.removesuffix("Item")
+            parts.append((body["TableName"], kind, body, False))
+        # A condition check writes nothing.
+        parts = [part for part in parts if part[1] != "ConditionCheck"]
+        keys = [
+            (table, key_of(request["Item"]) if kind == "Put" else request["Key"])
+            for table, kind, request, _ in parts
+        ]
+        before = await self._read(
+            [
+                table_key
+                for table_key, (_, kind, request, _) in zip(keys, parts, strict=True)
+                if not (kind == "Put" and creates(request))
+            ]
+        )
+        writes = []
+        for (table, key), (_, kind, request, transactional) in zip(keys, parts, strict=True):
+            old = before.get((table, json.dumps(key, sort_keys=True)))
+            new: Item | None = None
+            if kind == "Put":
+                new = request["Item"]
+            elif kind == "Update":
+                new = updated(old, request)
+            writes.append(Write(key, old, new, transactional))
+        return writes
+
+    async def _read(self, keys: list[tuple[str, Item]]) -> dict[tuple[str, str], Item]:
+        """The items at `keys` now, strongly consistent, read straight from DynamoDB."""
+        if not keys:
+            return {}
+        if self._reader is None:
+            session = aioboto3.Session()
+            self._reader = await self._reader_stack.enter_async_context(
+                session.client(
+                    "dynamodb",
+                    endpoint_url=f"http://{self._target[0]}:{self._target[1]}",
+                    region_name="us-west-2",
+                    **LOCAL_AWS_CREDENTIALS,
+                )
+            )
+        found: dict[tuple[str, str], Item] = {}
+        unique = {(table, json.dumps(key, sort_keys=True)): key for table, key in keys}
+        wanted: dict[str, Any] = {}
+        for table, key in unique.items():
+            wanted.setdefault(table[0], {"Keys": [], "ConsistentRead": True})["Keys"].append(key)
+        while wanted:
+            answer = await self._reader.batch_get_item(RequestItems=wanted)
+            for table, items in answer.get("Responses", {}).items():
+                for item in items:
+                    found[table, json.dumps(key_of(item), sort_keys=True)] = item
+            wanted = answer.get("UnprocessedKeys") or {}
+        return found
+
     def _throttles(self, operation: str) -> bool:
         if operation not in THROTTLED_OPERATIONS:
             return False
@@ -182,6 +287,14 @@ class Proxy:
                     other.write(_throttle_answer(operation, data, self._random))
                     await other.drain()
                     continue
+                if self.partitions is not None and operation in PARTITIONED_WRITES:
+                    position = await self._partition_throttle(operation, data)
+                    if position is not None:
+                        self.throttled[operation] += 1
+                        answer = _throttle_answer(operation, data, self._random, at=position)
+                        other.write(answer)
+                        await other.drain()
+                        continue
             if answering is not None and answering[0] in self.lose_answers_to:
                 continue  # applied, never answered
             sink.write(data)
@@ -207,6 +320,8 @@ async def _rest_of_request(source: asyncio.StreamReader, start: bytes) -> bytes:
 
 # The data calls a throttle answers; DescribeTable (the breaker's probe, readiness) is never one.
 THROTTLED_OPERATIONS = READ_OPERATIONS | WRITE_OPERATIONS
+# The writes a partition's limit applies to (reads have a limit of their own, not simulated).
+PARTITIONED_WRITES = WRITE_OPERATIONS
 _ERROR_TYPE = "com.amazonaws.dynamodb.v20120810#"
 _THROUGHPUT = (
     "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically "
@@ -214,12 +329,15 @@ _THROUGHPUT = (
 )
 
 
-def _throttle_answer(operation: str, request: bytes, draw: random.Random) -> bytes:
-    """DynamoDB's answer to a throttled `operation`, as bytes on the wire."""
+def _throttle_answer(
+    operation: str, request: bytes, draw: random.Random, *, at: int | None = None
+) -> bytes:
+    """DynamoDB's answer to a throttled `operation`, as bytes on the wire; a transaction's
+    `ThrottlingError` at its item `at` (None: one drawn at random)."""
     if operation == "TransactWriteItems":
         _, _, body = request.partition(_HEAD_END)
         count = max(1, len(json.loads(body).get("TransactItems", [])))
-        throttled = draw.randrange(count)
+        throttled = draw.randrange(count) if at is None else at
         reasons = [
             {"Code": "ThrottlingError", "Message": _THROUGHPUT}
             if index == throttled
