@@ -25,6 +25,7 @@ import asyncio
 import random
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +34,7 @@ import httpx
 
 from bench.load import service_headers
 from domain.enums import PaymentMethod, PaymentProcess
-from domain.keys import status_partition
+from domain.keys import feed_partition, status_partition
 from domain.payment import new_payment
 from server.app import create_app
 from server.embedded_dynamodb import EmbeddedDynamoDB
@@ -86,9 +87,9 @@ def payment_ids(count: int) -> list[str]:
     ]  # fmt: skip
 
 
-def shard_share(ids: list[str], shards: int) -> float:
-    """The busiest GSI2 partition's share of `ids` in a layout of `shards`."""
-    counts = Counter(status_partition(payment_id, shards) for payment_id in ids)
+def shard_share(ids: list[str], partition: Callable[[str, int], str], shards: int) -> float:
+    """The busiest partition's share of `ids` when `partition` spreads them over `shards`."""
+    counts = Counter(partition(payment_id, shards) for payment_id in ids)
     return max(counts.values()) / len(ids)
 
 
@@ -153,23 +154,18 @@ async def write_units(endpoint: str, *, table_name: str, burst: int = BURST) -> 
     }
 
 
-def layout_shards(settings: Settings) -> dict[str, int]:
-    """The shard counts of the sharded indexes in `settings`."""
-    return {"GSI2": settings.gsi2_shards, "GSI4": 1}
-
-
 async def ceilings(endpoint: str, *, table_name: str, settings: Settings) -> list[Ceiling]:
     """Each index's ceiling in the layout of `settings`, units measured at `endpoint`."""
     units = await write_units(endpoint, table_name=table_name)
     ids = payment_ids(IDS)
-    shards = layout_shards(settings)
+    gsi2, gsi4 = settings.gsi2_shards, settings.events_shards
     by_user = user_share(IDS)
     keys = {
         "table": ("USER#<user>", by_user),
         "GSI1": ("USER#<user>", by_user),
-        "GSI2": (_sharded("PAYMENT", shards["GSI2"]), shard_share(ids, shards["GSI2"])),
+        "GSI2": (_sharded("PAYMENT", gsi2), shard_share(ids, status_partition, gsi2)),
         "GSI3": ("USER#<user>", by_user),
-        "GSI4": (_sharded("EVENTS", shards["GSI4"]), shard_share(ids, shards["GSI4"])),
+        "GSI4": (_sharded("EVENTS", gsi4), shard_share(ids, feed_partition, gsi4)),
     }
     return [
         Ceiling(index, key, units[index][0], units[index][1], share)
