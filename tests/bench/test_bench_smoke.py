@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 NEW_TARGETS = {
     "P3 p99 / P1 p99 at 16 connections, same workload": {
@@ -52,9 +50,8 @@ class QuickRun:
         return line
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
-    output = tmp_path_factory.mktemp("bench") / "latest.json"
+def _quick_run(workdir: Path) -> QuickRun:
+    output = workdir / "latest.json"
     finished = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--output", str(output)],
         cwd=ROOT,
@@ -66,7 +63,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
     return QuickRun(json.loads(output.read_text()), finished.stdout)
 
 
-def test_the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -> None:
+def _the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -> None:
     results = quick_run.results
     # The peers returned the same data for every workload (the run stops otherwise), and the
     # service made the fewest DynamoDB calls for each.
@@ -86,7 +83,7 @@ def test_the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRu
             assert re.search(r"  (met|NOT met)  ", line), line
 
 
-def test_the_new_targets_are_measured_on_what_they_name(quick_run: QuickRun) -> None:
+def _the_new_targets_are_measured_on_what_they_name(quick_run: QuickRun) -> None:
     targets = {target["name"]: target for target in quick_run.results["targets"]}
     for name, measured_on in (NEW_TARGETS | NEW_REFERENCES).items():
         assert set(targets[name]["measured"]) == measured_on, name
@@ -96,7 +93,7 @@ def test_the_new_targets_are_measured_on_what_they_name(quick_run: QuickRun) -> 
     assert targets["  P3 peak RSS, MiB"]["met"] is None
 
 
-def test_dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer(
+def _dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer(
     quick_run: QuickRun,
 ) -> None:
     local = quick_run.results["dynamodb_local"]
@@ -118,7 +115,7 @@ def test_dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer(
     assert "Load generator (wrk, one thread, its own core): busiest " in quick_run.stdout
 
 
-def test_the_loan_pages_cpu_is_broken_down_by_part(quick_run: QuickRun) -> None:
+def _the_loan_pages_cpu_is_broken_down_by_part(quick_run: QuickRun) -> None:
     breakdown = quick_run.results["dynamodb_local"]["cpu_breakdown"]
 
     assert breakdown["workload"] == "loan_page" and breakdown["server_cpu_ms_per_request"] > 0
@@ -128,7 +125,7 @@ def test_the_loan_pages_cpu_is_broken_down_by_part(quick_run: QuickRun) -> None:
     assert "Where the service's CPU goes on loan_page" in quick_run.stdout
 
 
-def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) -> None:
+def _the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) -> None:
     repetitions = quick_run.results["settings"]["repetitions"]
     for run in (quick_run.results["engine"], quick_run.results["dynamodb_local"]):
         memory = run["service_memory"]
@@ -136,7 +133,7 @@ def test_the_service_memory_is_read_after_every_repetition(quick_run: QuickRun) 
         assert memory["peak_rss_mib"] >= max(memory["rss_mib_after_repetition"]) > 0
 
 
-def test_the_fleet_and_the_field_usage_passes_are_made(quick_run: QuickRun) -> None:
+def _the_fleet_and_the_field_usage_passes_are_made(quick_run: QuickRun) -> None:
     fleet = quick_run.results["live_fleet"]
     assert (fleet["settings"]["instances"], fleet["settings"]["broker"]) == (3, 1)
     assert fleet["delivered"] == fleet["expected"] > 0
@@ -147,7 +144,7 @@ def test_the_fleet_and_the_field_usage_passes_are_made(quick_run: QuickRun) -> N
     assert "Field usage on loan_page: the count's own CPU" in quick_run.stdout
 
 
-def test_the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
+def _the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
     storms = quick_run.results["storm"]
     assert storms["default_mode"] == "standard"
     for runs in (storms["modes"], storms["capacity"]):
@@ -160,3 +157,23 @@ def test_the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) 
         target for target in quick_run.results["targets"] if target["name"].startswith("storm:")
     ]
     assert len(targets) == 4
+
+
+def test_make_bench_in_miniature_runs_every_pass_and_reports_every_target(tmp_path: Path) -> None:
+    """One `python -m bench --quick` (minutes of CPU on both cores), and every check of it: in
+    one test, since a module fixture is made again by each pytest-xdist worker that runs a test
+    of the module (three runs of the bench where one is enough)."""
+    quick_run = _quick_run(tmp_path)
+    for check in CHECKS:
+        check(quick_run)
+
+
+CHECKS = (
+    _the_harness_runs_end_to_end_and_reports_every_target,
+    _the_new_targets_are_measured_on_what_they_name,
+    _dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer,
+    _the_loan_pages_cpu_is_broken_down_by_part,
+    _the_service_memory_is_read_after_every_repetition,
+    _the_fleet_and_the_field_usage_passes_are_made,
+    _the_throttling_storms_are_made_in_each_retry_mode,
+)
