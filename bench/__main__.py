@@ -6,8 +6,8 @@ The first pass runs the service (P3) against the engine floor (P1, `bench.peers.
 on the fake DynamoDB, each a server process on the server core, this process the load
 generator; P1 must answer the service's `data` first, and in each repetition the peers take
 turns at going first. Then `bench.local_pass`, and the live-updates, tracing and
-trusted-documents passes, each on a DynamoDB Local of its own, and the throttling storms
-(`bench.storm`).
+trusted-documents passes, each on a DynamoDB Local of its own, the throttling storms
+(`bench.storm`), and each index's write ceiling at the default layout (`bench.partitions`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from bench import (
     figures,
     live,
     load,
+    partitions,
     report,
     storm,
     tracing_cost,
@@ -196,9 +197,12 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
         storms = storm.QUICK if quick else storm.DEFAULT
         results["storm"] = await storm.measure(storms, log=log)
+        results["partitions"] = await partitions.measure(log=log)
     found = report.targets(results["engine"], results.get("dynamodb_local"))
     if "storm" in results:
         found += storm.targets(results["storm"])
+    if "partitions" in results:
+        found += partitions.targets(results["partitions"])
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started
@@ -230,6 +234,7 @@ def main() -> None:
         ("field_usage", usage_cost.render),
         ("webhooks", webhooks_cost.render),
         ("storm", storm.render),
+        ("partitions", partitions.render_results),
     )
     for name, render in renders:
         if name in results:

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from bench.load import service_headers
+from bench.report import Target
 from domain.enums import PaymentMethod, PaymentProcess
 from domain.keys import feed_partition, status_partition
 from domain.payment import new_payment
@@ -40,7 +41,10 @@ from server.app import create_app
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
 
-__all__ = ["IDS", "TARGET", "Ceiling", "ceilings", "render", "shard_share", "write_units"]
+__all__ = [
+    "IDS", "TARGET", "Ceiling", "ceilings", "measure", "render", "render_results", "shard_share",
+    "targets", "write_units",
+]  # fmt: skip
 
 PARTITION_WRITE_UNITS = 1_000
 # Payment writes a second every index must allow at the defaults (SPEC §20).
@@ -171,6 +175,38 @@ async def ceilings(endpoint: str, *, table_name: str, settings: Settings) -> lis
         Ceiling(index, key, units[index][0], units[index][1], share)
         for index, (key, share) in keys.items()
     ]
+
+
+async def measure(*, log: Callable[[str], None]) -> dict[str, Any]:
+    """`make bench`'s pass: each index's ceiling at the default settings, on a DynamoDB Local of
+    its own, as JSON."""
+    log("write ceilings: each index's busiest key at the default layout")
+    with EmbeddedDynamoDB(data_dir=None) as database:
+        found = await ceilings(
+            database.endpoint_url, table_name="bench-partitions", settings=Settings()
+        )
+    return {
+        "ids": IDS,
+        "indexes": [
+            {"index": c.index, "key": c.key, "units": c.units, "mean_units": c.mean_units,
+             "share": c.share, "payment_writes_per_second": c.payment_writes_per_second}
+            for c in found
+        ],
+    }  # fmt: skip
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """Every index's ceiling at least `TARGET` payment writes a second (SPEC §20)."""
+    ceilings = {row["index"]: row["payment_writes_per_second"] for row in results["indexes"]}
+    return [Target("payment writes/s each index allows (defaults)", ceilings, TARGET, "min")]
+
+
+def render_results(results: dict[str, Any]) -> str:
+    found = [
+        Ceiling(row["index"], row["key"], row["units"], row["mean_units"], row["share"])
+        for row in results["indexes"]
+    ]
+    return render(found)
 
 
 def _sharded(partition: str, shards: int) -> str:
