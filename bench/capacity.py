@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ OPERATION_NAME = re.compile(r"(?:query|mutation) (\w+)")
 VARIABLE = re.compile(r"\$(\w+):")
 USER = "bench-user"
 ANSWER = "__typename ... on PaymentPayload { payment { paymentId } } ... on UserError { code }"
+CREATE = f"mutation($i: CreatePaymentInput!) {{ createPayment(input: $i) {{ {ANSWER} }} }}"
 # Each mutation on a payment of its own loan and method, after the moves that bring it to the
 # status the mutation moves from: (row, mutation, its input) in order, a row of None unreported.
 MUTATIONS: dict[tuple[str, str], list[tuple[str | None, str, dict[str, Any]]]] = {
@@ -132,13 +134,117 @@ async def measure(endpoint: str, *, table_name: str = "bench-capacity") -> dict[
                     key = f"bench-{mutation}-{payment['paymentId']}-{len(rows)}"
                     input = {**payment, "reason": "bench", "idempotencyKey": key} | extra
                     await mutate(row, mutation, **input)
-            stored = list(data.items(users=range(4), loans_per_user=1, payments_per_loan=110))
+            stored = list(
+                data.items(
+                    users=range(4),
+                    loans_per_user=1,
+                    payments_per_loan=110,
+                    layout=settings.status_layout,
+                )
+            )
             # Loaded as a fixture is, by a client of its own: not one of the service's calls.
             async with data.raw_client(endpoint) as client:
                 await data.load(client, table_name, iter(stored))
             for workload in data.workloads(stored).values():
                 await run(f"workload: {workload.title}", workload.query, workload.variables)
     return rows
+
+
+# The two layouts a list's page is read in: the defaults (SPEC §20) and the seed's one shard.
+LAYOUTS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "one shard": {"gsi2_shards": 1, "events_shards": 1},
+}
+BY_STATUS = """query($after: String) {
+  paymentsByStatus(status: PENDING, first: 100, after: $after) {
+  pageInfo { hasNextPage endCursor } edges { node { paymentId amountCents } } } }"""
+EVENTS = """query($after: String) { events(first: 100, after: $after) {
+  pageInfo { hasNextPage endCursor } edges { node { eventId type } } } }"""
+SETTLE_SECONDS = 0.5
+DAY_SECONDS = 86_400
+EMPTY_QUERY_RCU = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class ListCost:
+    read: float
+    queries: int
+    rounds: int
+
+
+async def list_costs(endpoint: str, *, payments: int = 110) -> dict[str, dict[str, ListCost]]:
+    """Layout -> what a 100-item `paymentsByStatus` page, a 100-item `events` page and a poll
+    of the feed's head (nothing new: each shard's Query finds nothing) read, over `payments`
+    payments created through the API, on a fresh table per layout at `endpoint`."""
+    found: dict[str, dict[str, ListCost]] = {}
+    headers = {**service_headers(), "X-Debug-DynamoDB": "1"}
+    for layout, shards in LAYOUTS.items():
+        settings = Settings(
+            env="local", table_name=f"bench-lists-{uuid.uuid4().hex[:8]}",
+            dynamodb_endpoint=endpoint, live_updates=False, metrics="off", webhooks=False,
+            events_settle_seconds=SETTLE_SECONDS, **shards,
+        )  # fmt: skip
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://bench.test", headers=headers
+            ) as http:
+
+                async def ask(query: str, after: str | None = None) -> tuple[Any, ListCost]:
+                    response = await http.post(
+                        "/graphql", json={"query": query, "variables": {"after": after}}
+                    )
+                    body = response.json()
+                    if "data" not in body or body.get("errors"):
+                        raise RuntimeError(f"{query.split('(')[1]}: {response.text[:500]}")
+                    report = body["extensions"]["dynamodb"]
+                    cost = ListCost(
+                        report["readCapacityUnits"],
+                        report["operations"].get("Query", 0),
+                        report.get("listRounds", 0),
+                    )
+                    [connection] = body["data"].values()
+                    return connection, cost
+
+                for number in range(payments):
+                    await http.post("/graphql", json={"query": CREATE, "variables": {"i": {
+                        "userId": f"lists-{number}", "loanId": "loan-1", "amountCents": 100,
+                        "method": "ACH", "process": "AUTO", "idempotencyKey": f"c-{number}",
+                    }}})  # fmt: skip
+                await asyncio.sleep(2 * SETTLE_SECONDS)
+                _, by_status = await ask(BY_STATUS)
+                page, events = await ask(EVENTS)
+                while page["pageInfo"]["hasNextPage"]:
+                    page, _ = await ask(EVENTS, page["pageInfo"]["endCursor"])
+                _, head = await ask(EVENTS, page["pageInfo"]["endCursor"])
+        found[layout] = {"paymentsByStatus": by_status, "events": events, "head": head}
+    return found
+
+
+def render_lists(found: dict[str, dict[str, ListCost]]) -> str:
+    """A markdown table of the lists' costs, each layout beside one shard's."""
+    lines = [
+        "| list (100 a page) | layout | RCU | Queries | sequential rounds |",
+        "|---|---|---|---|---|",
+    ]
+    for name in ("paymentsByStatus", "events", "head"):
+        for layout, costs in found.items():
+            cost = costs[name]
+            label = "a poll of the feed's head (nothing new)" if name == "head" else name
+            lines.append(f"| {label} | {layout} | {cost.read:g} | {cost.queries} | {cost.rounds} |")
+    lines.append("")
+    for layout, costs in found.items():
+        # DynamoDB Local reports an empty Query as 0 RCU; AWS bills every Query at least one
+        # 4 KB read, 0.5 RCU eventually consistent.
+        head = costs["head"]
+        billed = max(head.read, EMPTY_QUERY_RCU * head.queries)
+        lines.append(
+            f"A poll of the feed's head, {layout}: {head.queries} Queries, {head.read:g} RCU as "
+            f"reported, {billed:g} by AWS's minimum; {billed * DAY_SECONDS:,.0f} RCU a day at "
+            f"one poll a second."
+        )
+    return "\n".join(lines)
 
 
 def render(rows: dict[str, Cost]) -> str:
@@ -158,3 +264,5 @@ def render(rows: dict[str, Cost]) -> str:
 if __name__ == "__main__":
     with EmbeddedDynamoDB(data_dir=None) as database:
         print(render(asyncio.run(measure(database.endpoint_url))))
+        print()
+        print(render_lists(asyncio.run(list_costs(database.endpoint_url))))

@@ -211,6 +211,10 @@ class LocalPass:
             "webhooks": "false",
             "metrics": "app",
             "log_level": "INFO",
+            # Like for like with the Node peer and raw aioboto3, which read the seed's one-shard
+            # GSI2 (`PAYMENT`), as the pass's data is written.
+            "gsi2_shards": "1",
+            "events_shards": "1",
         }
         service = Service(self.database.endpoint_url, table, settings, keep_stdout=False)
         service.name = name

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bench.capacity import measure, render, walkthrough
+from bench.capacity import list_costs, measure, render, render_lists, walkthrough
+from server.settings import Settings
 from tests.backends import Backend
 
 pytestmark = pytest.mark.ddblocal
@@ -50,3 +51,21 @@ async def test_the_capacity_table_has_a_row_for_every_operation(
     assert table[2 + list(rows).index("createPayment")].startswith(
         "| createPayment | TransactWriteItems 1 | "
     )
+
+
+async def test_a_page_over_the_default_shards_reads_little_more_than_one_shards(
+    ddblocal_endpoint: str,
+) -> None:
+    """SPEC §20's read target (issue 56): a 100-item page at the default layout reads at most a
+    one-shard page's units + 0.5 per shard, in at most 3 sequential rounds of Queries."""
+    found = await list_costs(ddblocal_endpoint)
+    print(f"\n{render_lists(found)}")
+    settings = Settings()
+    shards = {"paymentsByStatus": settings.gsi2_shards, "events": settings.events_shards}
+
+    for name, count in shards.items():
+        defaults, one = found["defaults"][name], found["one shard"][name]
+        assert defaults.queries == count and one.queries == 1, name
+        assert defaults.read <= one.read + 0.5 * count, (name, defaults, one)
+        assert defaults.rounds <= 3, (name, defaults)
+    assert found["defaults"]["head"].queries == settings.events_shards
