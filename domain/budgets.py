@@ -70,6 +70,10 @@ class LocalBudgets:
             self._prune(now)
         return verdict
 
+    def hold(self, key: str, available: float, limit: Limit) -> None:
+        """Set a budget to hold `available` now (a fleet's budget, as this instance's share)."""
+        self._tats[key] = self._clock() + (limit.burst - min(available, limit.burst)) / limit.rate
+
     def refund(self, key: str, amount: float, limit: Limit) -> None:
         """Give `amount` back to a budget at once (no round trip to save here)."""
         if amount > 0 and key in self._tats:

@@ -9,10 +9,11 @@ refunded with the caller's next charge on this instance, so it costs no second r
 
 With a broker (`LOC_LIVE_BROKER_URL`) the fleet shares each budget (`datasource.shared_budgets`);
 without one, or while it fails or answers slower than `LOC_BUDGET_BROKER_TIMEOUT`, this instance
-holds its share (`LOC_BUDGET_EXPECTED_INSTANCES`) itself (`domain.budgets.LocalBudgets`). A
-failure opens a breaker: for `BROKER_RETRY_SECONDS` no request waits on the broker, then one
-request tries it again. Unauthenticated requests are not charged: they can only be refused
-(UNAUTHENTICATED), which reads nothing.
+holds its share (`LOC_BUDGET_EXPECTED_INSTANCES`) itself (`domain.budgets.LocalBudgets`), going
+on from its share of what the fleet's budget last held. `BROKER_FAILURES` in a row open a
+breaker: for `BROKER_RETRY_SECONDS` no request waits on the broker, then one request tries it.
+Unauthenticated requests are not charged: they can only be refused (UNAUTHENTICATED), which reads
+nothing.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ from server.settings import Settings
 log = logging.getLogger("loc_payments.budgets")
 
 THROTTLED = "THROTTLED"
-# After the broker failed, the seconds no request waits on it; then one request tries it again.
+# Charges in a row the broker fails (or answers late) that open the breaker: one late answer on a
+# busy instance is that request's alone. Then, for BROKER_RETRY_SECONDS, no request waits on the
+# broker; then one request tries it again.
+BROKER_FAILURES = 3
 BROKER_RETRY_SECONDS = 1.0
 # Refunds kept for callers who have not called again; beyond, the oldest are dropped (that
 # caller pays its last operation in full).
@@ -113,8 +117,9 @@ class Budgets:
         self._local = LocalBudgets(clock=clock)
         self._shared: SharedBudgets | None = None
         self._refunds: dict[str, float] = {}
-        # The breaker: when the broker last failed (None: it answers), when to try it again,
-        # and whether a request is trying it now.
+        # The breaker: the broker's failures in a row, when it opened (None: closed), when to
+        # try the broker again, and whether a request is trying it now.
+        self._failures = 0
         self._failed_at: float | None = None
         self._retry_at = 0.0
         self._probing = False
@@ -162,6 +167,10 @@ class Budgets:
                 self._broker_failed(error)
             else:
                 self._broker_answered()
+                # Should the broker fail, this instance goes on from its share of what the
+                # fleet's budget holds now, not from a full budget.
+                share = self.policy.share(limit)
+                self._local.hold(key, verdict.available / self.policy.instances, share)
                 return verdict, limit
             finally:
                 self._probing = False
@@ -178,7 +187,8 @@ class Budgets:
 
     def _broker_failed(self, error: StorageUnavailable) -> None:
         now = self._clock()
-        if self._failed_at is None:
+        self._failures += 1
+        if self._failed_at is None and self._failures >= BROKER_FAILURES:
             self._failed_at = now
             log.warning(
                 "budgets: the broker failed (%s); each instance holds its share of every "
@@ -188,6 +198,7 @@ class Budgets:
         self._retry_at = now + BROKER_RETRY_SECONDS
 
     def _broker_answered(self) -> None:
+        self._failures = 0
         if self._failed_at is not None:
             log.warning(
                 "budgets: the broker answers again after %.1f s; budgets are shared again",
