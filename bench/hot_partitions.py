@@ -110,7 +110,7 @@ def bucket(limit: float) -> float:
 
 
 async def simulate(
-    endpoint: str, *, measure_seconds: float = 4.0, burst_seconds: float = 8.0, clients: int = 8
+    endpoint: str, *, measure_seconds: float = 5.0, burst_seconds: float = 15.0, clients: int = 8
 ) -> Simulation:
     """R measured, then the burst at R with one shard and at the defaults (each on a table of
     its own at `endpoint`)."""
