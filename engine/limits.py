@@ -250,82 +250,149 @@ def actual_cost(
     return 0
 
 
+_LEAF, _KEYED, _PAGE, _OTHER = "leaf", "keyed", "page", "other"
+# A selection set as `_Actual` reads it: the fields always answered and costing 1 each (leaves
+# without a directive), and the rest, each with the type it is selected on.
+_Shape = tuple[int, list[tuple[FieldNode, GraphQLNamedType | None]]]
+
+
 @dataclass(frozen=True, slots=True)
 class _Actual:
+    """One count over one answer; each selection set's shape is worked out once (`_shape`), so
+    a page of a hundred items costs a few steps each, not a visit to every field."""
+
     schema: GraphQLSchema
     fragments: Mapping[str, FragmentDefinitionNode]
     limits: QueryLimits
+    shapes: dict[tuple[int, str | None], _Shape] = field(default_factory=dict)
+    kinds: dict[int, tuple[str, GraphQLNamedType | None]] = field(default_factory=dict)
 
     def cost(
         self,
         selections: SelectionSetNode | None,
         parent: GraphQLNamedType | None,
         value: Mapping[str, Any],
-        spread: frozenset[str] = frozenset(),
+        skip: frozenset[str] = frozenset(),
     ) -> int:
+        """What `selections` cost over the object `value`, the response keys in `skip` left out
+        (a page's items, counted one by one)."""
         if selections is None:
             return 0
-        total = 0
+        leaves, others = self._shape(selections, parent)
+        total = leaves
+        for node, on in others:
+            key = (node.alias or node.name).value
+            if key in value and key not in skip:
+                total += self._field(node, on, value[key])
+        return total
+
+    def _shape(self, selections: SelectionSetNode, parent: GraphQLNamedType | None) -> _Shape:
+        key = (id(selections), getattr(parent, "name", None))
+        shape = self.shapes.get(key)
+        if shape is None:
+            shape = self.shapes[key] = self._flatten(selections, parent, frozenset())
+        return shape
+
+    def _flatten(
+        self, selections: SelectionSetNode, parent: GraphQLNamedType | None, spread: frozenset[str]
+    ) -> _Shape:
+        """`spread`: the fragments on the way here, so a cycle ends instead of recursing."""
+        leaves, others = 0, []
         for selection in selections.selections:
             if isinstance(selection, FieldNode):
-                key = (selection.alias or selection.name).value
-                if key in value:
-                    total += self._field(selection, parent, value[key], spread)
-            elif isinstance(selection, InlineFragmentNode):
+                if selection.selection_set is None and not selection.directives:
+                    leaves += 1
+                else:
+                    others.append((selection, parent))
+                continue
+            if isinstance(selection, InlineFragmentNode):
                 condition = selection.type_condition
                 narrowed = self.schema.get_type(condition.name.value) if condition else parent
-                total += self.cost(selection.selection_set, narrowed, value, spread)
+                inner = selection.selection_set
             elif isinstance(selection, FragmentSpreadNode):
                 name = selection.name.value
                 fragment = self.fragments.get(name)
                 if fragment is None or name in spread:
                     continue
                 narrowed = self.schema.get_type(fragment.type_condition.name.value)
-                total += self.cost(fragment.selection_set, narrowed, value, spread | {name})
+                inner, spread = fragment.selection_set, spread | {name}
+            else:
+                continue
+            if selection.directives or narrowed is not parent:
+                # Answered or not by the object's type or a directive: each field is looked for.
+                for node in _fields(inner, self.fragments, spread):
+                    others.append((node, narrowed))
+                continue
+            more_leaves, more = self._flatten(inner, narrowed, spread)
+            leaves, others = leaves + more_leaves, others + more
+        return leaves, others
+
+    def _field(self, node: FieldNode, parent: GraphQLNamedType | None, value: Any) -> int:
+        if value is None:
+            return 1
+        kind = self.kinds.get(id(node))
+        if kind is None:
+            kind = self.kinds[id(node)] = self._kind(node, parent)
+        how, named = kind
+        if how is _LEAF or named is None:
+            return 1
+        if how is _KEYED or (how is _PAGE and isinstance(value, list)):
+            return 1 + sum(self.cost(node.selection_set, named, item) for item in _items(value))
+        if how is _PAGE:
+            return 1 + self._page(node, named, value)
+        if isinstance(value, list):
+            items = (self.cost(node.selection_set, named, item) for item in _items(value))
+            return 1 + max(items, default=0)
+        return 1 + self.cost(node.selection_set, named, value)
+
+    def _kind(
+        self, node: FieldNode, parent: GraphQLNamedType | None
+    ) -> tuple[str, GraphQLNamedType | None]:
+        """How a field counts: a leaf (or unknown), a list of keys, a page, or any other."""
+        definition = getattr(parent, "fields", {}).get(node.name.value)
+        if definition is None or node.selection_set is None:
+            return _LEAF, None
+        named = get_named_type(definition.type)
+        if node.name.value in self.limits.keyed_lists and parent is self.schema.query_type:
+            return _KEYED, named
+        return (_PAGE if "first" in definition.args else _OTHER), named
+
+    def _inner(self, node: FieldNode, named: GraphQLNamedType, value: Any) -> int:
+        return self.cost(node.selection_set, named, value) if value is not None else 0
+
+    def _page(self, node: FieldNode, named: GraphQLNamedType, page: Mapping[str, Any]) -> int:
+        """A connection: what it selects, counted as if each item it returned had been a page
+        of one (`operation_cost` counts `first` such pages): what is not a list of items
+        (`pageInfo`) once per item, and each list of items (`edges`) by its item."""
+        lists = frozenset(key for key, value in page.items() if isinstance(value, list))
+        if not lists:
+            return self._inner(node, named, page)
+        size = max(len(page[key]) for key in lists)
+        total = size * self.cost(node.selection_set, named, page, skip=lists)
+        _, others = self._shape(node.selection_set, named)  # type: ignore[arg-type]
+        for field_node, on in others:
+            key = (field_node.alias or field_node.name).value
+            if key in lists:
+                total += sum(self._field(field_node, on, [item]) for item in page[key])
         return total
 
-    def _field(
-        self, node: FieldNode, parent: GraphQLNamedType | None, value: Any, spread: frozenset[str]
-    ) -> int:
-        fields = getattr(parent, "fields", {})
-        definition = fields.get(node.name.value)
-        if definition is None or value is None or node.selection_set is None:
-            return 1
-        named = get_named_type(definition.type)
-        keyed = node.name.value in self.limits.keyed_lists and parent is self.schema.query_type
-        if keyed or ("first" in definition.args and isinstance(value, list)):
-            return 1 + sum(self._inner(node, named, item, spread) for item in _items(value))
-        if "first" in definition.args:
-            return 1 + self._page(node, named, value, spread)
-        if isinstance(value, list):
-            items = (self._inner(node, named, item, spread) for item in _items(value))
-            return 1 + max(items, default=0)
-        return 1 + self._inner(node, named, value, spread)
 
-    def _inner(
-        self, node: FieldNode, named: GraphQLNamedType, value: Any, spread: frozenset[str]
-    ) -> int:
-        return self.cost(node.selection_set, named, value, spread) if value is not None else 0
-
-    def _page(
-        self,
-        node: FieldNode,
-        named: GraphQLNamedType,
-        page: Mapping[str, Any],
-        spread: frozenset[str],
-    ) -> int:
-        """A connection: what it selects, counted as if each item it returned had been a page
-        of one (`operation_cost` counts `first` such pages)."""
-        lists = [key for key, value in page.items() if isinstance(value, list)]
-        if not lists:
-            return self._inner(node, named, page, spread)
-        size = max(len(page[key]) for key in lists)
-        return sum(
-            self._inner(
-                node, named, {**page, **{key: page[key][i : i + 1] for key in lists}}, spread
-            )
-            for i in range(size)
-        )
+def _fields(
+    selections: SelectionSetNode,
+    fragments: Mapping[str, FragmentDefinitionNode],
+    spread: frozenset[str],
+) -> Iterator[FieldNode]:
+    """The fields of a selection set, through its fragments."""
+    for selection in selections.selections:
+        if isinstance(selection, FieldNode):
+            yield selection
+        elif isinstance(selection, InlineFragmentNode):
+            yield from _fields(selection.selection_set, fragments, spread)
+        elif isinstance(selection, FragmentSpreadNode):
+            name = selection.name.value
+            fragment = fragments.get(name)
+            if fragment is not None and name not in spread:
+                yield from _fields(fragment.selection_set, fragments, spread | {name})
 
 
 def _items(value: list[Any]) -> Iterator[Any]:
