@@ -144,6 +144,14 @@ PARAMETERS: dict[str, dict[str, Any]] = {
             "tokens carry client_id, not aud; empty: not checked"
         ),
     },
+    "BudgetOverrides": {
+        "Type": "String",
+        "Default": "",
+        "Description": (
+            "Named service clients' budgets, client=rate/burst comma-separated "
+            "(LOC_BUDGET_OVERRIDES); empty: every service at the service class's"
+        ),
+    },
     "TrustedDocuments": {
         "Type": "String",
         "Default": "/app/trusted-documents",
@@ -521,6 +529,10 @@ def _environment() -> list[Any]:
         variable("auth_gateway_scope", _ref("GatewayScope")),
         unless_empty("auth_jwt_client_ids", "JwtClientIds"),
         unless_empty("trusted_documents", "TrustedDocuments"),
+        unless_empty("budget_overrides", "BudgetOverrides"),
+        # Each task's share of a budget while the broker fails: at the fewest tasks, so a
+        # broker outage admits more than the budget, never locks callers out.
+        variable("budget_expected_instances", _ref("MinTasks")),
     ]
 
 
@@ -861,7 +873,13 @@ def stack_template() -> dict[str, Any]:
     }
     given = {
         f"{name}Given": {"Fn::Not": [{"Fn::Equals": [_ref(name), ""]}]}
-        for name in ("JwtAudience", "JwtClientIds", "TrustedDocuments", "AlarmEmail")
+        for name in (
+            "JwtAudience",
+            "JwtClientIds",
+            "TrustedDocuments",
+            "BudgetOverrides",
+            "AlarmEmail",
+        )
     }
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
