@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from graphql import parse
 
@@ -252,3 +253,27 @@ async def test_budgets_off_charge_nothing(moto_config: DynamoConfig) -> None:
     async with api_client(moto_config, budgets=False) as api:
         _, _, body = await post(api, LOOKUP, {"payment": "0190f5a4-0000-7000-8000-000000000000"})
     assert "extensions" not in body
+
+
+async def test_gql_meets_429_with_throttled(small: Api) -> None:
+    """What Python's GraphQL client `gql` sees once over budget: the THROTTLED error it raises
+    from the 429's body, and `Retry-After` among the answer's headers."""
+    from gql import Client, gql
+    from gql.transport.exceptions import TransportQueryError
+    from gql.transport.httpx import HTTPXAsyncTransport
+
+    await exhaust(small, ALICE)
+    transport = HTTPXAsyncTransport(
+        url="http://payments.test/graphql",
+        headers={"authorization": f"Bearer {ALICE}"},
+        transport=httpx.ASGITransport(app=small.app),
+    )
+    async with Client(transport=transport) as session:
+        with pytest.raises(TransportQueryError) as refused:
+            request = gql(PAGE)
+            request.variable_values = {"loan": "loan-1", "first": 20}
+            await session.execute(request)
+    assert refused.value.errors is not None
+    assert refused.value.errors[0]["extensions"]["code"] == "THROTTLED"
+    response = transport.response_headers
+    assert response is not None and int(response["retry-after"]) > 0
