@@ -224,6 +224,7 @@ async def merged_page(
     cursors: CursorCodec,
     paging: Paging,
     node: Callable[[Item], NodeT],
+    moving_from: Sequence[PageQuery] = (),
 ) -> PageOf[NodeT]:
     """One list kept in several partitions of an index (GSI2's shards): `merged_items` past
     the cursor, in the direction paged.
@@ -231,17 +232,29 @@ async def merged_page(
     The queries share one scope and one sort order, and no sort key is in two partitions, so the
     merged order is total: everything before the cursor's item (in the direction paged) was on
     earlier pages, and the cursor's key, moved to each partition, is every partition's position.
+
+    `moving_from`: partitions a reshard is moving items out of into `queries`' (one way). They
+    are merged first, and `queries`' after: an item moved before its old partition was read
+    there is in its new one when that is read, and one moved after was read where it was (a
+    merge of both at once could read its new place before it came and its old after it left).
     """
     scope = queries[0].scope
-    assert all(query.scope == scope for query in queries)
-    items = await merged_items(
-        client,
-        table_name=table_name,
-        queries=queries,
-        start_key=paging.start_key(cursors, scope),
-        wanted=paging.size + 1,
-        backward=paging.backward,
-    )
+    assert all(query.scope == scope for query in (*queries, *moving_from))
+    start_key = paging.start_key(cursors, scope)
+    wanted = paging.size + 1
+    found: list[Item] = []
+    rounds = 0
+    for phase in (moving_from, queries):
+        if phase:
+            items, taken = await _merge(
+                client, table_name, phase, start_key, wanted, paging.backward
+            )
+            found += items
+            rounds += taken
+    list_rounds(rounds)
+    order, identity, reverse = _ordering(queries, paging.backward)
+    distinct = {identity(item): item for item in found}
+    items = sorted(distinct.values(), key=order, reverse=reverse)[:wanted]
     return page_of_items(items, scope, cursors, paging, node)
 
 
@@ -279,16 +292,41 @@ async def merged_items(
     it. The second refill asks each partition for all the page still lacks, which places it
     whole (a filter can leave fewer items than asked for, and a merge with one goes on).
     The rounds are counted (`accounting.list_rounds`)."""
+    items, rounds = await _merge(client, table_name, queries, start_key, wanted, backward)
+    list_rounds(rounds)
+    return items
+
+
+def _ordering(
+    queries: Sequence[PageQuery], backward: bool
+) -> tuple[Callable[[Item], tuple[str, ...]], Callable[[Item], tuple[str, ...]], bool]:
+    """The merge's sort value of an item, its identity (its key less the partition: a payment
+    listed in two partitions during a reshard is one), and whether the order read is reversed
+    (the list's own order, or its reverse when paging backward)."""
     attribute = queries[0].partition_attribute
     sort_attribute = queries[0].sort_attribute
-    names = page_key_attributes(queries[0].scope.index)
-    identity = [name for name in names if name != attribute]
-    # The order read: the list's own, or its reverse when paging backward.
-    reverse = queries[0].newest_first != backward
+    names = [name for name in page_key_attributes(queries[0].scope.index) if name != attribute]
+
+    def identity(item: Item) -> tuple[str, ...]:
+        return tuple(item[name]["S"] for name in names)
 
     def order(item: Item) -> tuple[str, ...]:
-        # The partition left out: a payment listed in two (a reshard) sorts as one.
-        return (item[sort_attribute]["S"], *(item[name]["S"] for name in identity))
+        return (item[sort_attribute]["S"], *identity(item))
+
+    return order, identity, queries[0].newest_first != backward
+
+
+async def _merge(
+    client: DynamoDBClient,
+    table_name: str,
+    queries: Sequence[PageQuery],
+    start_key: Item | None,
+    wanted: int,
+    backward: bool,
+) -> tuple[list[Item], int]:
+    """`merged_items`' work: the items, and the rounds it took."""
+    attribute = queries[0].partition_attribute
+    order, identity, reverse = _ordering(queries, backward)
 
     def ahead(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
         return a > b if reverse else a < b
@@ -310,7 +348,7 @@ async def merged_items(
         async with storage_call():
             response = await client.query(**parameters)
         for item in response.get("Items", []):
-            found.setdefault(tuple(item[name]["S"] for name in identity), item)
+            found.setdefault(identity(item), item)
         shard.start = response.get("LastEvaluatedKey")
         # Read to its end, or to its last key: nothing it holds before that is still unread.
         shard.frontier = None if shard.start is None else order(shard.start)
@@ -336,8 +374,7 @@ async def merged_items(
         ]
         # Round two asks for a share again; from round three on, for all the page lacks.
         limit = share if rounds < 2 else wanted - placed
-    list_rounds(rounds)
-    return merged[:wanted]
+    return merged[:wanted], rounds
 
 
 async def read_items(

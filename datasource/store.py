@@ -307,13 +307,18 @@ class PaymentStore:
         """
         paging = Paging.of(first=first, after=after, last=last, before=before)
         layout = (await self._layouts.current()).status
-        queries = [status_query(status, partition) for partition in layout.read_partitions()]
-        if len(queries) == 1:
-            return await self._page(queries[0], paging, fields)
+        if layout.read_partitions() == [keys.GSI2_PARTITION]:
+            return await self._page(status_query(status, keys.GSI2_PARTITION), paging, fields)
+
+        def queries(partitions: list[str]) -> list[PageQuery]:
+            return [_projected(status_query(status, p), fields) for p in partitions]
+
         return await merged_page(
             self._client,
             table_name=self._table,
-            queries=[_projected(query, fields) for query in queries],
+            queries=queries(keys.status_partitions(layout.shards)),
+            # A reshard moves payments out of these into the layout written now.
+            moving_from=queries(layout.source_partitions()),
             cursors=self._cursors,
             paging=paging,
             node=functools.partial(from_item, fields=fields),

@@ -25,6 +25,7 @@ from tests.backends import CURSOR_SECRET, Backend, fresh_table
 from tests.datasource.shard_pages import ids
 from tests.datasource.sharded_tables import event_ids, lives, position, seed
 from tests.hypothesis_profiles import examples
+from tests.payment_samples import sample_payment
 
 S = PaymentStatus
 EVENT_TYPES = ["payment.created", "payment.skipped", "payment.retry", "payment.achsent"]
@@ -199,23 +200,22 @@ async def test_a_cursor_from_the_one_shard_feed_resumes_in_the_sharded_one(
     ]
 
 
-def _in_shard_zero(payments: list[Payment], shards: int) -> list[Payment]:
-    return [p for p in payments if keys.status_shard(p.payment_id, shards) == 0]
-
-
 async def test_a_page_held_by_one_shard_takes_three_rounds_and_is_whole(
     tables: Tables,
 ) -> None:
-    # Every PENDING payment in shard 0 of 64: the first round gets 4 of them, the second 4
-    # more, the third all the page lacks.
-    payments = [p for p in lives(2000)[0] if p.status is S.PENDING]
-    crowded = _in_shard_zero(payments, 64)[:20] + [p for p in payments[:120]]
+    # 25 payments, all in shard 0 of 64: the first round gets 3 of them, the second 3 more,
+    # the third all the page lacks.
+    crowded: list[Payment] = []
+    while len(crowded) < 25:
+        payment = sample_payment(user_id=f"user-{len(crowded) % 3}")
+        if keys.status_shard(payment.payment_id, 64) == 0:
+            crowded.append(payment)
     await tables.new_table()
     one = tables.store(keys.SEED_LAYOUT, keys.SEED_FEED)
-    await seed(one, crowded[:20], [])
+    await seed(one, crowded, [])
     await tables.new_table()
     many = tables.store(StatusLayout(64), keys.SEED_FEED)
-    await seed(many, crowded[:20], [])
+    await seed(many, crowded, [])
 
     with count_calls() as calls:
         page = await many.payments_by_status(status=S.PENDING, first=19)

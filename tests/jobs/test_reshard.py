@@ -3,28 +3,33 @@ layout, an interrupted run resumes losing and repeating nothing, and lists stay 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import boto3
 import pytest
 
-from datasource import DynamoConfig, PaymentStore
+from datasource import DynamoConfig, PaymentStore, count_calls
 from datasource.items import Item, to_item
 from datasource.shards import Placed
 from datasource.table import GSI2PK
 from domain import keys
 from domain.enums import PaymentStatus
-from domain.keys import StatusLayout
+from domain.keys import FeedLayout, StatusLayout
 from domain.payment import Payment
+from domain.transitions import TransitionRequest, apply_transition
 from jobs.checkpoint import CheckpointRefused
-from jobs.reshard import ReshardCheckpoint, load_reshard_checkpoint, reshard
+from jobs.reshard import ReshardCheckpoint, fresh_checkpoint, load_reshard_checkpoint, reshard
 from server.cli import main
 from tests.backends import CURSOR_SECRET, TEST_KEY, Backend, fresh_table
 from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
+from tests.datasource.sharded_tables import event_ids, lives, seed
 from tests.datasource.stored_items import all_items, put_all
+from tests.payment_samples import sample_payment, stored_move, stored_new
 
 S = PaymentStatus
 StoreOf = Callable[[StatusLayout], PaymentStore]
@@ -242,3 +247,80 @@ def test_the_command_reshards_and_refuses_another_runs_checkpoint(
     checkpoint.write_text("{}")
     with pytest.raises(CheckpointRefused):
         load_reshard_checkpoint(checkpoint)
+
+
+async def test_a_table_of_seed_data_stays_whole_under_the_defaults_until_its_reshard_ends(
+    backend: Backend, table: str
+) -> None:
+    """A deployment that set nothing: its table holds the seed's one-shard layouts and no
+    layout record. The service with the default settings reads both layouts and writes the
+    new; a reshard under live writes and pages loses and repeats nothing, and after it only the
+    new layout is read."""
+    payments, events = lives(120, start=datetime.now(UTC) - timedelta(minutes=5))
+    seed_store = PaymentStore(backend.client, table_name=table, cursor_secret=CURSOR_SECRET)
+    await seed(seed_store, payments, events)
+
+    async def service() -> PaymentStore:
+        store = PaymentStore(
+            backend.client,
+            table_name=table,
+            cursor_secret=CURSOR_SECRET,
+            layout=StatusLayout(keys.DEFAULT_GSI2_SHARDS),
+            feed=FeedLayout.of(keys.DEFAULT_FEED_SHARDS),
+        )
+        await store.follow_layout_record(
+            feed_shards=keys.DEFAULT_FEED_SHARDS,
+            refresh_seconds=10,
+            settle_seconds=5,
+            now=datetime.now(UTC),
+        )
+        return store
+
+    store = await service()
+    assert store.layout == StatusLayout(64, also_read=(1,))
+    assert store.feed_layout.changes[0] == (keys.FEED_START, 1)
+    assert store.feed_layout.latest == 32
+    everything = await every_page(store, S.PENDING, first=13)
+    assert [i for page in ids(everything) for i in page] == newest_first(payments, S.PENDING)
+    feed = await store.events(first=100, after=None, types=None, created_after=None, upper="9")
+    assert event_ids([feed])[0] == [(e.payment_id, e.version) for e in events[:100]]
+
+    # Live writes (new payments, each moved) and pages while the reshard runs.
+    written: list[Payment] = []
+    stop = asyncio.Event()
+
+    async def write() -> None:
+        while not stop.is_set():
+            new = await stored_new(store, sample_payment(user_id="live"))
+            request = TransitionRequest.checked(S.SKIPPED, "customer asked")
+            moved = apply_transition(new, request, max_attempts=3, now=new.updated_at)
+            written.append(await stored_move(store, new, moved))
+
+    async def read() -> None:
+        while not stop.is_set():
+            pages = await every_page(store, S.PENDING, first=17)
+            listed = [i for page in ids(pages) for i in page]
+            assert len(listed) == len(set(listed)), "none repeated"
+            # (A live payment is PENDING between its creation and its move.)
+            seeded = [i for i in listed if i in pending]
+            assert seeded == newest_first(payments, S.PENDING), "none lost"
+
+    pending = set(newest_first(payments, S.PENDING))
+    writer, reader = asyncio.create_task(write()), asyncio.create_task(read())
+    final = await reshard(
+        store, fresh_checkpoint(table, store.layout), checkpoint_path=None, page_size=20
+    )
+    stop.set()
+    await asyncio.gather(writer, reader)
+
+    assert final.finished and final.counts.moved == len(payments)
+    record = await store.layout_record()
+    assert record is not None and record.status == {64}
+    after = await service()
+    assert after.layout == StatusLayout(64) and written
+    skipped = await every_page(after, S.SKIPPED, first=50)
+    expected = [p.payment_id for p in reversed(payments + written) if p.status is S.SKIPPED]
+    assert [i for page in ids(skipped) for i in page] == expected
+    with count_calls() as calls:
+        await after.payments_by_status(status=S.PENDING, first=100)
+    assert calls.list_rounds <= 3 and calls.operations["Query"] < 2 * 64
