@@ -25,7 +25,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -205,6 +205,7 @@ class Layouts:
         client: DynamoDBClient | None = None,
         table_name: str = "",
         refresh_seconds: float = 0.0,
+        settle_seconds: float = 0.0,
     ) -> None:
         self._written = status.shards
         self._settings_read = frozenset(status.also_read)
@@ -213,7 +214,9 @@ class Layouts:
         self._client = client
         self._table = table_name
         self._refresh = refresh_seconds
-        self._read_at = time.monotonic()
+        self._settle = settle_seconds
+        # Never read yet (DynamoDB did not answer at start): read, or made, before any use.
+        self._read_at = float("-inf") if client is not None else time.monotonic()
         self._refreshing: asyncio.Task[None] | None = None
 
     @classmethod
@@ -252,6 +255,22 @@ class Layouts:
 
     async def refresh(self) -> None:
         assert self._client is not None
+        if self._read_at == float("-inf"):
+            # The first read: the record, made if the table has none (`establish`), with the
+            # feed's shards as given (the settings') from a position ahead.
+            at = switch_at(
+                datetime.now(UTC), refresh_seconds=self._refresh, settle_seconds=self._settle
+            )
+            self.adopt(
+                await establish(
+                    self._client,
+                    self._table,
+                    status_shards=self._written,
+                    feed_shards=self._feed.latest,
+                    switch=at,
+                )
+            )
+            return
         record = await read_record(self._client, self._table)
         if record is not None and self._written not in record.status:
             # A reshard ended on another layout while this instance writes its own (settings

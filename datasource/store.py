@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -60,6 +61,9 @@ from domain.payment import LoanRef, Payment, PaymentRef
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
     from types_aiobotocore_dynamodb import DynamoDBClient
+
+
+logger = logging.getLogger("loc_payments.store")
 
 
 @asynccontextmanager
@@ -151,30 +155,25 @@ class PaymentStore:
         return self._layouts.feed
 
     async def follow_layout_record(
-        self, *, feed_shards: int, refresh_seconds: float, settle_seconds: float, now: datetime
-    ) -> LayoutRecord:
+        self, *, feed_shards: int, refresh_seconds: float, settle_seconds: float
+    ) -> None:
         """Write and read in the layouts the table's record says hold data (made if there is
-        none: `datasource.layouts.establish`), read again every `refresh_seconds`."""
-        status = self._layouts.status
-        record = await layouts.establish(
-            self._client,
-            self._table,
-            status_shards=status.shards,
-            feed_shards=feed_shards,
-            switch=layouts.switch_at(
-                now, refresh_seconds=refresh_seconds, settle_seconds=settle_seconds
-            ),
-        )
+        none: `datasource.layouts.establish`, the feed in `feed_shards`), read again every
+        `refresh_seconds`. If DynamoDB does not answer now, the service still starts (and is
+        unready): the record is read before the first use that needs it."""
         live = Layouts(
-            status,
-            self._layouts.feed,
+            self._layouts.status,
+            FeedLayout.of(feed_shards),
             client=self._client,
             table_name=self._table,
             refresh_seconds=refresh_seconds,
+            settle_seconds=settle_seconds,
         )
-        live.adopt(record)
         self._layouts = live
-        return record
+        try:
+            await live.refresh()
+        except PaymentsError as error:
+            logger.warning("the layout record is read later: %s", error)
 
     async def layout_record(self) -> LayoutRecord | None:
         return await layouts.read_record(self._client, self._table)

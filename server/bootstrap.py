@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
@@ -125,6 +124,5 @@ async def payment_store(
                 feed_shards=settings.events_shards,
                 refresh_seconds=settings.layout_refresh_seconds,
                 settle_seconds=settings.events_settle_seconds,
-                now=datetime.now(UTC),
             )
         yield OpenedStore(store, created)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from moto.server import ThreadedMotoServer
 
 from datasource import DynamoConfig, PaymentStore
 from datasource.client import open_client
+from domain.keys import DEFAULT_FEED_SHARDS, DEFAULT_GSI2_SHARDS, FeedLayout, StatusLayout
 from harness.redis_server import RedisServer
 from tests import hypothesis_profiles, least_privilege
 from tests.backends import (
@@ -182,16 +184,30 @@ async def ddblocal_config(ddblocal_backend: Backend) -> AsyncIterator[DynamoConf
 
 @pytest.fixture
 def moto_store(moto_backend: Backend, moto_config: DynamoConfig) -> PaymentStore:
+    """A store on the API tests' table, in the layouts the service writes a new table in."""
     return PaymentStore(
-        moto_backend.client, table_name=moto_config.table_name, cursor_secret=CURSOR_SECRET
+        moto_backend.client,
+        table_name=moto_config.table_name,
+        cursor_secret=CURSOR_SECRET,
+        **DEFAULT_LAYOUTS,
     )
 
 
 @pytest.fixture
 def ddblocal_store(ddblocal_backend: Backend, ddblocal_config: DynamoConfig) -> PaymentStore:
     return PaymentStore(
-        ddblocal_backend.client, table_name=ddblocal_config.table_name, cursor_secret=CURSOR_SECRET
+        ddblocal_backend.client,
+        table_name=ddblocal_config.table_name,
+        cursor_secret=CURSOR_SECRET,
+        **DEFAULT_LAYOUTS,
     )
+
+
+# The default settings' layouts, which the service records for a new table (`datasource.layouts`).
+DEFAULT_LAYOUTS: dict[str, Any] = {
+    "layout": StatusLayout(DEFAULT_GSI2_SHARDS),
+    "feed": FeedLayout.of(DEFAULT_FEED_SHARDS),
+}
 
 
 @pytest.fixture(params=["moto", pytest.param("ddblocal", marks=pytest.mark.ddblocal)])

@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from starlette.applications import Starlette
 
 from datasource import DynamoConfig
+from domain import keys
 from server.app import create_app
 from server.settings import DEV_JWT_SECRET, Settings
 from tests.api.faults import THROTTLED, FaultyDynamoDB
@@ -241,7 +242,8 @@ def error_codes(body: dict[str, Any]) -> list[str]:
 
 
 def stored_items(config: DynamoConfig) -> list[dict[str, Any]]:
-    """Every item in the table as DynamoDB holds it (low-level JSON), sorted by key."""
+    """Every item in the table as DynamoDB holds it (low-level JSON), sorted by key; but the
+    layout record, which says where the items are (`datasource.layouts`), not one of them."""
     client = boto3.client(
         "dynamodb",
         region_name=config.region,
@@ -252,7 +254,10 @@ def stored_items(config: DynamoConfig) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = client.scan(TableName=config.table_name, ConsistentRead=True)[
         "Items"
     ]
-    return sorted(items, key=lambda item: (item["PK"]["S"], item["SK"]["S"]))
+    return sorted(
+        (item for item in items if item["PK"]["S"] != keys.LAYOUT_PARTITION),
+        key=lambda item: (item["PK"]["S"], item["SK"]["S"]),
+    )
 
 
 def payment_items(config: DynamoConfig) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ async def test_reads_end_in_a_typed_error_after_the_sdk_retries(
     config = DynamoConfig(table_name="payments", region="us-west-2", endpoint_url=faulty.url)
 
     async with api_client(config, **faulty_settings(faulty)) as api:
+        faulty.requests.clear()  # the start's read of the layout record: not the test's
         started = time.monotonic()
         body = await api.post(query)
         elapsed = time.monotonic() - started
@@ -46,6 +47,7 @@ async def test_a_mutation_against_throttled_storage_is_unavailable(
 ) -> None:
     config = DynamoConfig(table_name="payments", region="us-west-2", endpoint_url=faulty.url)
     async with api_client(config, **faulty_settings(faulty)) as api:
+        faulty.requests.clear()  # the start's read of the layout record: not the test's
         result = await api.mutate(
             "createPayment", {"userId": "alice", "loanId": "l", "amountCents": 1, "method": "ACH"}
         )
@@ -66,6 +68,7 @@ async def test_a_query_answers_unavailable_when_its_budget_is_spent(
     }
 
     async with api_client(config, **slow_sdk) as api:
+        faulty.requests.clear()  # the start's read of the layout record: not the test's
         started = time.monotonic()
         body = await api.post(READS[0])
         elapsed = time.monotonic() - started
@@ -84,6 +87,7 @@ async def test_retries_of_a_throttled_mutation_stop_at_the_budget(
     many_retries = faulty_settings(faulty) | {"dynamodb_max_attempts": 30, "dynamodb_budget": 0.4}
 
     async with api_client(config, **many_retries) as api:
+        faulty.requests.clear()  # the start's read of the layout record: not the test's
         started = time.monotonic()
         result = await api.mutate(
             "createPayment", {"userId": "alice", "loanId": "l", "amountCents": 1, "method": "ACH"}

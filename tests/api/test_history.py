@@ -17,6 +17,7 @@ import pytest
 from datasource import DynamoConfig
 from datasource.history import event_from_item
 from datasource.items import to_item
+from domain import keys
 from domain.validation import format_timestamp
 from tests.api.conftest import (
     ALICE,
@@ -165,7 +166,9 @@ async def test_every_write_stores_its_event_with_the_payment(
         # An event is outside every payment access pattern: in the events feed's GSI4 alone,
         # with the payment as the write left it.
         assert {name for name in item if name.startswith("GSI")} == {"GSI4PK", "GSI4SK"}
-        assert item["GSI4PK"] == {"S": "EVENTS"}
+        # Its payment's shard of the feed (32 by default), as GSI2's of the payment.
+        shard = keys.status_shard(after["paymentId"], keys.DEFAULT_FEED_SHARDS)
+        assert item["GSI4PK"] == {"S": f"EVENTS#{shard}"}
         assert item["GSI4SK"]["S"].startswith(after["updatedAt"] + "#USER#")
         held = item["loc_payment"]["M"]
         assert held["loc_status"] == {"S": after["status"]}

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from datasource import DynamoConfig
+from domain import keys
 from domain.errors import StorageUnavailable
 from tests.api.conftest import ALICE, Api, Clock, api_client, payment_items, stored_items
 
@@ -24,7 +25,8 @@ async def test_create_payment_stores_the_documented_item(
         "SK": {"S": f"LOAN#loan-1#PAYMENT#{p}"},
         "GSI1PK": {"S": "USER#alice"},
         "GSI1SK": {"S": f"LOAN#loan-1#STATUS#PENDING#PAYMENT#{p}"},
-        "GSI2PK": {"S": "PAYMENT"},
+        # Its shard of GSI2's default layout (64 shards: `PAYMENT#<k>`).
+        "GSI2PK": {"S": keys.status_partition(p, keys.DEFAULT_GSI2_SHARDS)},
         "GSI2SK": {"S": f"STATUS#PENDING#PAYMENT#{p}"},
         "loc_user_id": {"S": "alice"},
         "loc_loan_id": {"S": "loan-1"},

@@ -272,7 +272,6 @@ async def test_a_table_of_seed_data_stays_whole_under_the_defaults_until_its_res
             feed_shards=keys.DEFAULT_FEED_SHARDS,
             refresh_seconds=10,
             settle_seconds=5,
-            now=datetime.now(UTC),
         )
         return store
 
