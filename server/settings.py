@@ -362,16 +362,6 @@ class Settings(BaseSettings):
                 )
         return self
 
-    @property
-    def document_policy(self) -> Policy:
-        if self.documents is not None:
-            return self.documents
-        return "trusted-for-customers" if self.env == "prod" else "any"
-
-    @property
-    def status_layout(self) -> StatusLayout:
-        return StatusLayout(self.gsi2_shards, self.gsi2_read_shards)
-
     def _check_budgets(self) -> None:
         """Every budget admits the costliest operation allowed, so none is refused forever."""
         least = max(self.max_query_cost, self.budget_mutation_cost)
@@ -389,6 +379,16 @@ class Settings(BaseSettings):
                 )
         if any(not client for client in self.budget_overrides):
             raise ValueError("LOC_BUDGET_OVERRIDES: a client id is empty")
+
+    @property
+    def document_policy(self) -> Policy:
+        if self.documents is not None:
+            return self.documents
+        return "trusted-for-customers" if self.env == "prod" else "any"
+
+    @property
+    def status_layout(self) -> StatusLayout:
+        return StatusLayout(self.gsi2_shards, self.gsi2_read_shards)
 
     @property
     def uses_embedded_dynamodb(self) -> bool:
