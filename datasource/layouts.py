@@ -26,7 +26,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -157,33 +157,31 @@ async def replace_record(
 ) -> bool:
     """Write `new` if the record is still `old`; False if it changed meanwhile."""
     item = dataclasses.replace(new, version=old.version + 1).to_item()
-    try:
-        async with storage_call():
-            await client.put_item(
-                TableName=table_name,
-                Item=item,
-                ConditionExpression="loc_version = :version",
-                ExpressionAttributeValues={":version": {"N": str(old.version)}},
-            )
-    except ClientError as error:
-        if error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return await _put_if(
+        client,
+        table_name,
+        item,
+        ConditionExpression="loc_version = :version",
+        ExpressionAttributeValues={":version": {"N": str(old.version)}},
+    )
 
 
 async def _put_first(client: DynamoDBClient, table_name: str, record: LayoutRecord) -> bool:
-    try:
-        async with storage_call():
-            await client.put_item(
-                TableName=table_name,
-                Item=record.to_item(),
-                ConditionExpression=f"attribute_not_exists({PK})",
-            )
-    except ClientError as error:
-        if error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
+    return await _put_if(
+        client, table_name, record.to_item(), ConditionExpression=f"attribute_not_exists({PK})"
+    )
+
+
+async def _put_if(client: DynamoDBClient, table_name: str, item: Item, **condition: Any) -> bool:
+    """Put the record if `condition` holds; False if another writer changed it first. (The
+    refusal is caught inside `storage_call`, which turns any other error into a domain one.)"""
+    async with storage_call():
+        try:
+            await client.put_item(TableName=table_name, Item=item, **condition)
+        except ClientError as error:
+            if error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
     return True
 
 

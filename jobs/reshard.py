@@ -149,6 +149,14 @@ async def reshard_feed(store: PaymentStore, shards: int, *, at: str) -> FeedLayo
             raise CheckpointRefused(f"the table {store.table_name} has no layout record yet")
         if record.feed.latest == shards:
             return None
+        since, latest = record.feed.changes[-1]
+        if at <= since:
+            # Another run recorded its own change from a position at or past ours: a second
+            # change would apply before the first one had (never written over it).
+            raise CheckpointRefused(
+                f"the feed's layout changed meanwhile: {latest} shard(s) from {since}; "
+                "run the reshard again once it applies"
+            )
         feed = record.feed.then(at, shards)
         if await store.replace_layout_record(record, dataclasses.replace(record, feed=feed)):
             return feed
