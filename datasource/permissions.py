@@ -75,6 +75,8 @@ SERVICE_GRANTS: tuple[Grant, ...] = (
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
+            # Webhook attempts and retries, written plainly in batches.
+            "dynamodb:BatchWriteItem",
             # Readiness, the breaker's probe, and finding the stream.
             "dynamodb:DescribeTable",
         ),

@@ -1,50 +1,58 @@
 """Webhook endpoints, their delivery attempts and due retries, as items of the one table.
 
     endpoint   PK = WEBHOOKS, SK = ENDPOINT#<id>
-        loc_endpoint_id, loc_url, loc_event_types (L, absent: every type), loc_description,
-        loc_status (ENABLED | FAILING), loc_created_date, loc_secret, loc_previous_secret and
-        loc_previous_secret_until (while a rotation's grace lasts), loc_secret_rotated_date,
-        loc_feed_from (S, the feed's lower bound: the creation's time) and loc_feed_key (M, the
-        GSI4 key of the last event handled): where the endpoint's deliveries have reached;
-        loc_lease_owner, loc_lease_until (N, epoch ms): the instance delivering its events.
-    attempt    PK = WEBHOOK#<id>, SK = DELIVERY#<time>#<event id>   (30 days, then TTL)
+        loc_endpoint_id, loc_url, loc_event_types (L, absent: every payment type), loc_description,
+        loc_status (ENABLED | FAILING | DISABLED), loc_created_date, loc_secret, loc_previous_secret
+        and loc_previous_secret_until (while a rotation's grace lasts), loc_secret_rotated_date,
+        loc_feed_from (S, the feed's lower bound: the creation's time, or an enabling's from now)
+        and loc_feed_key (M, the GSI4 key of the last event handled): where the endpoint's
+        deliveries have reached; loc_lease_owner, loc_lease_until (N, epoch ms): the instance
+        delivering its events; loc_failing_since (S, the first failed attempt since the last 2xx),
+        loc_disabled_date and loc_disabled_reason (while DISABLED), loc_delivers_from (S, an
+        enabling from now: older events' retries are dropped), loc_retries_changed (S, when a
+        retry was scheduled from outside its delivery: a resend, an operational event).
+    attempt    PK = WEBHOOK#<id>, SK = DELIVERY#<time>#<event id>#<attempt>   (30 days, then TTL)
         loc_event_id, loc_event_type, loc_attempt, loc_attempted_date, loc_duration_ms,
-        loc_status_code or loc_error, loc_response_body (the answer's first 2 KB)
+        loc_status_code or loc_error, loc_response_body (a failed attempt's answer, its first 2 KB)
     retry      PK = WEBHOOK#<id>, SK = RETRY#<due time>#<event id>  (TTL a week after it is due)
-        loc_event_id, loc_attempt (the attempt it will be)
+        loc_event_id, loc_attempt (the attempt it will be), loc_body (an operational event's JSON)
 
-Every write that records an attempt is one transaction with the endpoint's progress, on the
-condition that the writer still holds the lease: an instance that lost it (paused past its lease,
-then woken) writes nothing, and at most one instance delivers an endpoint's events at a time.
+Attempts and retries are written plainly (BatchWriteItem); the endpoint's position moves past them
+afterwards, once per batch, on the condition that the writer still holds the lease (and that no
+enabling moved the position meanwhile): an instance that lost it writes no position, and what it
+sent again is at most its window (at least once).
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from datasource.batch import Backoff
 from datasource.cursors import CursorCodec, ListScope
-from datasource.deadline import storage_call
+from datasource.deadline import pause, storage_call
 from datasource.items import Item
 from datasource.pages import PageOf, PageQuery, Paging, query_page
-from datasource.table import PK, SK, TTL_ATTRIBUTE
-from datasource.transactions import cancellation_reasons
+from datasource.table import GSI4SK, PK, SK, TTL_ATTRIBUTE
 from domain import keys
-from domain.errors import NotFound
+from domain.errors import NotFound, StorageUnavailable
 from domain.validation import format_timestamp, parse_timestamp
 from domain.webhooks import EndpointStatus, WebhookDelivery, WebhookEndpoint
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
-    from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
 
-__all__ = ["DueRetry", "EndpointState", "Progress", "WebhookStore"]
+__all__ = ["Commit", "DueRetry", "EndpointState", "WebhookStore", "WrittenPlainly"]
 
 DELIVERY_RETENTION = timedelta(days=30)
 RETRY_RETENTION = timedelta(days=7)
+# A failed attempt keeps the answer's first bytes (why it failed); a delivered one keeps none, so
+# that its record stays under 1 KB (one write unit).
 MAX_RESPONSE_BODY = 2048
+# DynamoDB's limit of items per BatchWriteItem request.
+WRITE_BATCH_SIZE = 25
 _MISSING = NotFound("webhook endpoint not found")
 
 
@@ -60,6 +68,9 @@ class EndpointState:
     feed_key: Item | None
     lease_owner: str | None
     lease_until_ms: int
+    failing_since: datetime | None = None
+    delivers_from: datetime | None = None
+    retries_changed: str | None = None
 
     def signing_secrets(self, now: datetime) -> list[str]:
         """The current secret, and the previous one while its grace lasts."""
@@ -69,25 +80,45 @@ class EndpointState:
             return [self.secret]
         return [self.secret, self.previous_secret]
 
+    @property
+    def position(self) -> str:
+        """Where its deliveries have reached, as a feed sort key (compared as text)."""
+        return self.feed_from if self.feed_key is None else self.feed_key[GSI4SK]["S"]
+
+    @property
+    def stopped_at(self) -> str:
+        """The time of its position (RFC 3339 with milliseconds)."""
+        return self.position[: len("2026-01-01T00:00:00.000Z")]
+
 
 @dataclass(frozen=True, slots=True)
 class DueRetry:
     event_id: str
     attempt: int
     sort_key: str
+    due: datetime
+    body: str | None = None  # an operational event's JSON; None: a payment event's, read by id
+
+
+@dataclass(slots=True)
+class WrittenPlainly:
+    """Items written without a transaction: attempts and retries to put, retries to delete."""
+
+    puts: list[Item] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
-    """What one handled event changes: the attempt made (if one was), the retry it used up and
-    the one it schedules (due time, attempt), the feed position it reached, the endpoint's
-    status."""
+class Commit:
+    """What one batch of an endpoint's deliveries changes on the endpoint: its position (None:
+    unchanged), its status, since when it has answered no 2xx (`failing_since`; None with
+    `succeeded`: a 2xx came), and why it was disabled."""
 
-    delivery: WebhookDelivery | None = None
-    retry_done: str | None = None
-    retry_next: tuple[datetime, int] | None = None
     feed_key: Item | None = None
     status: EndpointStatus | None = None
+    failing_since: datetime | None = None
+    succeeded: bool = False
+    disabled: tuple[datetime, str] | None = None
 
 
 def _endpoint_key(endpoint_id: str) -> Item:
@@ -102,10 +133,18 @@ def _deliveries_scope(endpoint_id: str) -> ListScope:
 
 
 class WebhookStore:
-    def __init__(self, client: DynamoDBClient, *, table_name: str, cursors: CursorCodec) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        *,
+        table_name: str,
+        cursors: CursorCodec,
+        backoff: Backoff | None = None,
+    ) -> None:
         self._client = client
         self._table = table_name
         self._cursors = cursors
+        self._backoff = backoff or Backoff()
 
     async def create(self, endpoint: WebhookEndpoint, *, secret: str) -> None:
         item: Item = {
@@ -179,21 +218,43 @@ class WebhookStore:
         self, endpoint_id: str, *, secret: str, now: datetime, grace: timedelta
     ) -> EndpointState:
         """A new signing secret; the one it replaces still signs until `now + grace`."""
+        return await self._update(
+            endpoint_id,
+            "SET loc_previous_secret = loc_secret, loc_secret = :secret, "
+            "loc_previous_secret_until = :until, loc_secret_rotated_date = :now",
+            {
+                ":secret": {"S": secret},
+                ":until": {"S": format_timestamp(now + grace)},
+                ":now": {"S": format_timestamp(now)},
+            },
+        )
+
+    async def enable(self, endpoint_id: str, *, from_now: datetime | None) -> EndpointState:
+        """ENABLED again: from where it stopped, or (`from_now`) from the events after then,
+        the retries of older events dropped."""
+        update = (
+            "SET loc_status = :enabled "
+            "REMOVE loc_disabled_date, loc_disabled_reason, loc_failing_since"
+        )
+        values: dict[str, Any] = {":enabled": {"S": EndpointStatus.ENABLED.value}}
+        if from_now is not None:
+            moment = format_timestamp(from_now)
+            update = (
+                "SET loc_status = :enabled, loc_feed_from = :from, loc_delivers_from = :now "
+                "REMOVE loc_disabled_date, loc_disabled_reason, loc_failing_since, loc_feed_key"
+            )
+            values |= {":from": {"S": keys.feed_bound(moment)}, ":now": {"S": moment}}
+        return await self._update(endpoint_id, update, values)
+
+    async def _update(self, endpoint_id: str, update: str, values: dict[str, Any]) -> EndpointState:
         async with storage_call():
             try:
                 response = await self._client.update_item(
                     TableName=self._table,
                     Key=_endpoint_key(endpoint_id),
-                    UpdateExpression=(
-                        "SET loc_previous_secret = loc_secret, loc_secret = :secret, "
-                        "loc_previous_secret_until = :until, loc_secret_rotated_date = :now"
-                    ),
+                    UpdateExpression=update,
                     ConditionExpression=f"attribute_exists({PK})",
-                    ExpressionAttributeValues={
-                        ":secret": {"S": secret},
-                        ":until": {"S": format_timestamp(now + grace)},
-                        ":now": {"S": format_timestamp(now)},
-                    },
+                    ExpressionAttributeValues=values,
                     ReturnValues="ALL_NEW",
                 )
             except self._client.exceptions.ConditionalCheckFailedException:
@@ -235,107 +296,106 @@ class WebhookStore:
                     ExpressionAttributeValues={":owner": {"S": owner}, ":zero": {"N": "0"}},
                 )
 
-    async def due_retries(self, endpoint_id: str, *, now: datetime, limit: int) -> list[DueRetry]:
+    async def retries(self, endpoint_id: str, *, limit: int) -> list[DueRetry]:
+        """The endpoint's first `limit` retries, soonest due first (due or not)."""
         async with storage_call():
             response = await self._client.query(
                 TableName=self._table,
-                KeyConditionExpression="#pk = :pk AND #sk BETWEEN :from AND :to",
+                KeyConditionExpression="#pk = :pk AND begins_with(#sk, :prefix)",
                 ExpressionAttributeNames={"#pk": PK, "#sk": SK},
                 ExpressionAttributeValues={
                     ":pk": {"S": keys.webhook_partition(endpoint_id)},
-                    ":from": {"S": keys.RETRY_PREFIX},
-                    ":to": {"S": keys.retry_sort_key(format_timestamp(now), "~")},
+                    ":prefix": {"S": keys.RETRY_PREFIX},
                 },
                 ConsistentRead=True,
                 Limit=limit,
             )
-        return [
-            DueRetry(
-                event_id=item["loc_event_id"]["S"],
-                attempt=int(item["loc_attempt"]["N"]),
-                sort_key=item[SK]["S"],
-            )
-            for item in response.get("Items", [])
-        ]
+        return [_retry(item) for item in response.get("Items", [])]
 
     async def schedule(
-        self, endpoint_id: str, *, event_id: str, due: datetime, attempt: int
+        self,
+        endpoint_id: str,
+        *,
+        event_id: str,
+        due: datetime,
+        attempt: int,
+        body: str | None = None,
     ) -> None:
-        """A retry (or a resend) of `event_id`, due at `due`."""
+        """A retry (a resend, an operational event) of `event_id`, due at `due`, made from
+        outside the endpoint's delivery: the endpoint is marked so that its delivery looks."""
         async with storage_call():
             await self._client.put_item(
-                TableName=self._table, Item=self._retry_item(endpoint_id, event_id, due, attempt)
+                TableName=self._table,
+                Item=retry_item(endpoint_id, event_id, due, attempt, body=body),
             )
+        async with storage_call():
+            with contextlib.suppress(self._client.exceptions.ConditionalCheckFailedException):
+                await self._client.update_item(
+                    TableName=self._table,
+                    Key=_endpoint_key(endpoint_id),
+                    UpdateExpression="SET loc_retries_changed = :at",
+                    ConditionExpression=f"attribute_exists({PK})",
+                    ExpressionAttributeValues={":at": {"S": format_timestamp(due)}},
+                )
 
-    async def record(self, endpoint_id: str, *, owner: str, progress: Progress) -> bool:
-        """Store what one handled event changed, in one transaction, if `owner` still holds the
-        lease; False when it does not (nothing is written)."""
-        endpoint_update = self._progress_update(endpoint_id, owner, progress)
-        writes: list[TransactWriteItemTypeDef] = [endpoint_update]
-        if progress.delivery is not None:
-            writes.append(
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": _delivery_item(endpoint_id, progress.delivery),
-                    }
-                }
-            )
-        if progress.retry_done is not None:
-            writes.append(
-                {
-                    "Delete": {
-                        "TableName": self._table,
-                        "Key": {
-                            PK: {"S": keys.webhook_partition(endpoint_id)},
-                            SK: {"S": progress.retry_done},
-                        },
-                    }
-                }
-            )
-        if progress.retry_next is not None and progress.delivery is not None:
-            due, attempt = progress.retry_next
-            item = self._retry_item(endpoint_id, progress.delivery.event_id, due, attempt)
-            writes.append({"Put": {"TableName": self._table, "Item": item}})
-        if len(writes) == 1:
+    async def write_plainly(self, endpoint_id: str, writes: WrittenPlainly) -> None:
+        """Attempts and retries, in BatchWriteItems of 25 (puts first: a retry's next one is
+        stored before the one it replaces is deleted), what DynamoDB leaves unprocessed
+        retried; StorageUnavailable if it stays unwritten."""
+        partition = keys.webhook_partition(endpoint_id)
+        requests: list[Any] = [{"PutRequest": {"Item": item}} for item in writes.puts] + [
+            {"DeleteRequest": {"Key": {PK: {"S": partition}, SK: {"S": sort_key}}}}
+            for sort_key in writes.deletes
+        ]
+        for start in range(0, len(requests), WRITE_BATCH_SIZE):
+            await self._write_chunk(requests[start : start + WRITE_BATCH_SIZE])
+
+    async def _write_chunk(self, requests: list[Any]) -> None:
+        pending = requests
+        for attempt in range(self._backoff.retries + 1):
+            if attempt:
+                await pause(self._backoff.delay(attempt - 1))
             async with storage_call():
-                try:
-                    await self._client.update_item(**endpoint_update["Update"])
-                except self._client.exceptions.ConditionalCheckFailedException:
-                    return False
-            return True
-        reasons = await cancellation_reasons(self._client, writes)
-        return reasons is None
+                response = await self._client.batch_write_item(RequestItems={self._table: pending})
+            pending = list(response.get("UnprocessedItems", {}).get(self._table, []))
+            if not pending:
+                return
+        raise StorageUnavailable("DynamoDB left part of a batch write unprocessed; retry shortly")
 
-    def _progress_update(
-        self, endpoint_id: str, owner: str, progress: Progress
-    ) -> TransactWriteItemTypeDef:
+    async def commit(self, endpoint_id: str, *, owner: str, feed_from: str, commit: Commit) -> bool:
+        """Store what a batch changed on the endpoint, if `owner` still holds the lease and the
+        position still starts at `feed_from` (no enabling from now moved it); False if not."""
         sets = ["loc_lease_owner = :owner"]
-        values: dict[str, object] = {":owner": {"S": owner}}
-        if progress.feed_key is not None:
+        removes: list[str] = []
+        values: dict[str, Any] = {":owner": {"S": owner}, ":from": {"S": feed_from}}
+        if commit.feed_key is not None:
             sets.append("loc_feed_key = :key")
-            values[":key"] = {"M": progress.feed_key}
-        if progress.status is not None:
+            values[":key"] = {"M": commit.feed_key}
+        if commit.status is not None:
             sets.append("loc_status = :status")
-            values[":status"] = {"S": progress.status.value}
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": _endpoint_key(endpoint_id),
-                "UpdateExpression": "SET " + ", ".join(sets),
-                "ConditionExpression": "loc_lease_owner = :owner",
-                "ExpressionAttributeValues": values,  # type: ignore[typeddict-item]
-            }
-        }
-
-    def _retry_item(self, endpoint_id: str, event_id: str, due: datetime, attempt: int) -> Item:
-        return {
-            PK: {"S": keys.webhook_partition(endpoint_id)},
-            SK: {"S": keys.retry_sort_key(format_timestamp(due), event_id)},
-            "loc_event_id": {"S": event_id},
-            "loc_attempt": {"N": str(attempt)},
-            TTL_ATTRIBUTE: {"N": str(int((due + RETRY_RETENTION).timestamp()))},
-        }
+            values[":status"] = {"S": commit.status.value}
+        if commit.succeeded:
+            removes.append("loc_failing_since")
+        elif commit.failing_since is not None:
+            sets.append("loc_failing_since = if_not_exists(loc_failing_since, :failing)")
+            values[":failing"] = {"S": format_timestamp(commit.failing_since)}
+        if commit.disabled is not None:
+            at, reason = commit.disabled
+            sets += ["loc_disabled_date = :disabled", "loc_disabled_reason = :reason"]
+            values |= {":disabled": {"S": format_timestamp(at)}, ":reason": {"S": reason}}
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        async with storage_call():
+            try:
+                await self._client.update_item(
+                    TableName=self._table,
+                    Key=_endpoint_key(endpoint_id),
+                    UpdateExpression=update,
+                    ConditionExpression="loc_lease_owner = :owner AND loc_feed_from = :from",
+                    ExpressionAttributeValues=values,
+                )
+            except self._client.exceptions.ConditionalCheckFailedException:
+                return False
+        return True
 
     async def deliveries(
         self, endpoint_id: str, *, first: int | None, after: str | None
@@ -359,7 +419,22 @@ class WebhookStore:
         )
 
 
-def _delivery_item(endpoint_id: str, delivery: WebhookDelivery) -> Item:
+def retry_item(
+    endpoint_id: str, event_id: str, due: datetime, attempt: int, *, body: str | None = None
+) -> Item:
+    item: Item = {
+        PK: {"S": keys.webhook_partition(endpoint_id)},
+        SK: {"S": keys.retry_sort_key(format_timestamp(due), event_id)},
+        "loc_event_id": {"S": event_id},
+        "loc_attempt": {"N": str(attempt)},
+        TTL_ATTRIBUTE: {"N": str(int((due + RETRY_RETENTION).timestamp()))},
+    }
+    if body is not None:
+        item["loc_body"] = {"S": body}
+    return item
+
+
+def delivery_item(endpoint_id: str, delivery: WebhookDelivery) -> Item:
     at = format_timestamp(delivery.at)
     item: Item = {
         PK: {"S": keys.webhook_partition(endpoint_id)},
@@ -375,9 +450,22 @@ def _delivery_item(endpoint_id: str, delivery: WebhookDelivery) -> Item:
         item["loc_status_code"] = {"N": str(delivery.status_code)}
     if delivery.error is not None:
         item["loc_error"] = {"S": delivery.error}
-    if delivery.response_body:
+    if delivery.response_body and not delivery.succeeded:
         item["loc_response_body"] = {"S": delivery.response_body[:MAX_RESPONSE_BODY]}
     return item
+
+
+def _retry(item: Item) -> DueRetry:
+    body = item.get("loc_body")
+    sort_key = item[SK]["S"]
+    due = sort_key.removeprefix(keys.RETRY_PREFIX).partition("#")[0]
+    return DueRetry(
+        event_id=item["loc_event_id"]["S"],
+        attempt=int(item["loc_attempt"]["N"]),
+        sort_key=sort_key,
+        due=parse_timestamp("due", due),
+        body=None if body is None else body["S"],
+    )
 
 
 def _delivery(item: Item) -> WebhookDelivery:
@@ -396,15 +484,20 @@ def _delivery(item: Item) -> WebhookDelivery:
     )
 
 
+def _moment(item: Item, name: str) -> datetime | None:
+    value = item.get(name)
+    return None if value is None else parse_timestamp(name, value["S"])
+
+
 def _state(item: Item) -> EndpointState:
     get = item.get
     types = get("loc_event_types")
     description = get("loc_description")
-    rotated = get("loc_secret_rotated_date")
     previous = get("loc_previous_secret")
-    previous_until = get("loc_previous_secret_until")
     owner = get("loc_lease_owner")
     feed_key = get("loc_feed_key")
+    reason = get("loc_disabled_reason")
+    changed = get("loc_retries_changed")
     endpoint = WebhookEndpoint(
         endpoint_id=item["loc_endpoint_id"]["S"],
         url=item["loc_url"]["S"],
@@ -412,21 +505,20 @@ def _state(item: Item) -> EndpointState:
         description=None if description is None else description["S"],
         status=EndpointStatus(item["loc_status"]["S"]),
         created_at=parse_timestamp("loc_created_date", item["loc_created_date"]["S"]),
-        secret_rotated_at=(
-            None if rotated is None else parse_timestamp("loc_secret_rotated_date", rotated["S"])
-        ),
+        secret_rotated_at=_moment(item, "loc_secret_rotated_date"),
+        disabled_at=_moment(item, "loc_disabled_date"),
+        disabled_reason=None if reason is None else reason["S"],
     )
     return EndpointState(
         endpoint=endpoint,
         secret=item["loc_secret"]["S"],
         previous_secret=None if previous is None else previous["S"],
-        previous_secret_until=(
-            None
-            if previous_until is None
-            else parse_timestamp("loc_previous_secret_until", previous_until["S"])
-        ),
+        previous_secret_until=_moment(item, "loc_previous_secret_until"),
         feed_from=item["loc_feed_from"]["S"],
         feed_key=None if feed_key is None else dict(feed_key["M"]),
         lease_owner=None if owner is None else owner["S"],
         lease_until_ms=int(item["loc_lease_until"]["N"]),
+        failing_since=_moment(item, "loc_failing_since"),
+        delivers_from=_moment(item, "loc_delivers_from"),
+        retries_changed=None if changed is None else changed["S"],
     )

@@ -29,11 +29,13 @@ from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from domain.hosts import Address, parsed_host
 from domain.payment import PaymentRef
-from domain.validation import holds_card_number
+from domain.validation import format_timestamp, holds_card_number
 
 __all__ = [
     "DEFAULT_RETRY_SCHEDULE",
+    "ENDPOINT_DISABLED",
     "EVENT_TYPES",
+    "OPERATIONAL_EVENT_TYPES",
     "AddressLookup",
     "EndpointStatus",
     "EventsPolicy",
@@ -43,6 +45,7 @@ __all__ = [
     "checked_event_types",
     "checked_receiver",
     "checked_url",
+    "endpoint_disabled_event",
     "event_id",
     "event_of_id",
     "event_type",
@@ -58,6 +61,10 @@ EVENT_TYPES: tuple[str, ...] = (
     CREATED,
     *(f"payment.{status.value.lower()}" for status in PaymentStatus if status.value != "PENDING"),
 )
+# Events about the endpoints themselves, sent only to endpoints that list them (a consumer that
+# asked for every type parses payment events).
+ENDPOINT_DISABLED = "webhook_endpoint.disabled"
+OPERATIONAL_EVENT_TYPES: tuple[str, ...] = (ENDPOINT_DISABLED,)
 _TYPE_OF_STATUS = {status: f"payment.{status.value.lower()}" for status in PaymentStatus}
 
 # Three days: Standard Webhooks' reference schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h) carried on
@@ -92,9 +99,11 @@ AddressLookup = Callable[[str, int], Awaitable[Sequence[Address]]]
 
 class EndpointStatus(StrEnum):
     # Delivering; or FAILING: an event's last retry failed (new events are still tried, and the
-    # first 2xx answer makes it ENABLED again).
+    # first 2xx answer makes it ENABLED again); or DISABLED: no 2xx to any event for the whole
+    # retry schedule, nothing is sent until it is enabled again.
     ENABLED = "ENABLED"
     FAILING = "FAILING"
+    DISABLED = "DISABLED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +133,13 @@ class WebhookEndpoint:
     status: EndpointStatus
     created_at: datetime
     secret_rotated_at: datetime | None = None
+    disabled_at: datetime | None = None
+    disabled_reason: str | None = None
 
     def wants(self, event_type: str) -> bool:
-        return self.event_types is None or event_type in self.event_types
+        if self.event_types is None:
+            return event_type not in OPERATIONAL_EVENT_TYPES
+        return event_type in self.event_types
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,19 +164,21 @@ def event_type(from_status: PaymentStatus | None, to_status: PaymentStatus) -> s
     return CREATED if from_status is None else _TYPE_OF_STATUS[to_status]
 
 
-def checked_event_types(field: str, values: Iterable[str] | None) -> tuple[str, ...] | None:
-    """The types an endpoint or a feed asks for (None: every type); InvalidInput names an
-    unknown one."""
+def checked_event_types(
+    field: str, values: Iterable[str] | None, *, known: tuple[str, ...] = EVENT_TYPES
+) -> tuple[str, ...] | None:
+    """The types an endpoint or a feed asks for (None: every type), among `known` (the feed's
+    payment types; an endpoint's add the operational ones); InvalidInput names an unknown one."""
     if values is None:
         return None
     chosen = tuple(dict.fromkeys(values))
     if not chosen:
         raise InvalidInput(field, "must name at least one event type, or be left out for all")
     for index, value in enumerate(chosen):
-        if value not in EVENT_TYPES:
+        if value not in known:
             # The value is not echoed: it may be anything, a card number included.
             raise InvalidInput(
-                f"{field}[{index}]", f"is not an event type; they are {', '.join(EVENT_TYPES)}"
+                f"{field}[{index}]", f"is not an event type; they are {', '.join(known)}"
             )
     return chosen
 
@@ -323,6 +338,25 @@ def event_id(ref: PaymentRef, version: int) -> str:
     return _EVENT_ID_PREFIX + base64.urlsafe_b64encode(payload.encode()).rstrip(b"=").decode()
 
 
+def endpoint_disabled_event(
+    endpoint: WebhookEndpoint, *, at: datetime, reason: str
+) -> tuple[str, dict[str, object]]:
+    """The operational event telling of `endpoint`'s disabling: its id and its body."""
+    identifier = f"{_EVENT_ID_PREFIX}op_{endpoint.endpoint_id}_{int(at.timestamp() * 1000)}"
+    return identifier, {
+        "id": identifier,
+        "type": ENDPOINT_DISABLED,
+        "createdAt": format_timestamp(at),
+        "data": {
+            "endpointId": endpoint.endpoint_id,
+            "url": endpoint.url,
+            "description": endpoint.description,
+            "disabledAt": format_timestamp(at),
+            "reason": reason,
+        },
+    }
+
+
 def event_of_id(field: str, value: str) -> tuple[PaymentRef, int]:
     """The payment and version an event id names; InvalidInput on `field` if it is not one."""
     refused = InvalidInput(field, "is not an event id")
@@ -347,6 +381,12 @@ class RetrySchedule:
     met by every retry at once); after the last, the event is given up."""
 
     delays: tuple[float, ...] = DEFAULT_RETRY_SCHEDULE
+
+    @property
+    def length(self) -> timedelta:
+        """From an event's first attempt to its last: an endpoint that answers no 2xx to any
+        event for this long is disabled."""
+        return timedelta(seconds=sum(self.delays))
 
     def delay_after(self, attempt: int, rng: random.Random | None = None) -> float | None:
         if attempt > len(self.delays):

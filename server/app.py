@@ -176,6 +176,7 @@ async def store_lifespan(
                 enabled=client is None,
                 observe=metrics.webhook_attempt,
                 dns=webhook_dns,
+                hub=feed.hub,
             ) as sender,
         ):
             app.state.live = feed

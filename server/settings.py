@@ -212,6 +212,11 @@ class Settings(BaseSettings):
     webhook_lease_seconds: Annotated[float, Field(ge=1)] = 30.0
     webhook_secret_grace_seconds: Annotated[float, Field(ge=0)] = 24 * 3600.0
     events_settle_seconds: Annotated[float, Field(gt=0)] = 5.0
+    # Attempts in flight at once per endpoint (its window: what a SIGKILL may send again), and
+    # the days the events feed lists (older `createdAfter` or cursors are refused; event items
+    # themselves never expire, they are the payments' history).
+    webhook_max_in_flight: Annotated[int, Field(ge=1, le=1000)] = 32
+    events_retention_days: Annotated[int, Field(ge=30)] = 30
     # A directory where each process appends the DynamoDB operations it makes, as the IAM
     # actions they need (`datasource.permissions`): what the least-privilege check reads.
     aws_operation_log: Path | None = None

@@ -2,29 +2,29 @@
 the one instance that holds its lease (a conditional write on the endpoint's item).
 
 Deliveries derive from the stored events, never from a stream that forgets: an endpoint keeps its
-position in the events feed (GSI4), and each handled event moves it in the same transaction that
-records the attempt and schedules the retry (`datasource.webhooks`). An instance killed in the
-middle of an attempt leaves the position before that event, so the next holder of the lease
-tries it again: at least once, with the same `webhook-id`. Due retries are items of their own, so
-one failing event never holds back the events after it. Each endpoint has its own task: a slow
-receiver delays its own events only.
+position in the events feed (GSI4). The dispatcher reads the feed once per poll interval for all
+the endpoints it delivers (sooner when its live feed carried an event: when that event settles)
+and hands each endpoint's window (`server.webhook_window`) the events after its position; the
+window keeps several attempts in flight and moves the position past what is stored. Each endpoint
+has its own window: a slow receiver delays its own events only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import errno
+import functools
 import ipaddress
 import logging
+import math
 import random
 import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -33,24 +33,22 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
 from datasource.events import settled_before
-from datasource.webhooks import EndpointState, Progress
+from datasource.table import GSI4SK
 from domain.errors import InvalidInput, PaymentsError
-from domain.history import PaymentEvent
 from domain.hosts import Address
 from domain.webhooks import (
+    ENDPOINT_DISABLED,
     AddressLookup,
     EndpointStatus,
     RetrySchedule,
-    WebhookDelivery,
+    WebhookEndpoint,
     checked_url,
-    event_id,
-    event_of_id,
-    event_type,
+    endpoint_disabled_event,
     forbidden_address,
-    signature,
 )
-from resolvers.webhooks import event_body
+from resolvers.event_hub import EventFilter, EventHub
 from server.background import running
+from server.webhook_window import EndpointWindow
 
 if TYPE_CHECKING:
     from datasource import PaymentStore
@@ -69,8 +67,8 @@ log = logging.getLogger("loc_payments.webhooks")
 
 # The first bytes of an answer kept with its attempt.
 KEPT_ANSWER_BYTES = 2048
-# Events (and due retries) one round of an endpoint reads at a time.
-ROUND_SIZE = 25
+# Events one read of the feed asks for.
+FEED_PAGE = 100
 USER_AGENT = "loc-payments-webhooks/1"
 
 
@@ -127,13 +125,21 @@ class Receivers:
     `GuardedResolver` over `dns` (the system's by default) at each connection."""
 
     def __init__(
-        self, *, public_only: bool, timeout: float, dns: AbstractResolver | None = None
+        self,
+        *,
+        public_only: bool,
+        timeout: float,
+        dns: AbstractResolver | None = None,
+        connections: int = 32,
     ) -> None:
         self._public_only = public_only
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         resolver = GuardedResolver(dns) if public_only else dns
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(resolver=resolver, limit=200, limit_per_host=10),
+            # A connection per attempt an endpoint may have in flight.
+            connector=aiohttp.TCPConnector(
+                resolver=resolver, limit=max(200, connections), limit_per_host=connections
+            ),
             headers={"User-Agent": USER_AGENT},
         )
 
@@ -174,7 +180,8 @@ class Receivers:
 
 
 class WebhookDispatcher:
-    """This instance's share of the deliveries: the endpoints whose lease it holds."""
+    """This instance's share of the deliveries: the endpoints whose lease it holds, each with
+    its window (`server.webhook_window`), all fed by one merged read of the feed."""
 
     def __init__(
         self,
@@ -186,7 +193,9 @@ class WebhookDispatcher:
         lease_seconds: float,
         attempt_timeout: float,
         settle_seconds: float,
+        max_in_flight: int,
         clock: Callable[[], datetime],
+        hub: EventHub | None = None,
         owner: str | None = None,
         rng: random.Random | None = None,
         observe: Callable[[str], None] = lambda outcome: None,
@@ -196,17 +205,27 @@ class WebhookDispatcher:
         self._receivers = receivers
         self._schedule = schedule
         self._poll = poll_interval
+        # Endpoints are listed (taken, renewed, their changes seen) at most this often.
+        self._listing = max(poll_interval, lease_seconds / 4)
         self._lease_ms = round(lease_seconds * 1000)
         # An attempt starts only with this much of the lease left: it ends before the lease does.
-        self._margin_ms = round((attempt_timeout + 2) * 1000)
+        self._margin_ms = round((attempt_timeout + 1) * 1000)
         self._settle = settle_seconds
+        self._max_in_flight = max_in_flight
         self._clock = clock
+        self._hub = hub
         self.owner = owner or uuid.uuid4().hex
         self._rng = rng or random.Random()  # jitter, not a secret
         # Each attempt's outcome, for the metrics: delivered, retrying or given_up.
         self._observe = observe
+        self._windows: dict[str, EndpointWindow] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._lease_until: dict[str, int] = {}
+        self._renewing: dict[str, asyncio.Future[bool]] = {}
+        # Monotonic times at which a read of the feed is due: events the live feed carried,
+        # settled then.
+        self._reads_due: list[float] = []
+        self._woken = asyncio.Event()
 
     @property
     def delivering(self) -> list[str]:
@@ -214,51 +233,162 @@ class WebhookDispatcher:
         return [endpoint for endpoint, task in self._tasks.items() if not task.done()]
 
     async def run(self) -> None:
+        listen = None if self._hub is None else asyncio.create_task(self._listen(self._hub))
         try:
+            listed_at = -math.inf
             while True:
+                if time.monotonic() - listed_at >= self._listing:
+                    listed_at = time.monotonic()
+                    try:
+                        await self._take_free_endpoints()
+                    except PaymentsError as error:
+                        log.warning("webhook endpoints could not be read: %s", error)
                 try:
-                    await self._take_free_endpoints()
+                    more = await self._read_feed()
                 except PaymentsError as error:
-                    log.warning("webhook endpoints could not be read: %s", error)
-                await asyncio.sleep(self._poll)
+                    log.warning("the events feed could not be read: %s", error)
+                    more = False
+                if not more:
+                    await self._until_next_read()
         finally:
+            if listen is not None:
+                listen.cancel()
             tasks = list(self._tasks.values())
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, *([listen] if listen else []), return_exceptions=True)
             # An orderly stop hands the endpoints over at once, not when the leases run out.
             for endpoint_id in list(self._tasks):
                 with contextlib.suppress(PaymentsError, OSError):
                     await self._webhooks.release_lease(endpoint_id, owner=self.owner)
 
+    async def _until_next_read(self) -> None:
+        """Until the next poll, or sooner: an event the live feed carried has settled, or a
+        window has room for events again."""
+        now = time.monotonic()
+        self._reads_due = [due for due in self._reads_due if due > now]
+        wait = min([self._poll, *(due - now for due in self._reads_due)])
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await self._woken.wait()
+        self._woken.clear()
+
+    async def _listen(self, hub: EventHub) -> None:
+        """Each event this instance's live feed carries schedules a read for when it settles
+        (the settle time after its own time), instead of the next poll."""
+        while True:
+            subscriber = hub.subscribe(EventFilter())
+            try:
+                while (event := await subscriber.next()) is not None:
+                    settled = (event.at - self._clock()).total_seconds() + self._settle + 0.01
+                    due = time.monotonic() + max(settled, 0.0)
+                    if not self._reads_due or due - max(self._reads_due) > 0.05:
+                        self._reads_due.append(due)
+                        self._woken.set()
+            finally:
+                hub.unsubscribe(subscriber)
+            # Dropped (too many events at once) or the hub closing: a poll covers the gap.
+            await asyncio.sleep(self._poll)
+
+    async def _read_feed(self) -> bool:
+        """One merged read of the feed for every window with room, from the lowest position
+        among them (a window far behind another is read for again in the same round); whether
+        a page came back full (read again at once)."""
+        windows = [window for window in self._windows.values() if window.wants_events]
+        full = False
+        upper = settled_before(self._clock(), self._settle)
+        while windows:
+            lowest = min(windows, key=lambda window: window.fetched)
+            lower, key = lowest.read_from()
+            events = await self._store.feed_after(
+                lower=lower, key=key, upper=upper, limit=FEED_PAGE
+            )
+            for window in windows:
+                window.offer(events)
+            if len(events) < FEED_PAGE:
+                return full
+            full = True
+            last = events[-1][0][GSI4SK]["S"]
+            windows = [window for window in windows if window.fetched > last]
+        return full
+
     async def _take_free_endpoints(self) -> None:
         now_ms = _now_ms()
-        for state in await self._webhooks.endpoints():
-            endpoint_id = state.endpoint.endpoint_id
+        listed = {state.endpoint.endpoint_id: state for state in await self._webhooks.endpoints()}
+        for endpoint_id in list(self._windows):
+            state = listed.get(endpoint_id)
+            window = self._windows[endpoint_id]
+            if state is None:  # deleted
+                window.stop()
+            else:
+                window.update(state)
+            if window.stopped or not await self._keep_lease(endpoint_id):
+                window.stop()
+                del self._windows[endpoint_id]
+        for endpoint_id, state in listed.items():
             task = self._tasks.get(endpoint_id)
             if task is not None and not task.done():
+                continue
+            if state.endpoint.status is EndpointStatus.DISABLED:
                 continue
             held = state.lease_owner not in (None, self.owner) and state.lease_until_ms >= now_ms
             if held or not await self._renew(endpoint_id):
                 continue
-            self._tasks[endpoint_id] = asyncio.create_task(
-                self._deliver(endpoint_id), name=f"webhooks {endpoint_id}"
+            window = EndpointWindow(
+                state,
+                store=self._store,
+                receivers=self._receivers,
+                schedule=self._schedule,
+                max_in_flight=self._max_in_flight,
+                clock=self._clock,
+                owner=self.owner,
+                lease=functools.partial(self._lease_for_an_attempt, endpoint_id),
+                on_disabled=self._disabled,
+                rng=self._rng,
+                observe=self._observe,
             )
+            self._windows[endpoint_id] = window
+            self._tasks[endpoint_id] = asyncio.create_task(
+                self._deliver(window), name=f"webhooks {endpoint_id}"
+            )
+            self._woken.set()
+
+    async def _deliver(self, window: EndpointWindow) -> None:
+        try:
+            await window.run()
+        finally:
+            if self._windows.get(window.endpoint_id) is window:
+                del self._windows[window.endpoint_id]
 
     async def _renew(self, endpoint_id: str) -> bool:
-        now_ms = _now_ms()
-        until = now_ms + self._lease_ms
-        if not await self._webhooks.take_lease(
-            endpoint_id, owner=self.owner, now_ms=now_ms, until_ms=until
-        ):
-            self._lease_until.pop(endpoint_id, None)
-            return False
-        self._lease_until[endpoint_id] = until
-        return True
+        """One renewal at a time per endpoint, however many attempts ask for it."""
+        running = self._renewing.get(endpoint_id)
+        if running is not None:
+            return await running
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._renewing[endpoint_id] = future
+        try:
+            now_ms = _now_ms()
+            until = now_ms + self._lease_ms
+            held = await self._webhooks.take_lease(
+                endpoint_id, owner=self.owner, now_ms=now_ms, until_ms=until
+            )
+            if held:
+                self._lease_until[endpoint_id] = until
+            else:
+                self._lease_until.pop(endpoint_id, None)
+            future.set_result(held)
+            return held
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: those waiting get it, no warning if none do
+            raise
+        finally:
+            del self._renewing[endpoint_id]
 
     async def _keep_lease(self, endpoint_id: str) -> bool:
         """Renewed once half of it has run: an idle endpoint's lease costs a write every half
-        lease, not every round."""
+        lease, not every poll."""
         if self._lease_until.get(endpoint_id, 0) - _now_ms() > self._lease_ms // 2:
             return True
         return await self._renew(endpoint_id)
@@ -268,133 +398,22 @@ class WebhookDispatcher:
             return True
         return await self._renew(endpoint_id)
 
-    async def _deliver(self, endpoint_id: str) -> None:
-        """One endpoint's deliveries, for as long as this instance holds its lease."""
-        try:
-            while await self._keep_lease(endpoint_id):
-                state = await self._webhooks.endpoint(endpoint_id)
-                if state is None:  # deleted
-                    return
-                busy = await self._round(state)
-                if busy is None:  # the lease was lost
-                    return
-                if not busy:
-                    await asyncio.sleep(self._poll)
-        except PaymentsError as error:
-            # The dispatcher takes the endpoint again on its next look, from the stored position.
-            log.warning("webhook endpoint %s paused: %s", endpoint_id, error)
-
-    async def _round(self, state: EndpointState) -> bool | None:
-        """Due retries, then new events; whether there was work (None: the lease was lost)."""
-        endpoint_id = state.endpoint.endpoint_id
-        status = state.endpoint.status
-        now = self._clock()
-        retries = await self._webhooks.due_retries(endpoint_id, now=now, limit=ROUND_SIZE)
-        for retry in retries:
-            ref, version = event_of_id("eventId", retry.event_id)
-            event = await self._with_payment(await self._store.event(ref, version))
-            if event is None:
-                progress = Progress(retry_done=retry.sort_key)
-            else:
-                if not await self._lease_for_an_attempt(endpoint_id):
-                    return None
-                progress = await self._attempt(state, event, retry.attempt, status)
-                progress = Progress(
-                    delivery=progress.delivery,
-                    retry_done=retry.sort_key,
-                    retry_next=progress.retry_next,
-                    status=progress.status,
-                )
-            status = progress.status or status
-            if not await self._webhooks.record(endpoint_id, owner=self.owner, progress=progress):
-                return None
-        events = await self._store.feed_after(
-            lower=state.feed_from,
-            key=state.feed_key,
-            upper=settled_before(now, self._settle),
-            limit=ROUND_SIZE,
-        )
-        skipped = None
-        for key, listed in events:
-            event = await self._with_payment(listed)
-            if event is None or not state.endpoint.wants(
-                event_type(event.from_status, event.to_status)
-            ):
-                skipped = key
+    async def _disabled(self, endpoint: WebhookEndpoint, at: datetime, reason: str) -> None:
+        """The operational event to every endpoint that lists its type (not to those that
+        take every type: their consumers parse payment events); the lease let go."""
+        log.warning("webhook endpoint %s disabled: %s", endpoint.endpoint_id, reason)
+        identifier, body = endpoint_disabled_event(endpoint, at=at, reason=reason)
+        text = orjson.dumps(body).decode()
+        for state in await self._webhooks.endpoints():
+            other = state.endpoint
+            if other.endpoint_id == endpoint.endpoint_id or not other.wants(ENDPOINT_DISABLED):
                 continue
-            skipped = None
-            if not await self._lease_for_an_attempt(endpoint_id):
-                return None
-            attempted = await self._attempt(state, event, 1, status)
-            progress = Progress(
-                delivery=attempted.delivery,
-                retry_next=attempted.retry_next,
-                feed_key=key,
-                status=attempted.status,
+            if other.status is EndpointStatus.DISABLED:
+                continue
+            await self._webhooks.schedule(
+                other.endpoint_id, event_id=identifier, due=at, attempt=1, body=text
             )
-            status = progress.status or status
-            if not await self._webhooks.record(endpoint_id, owner=self.owner, progress=progress):
-                return None
-        if skipped is not None:
-            progress = Progress(feed_key=skipped)
-            if not await self._webhooks.record(endpoint_id, owner=self.owner, progress=progress):
-                return None
-        return bool(retries or events)
-
-    async def _with_payment(self, event: PaymentEvent | None) -> PaymentEvent | None:
-        """The event with the payment its body carries: as its write left it, or (an event
-        stored before events held it) as it is now."""
-        if event is None or event.payment is not None:
-            return event
-        payment = await self._store.get(event.ref)
-        return None if payment is None else dataclasses.replace(event, payment=payment)
-
-    async def _attempt(
-        self, state: EndpointState, event: PaymentEvent, attempt: int, status: EndpointStatus
-    ) -> Progress:
-        """POST the event once; the attempt, and the retry or status it leads to."""
-        identifier = event_id(event.ref, event.version)
-        body = orjson.dumps(event_body(event))
-        at = self._clock()
-        timestamp = int(time.time())
-        headers = {
-            "content-type": "application/json",
-            "webhook-id": identifier,
-            "webhook-timestamp": str(timestamp),
-            "webhook-signature": signature(state.signing_secrets(at), identifier, timestamp, body),
-        }
-        answer = await self._receivers.post(state.endpoint.url, body=body, headers=headers)
-        delivery = WebhookDelivery(
-            event_id=identifier,
-            event_type=event_type(event.from_status, event.to_status),
-            attempt=attempt,
-            at=at,
-            duration_ms=answer.duration_ms,
-            status_code=answer.status_code,
-            error=answer.error,
-            response_body=answer.body,
-        )
-        if delivery.succeeded:
-            self._observe("delivered")
-            return Progress(
-                delivery=delivery,
-                status=EndpointStatus.ENABLED if status is EndpointStatus.FAILING else None,
-            )
-        delay = self._schedule.delay_after(attempt, self._rng)
-        log.info(
-            "webhook attempt %d of %s to endpoint %s failed: %s",
-            attempt,
-            identifier,
-            state.endpoint.endpoint_id,
-            answer.error or answer.status_code,
-        )
-        self._observe("retrying" if delay is not None else "given_up")
-        if delay is None:
-            log.warning(
-                "webhook event %s given up for endpoint %s", identifier, state.endpoint.endpoint_id
-            )
-            return Progress(delivery=delivery, status=EndpointStatus.FAILING)
-        return Progress(delivery=delivery, retry_next=(at + timedelta(seconds=delay), attempt + 1))
+        await self._webhooks.release_lease(endpoint.endpoint_id, owner=self.owner)
 
 
 def _now_ms() -> int:
@@ -410,14 +429,19 @@ async def webhook_delivery(
     enabled: bool = True,
     observe: Callable[[str], None] = lambda outcome: None,
     dns: AbstractResolver | None = None,
+    hub: EventHub | None = None,
 ) -> AsyncIterator[WebhookDispatcher | None]:
     """This instance's dispatcher for the block's life (None when `LOC_WEBHOOKS` is off);
-    receivers' names resolved by `dns` (the system's by default)."""
+    receivers' names resolved by `dns` (the system's by default); reads of the feed brought
+    forward by the events `hub` (this instance's live feed) carries."""
     if not (settings.webhooks and enabled):
         yield None
         return
     receivers = Receivers(
-        public_only=settings.public_webhook_targets_only, timeout=settings.webhook_timeout, dns=dns
+        public_only=settings.public_webhook_targets_only,
+        timeout=settings.webhook_timeout,
+        dns=dns,
+        connections=settings.webhook_max_in_flight,
     )
     dispatcher = WebhookDispatcher(
         store,
@@ -427,7 +451,9 @@ async def webhook_delivery(
         lease_seconds=settings.webhook_lease_seconds,
         attempt_timeout=settings.webhook_timeout,
         settle_seconds=settings.events_settle_seconds,
+        max_in_flight=settings.webhook_max_in_flight,
         clock=clock,
+        hub=hub,
         observe=observe,
     )
     try:

@@ -8,6 +8,7 @@ a slow receiver does not hold back another."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -277,3 +278,106 @@ async def test_a_slow_receiver_does_not_hold_back_another(
             return any(error.startswith("timeout") for error in errors)
 
         await until(timed_out, "the slow endpoint's attempts recorded as timeouts")
+
+
+BURST_WRITERS = 8
+BURST_PAYMENTS = 400  # created and submitted: 800 events
+
+
+async def _burst(url: str, payments: int, writers: int) -> None:
+    """`payments` payments created and submitted by `writers` clients as fast as they can."""
+    remaining = list(range(payments))
+
+    async def writer(http: httpx.AsyncClient) -> None:
+        while remaining:
+            index = remaining.pop()
+            created = await _mutation(
+                http,
+                "createPayment",
+                {
+                    "userId": f"burst-{index % 50}",
+                    "loanId": "loan-1",
+                    "amountCents": 4200,
+                    "method": "ACH",
+                    "intendedInstallmentId": "inst-1",
+                },
+            )
+            ids = {key: created[key] for key in ("userId", "loanId", "paymentId")}
+            await _mutation(
+                http, "submitPayment", {**ids, "reason": "burst", "confirmationId": f"c-{index}"}
+            )
+
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        await asyncio.gather(*(writer(http) for _ in range(writers)))
+
+
+async def _mutation(http: httpx.AsyncClient, mutation: str, input: dict[str, Any]) -> Any:
+    type_name = mutation[0].upper() + mutation[1:] + "Input"
+    query = f"mutation($input: {type_name}!) {{ {mutation}(input: $input) {{ {RESULT_FIELDS} }} }}"
+    response = await http.post(
+        "/graphql",
+        json={"query": query, "variables": {"input": input}},
+        headers={"Authorization": f"Bearer {SERVICE}"},
+    )
+    result = response.json()["data"][mutation]
+    assert result["__typename"] == "PaymentPayload", result
+    return result["payment"]
+
+
+@pytest.mark.quiet
+async def test_one_endpoint_with_a_50_ms_receiver_drains_a_burst_of_800_events(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    settings = {**SETTINGS, "webhook_retry_schedule": "5", "events_settle_seconds": "1"}
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **settings) as [service]:
+        await register(service.url, receiver, "ledger")
+        path = receiver.paths["ledger"]
+        path.delay = 0.05
+        await _burst(service.url, BURST_PAYMENTS, BURST_WRITERS)
+        written = time.monotonic()
+        deadline = written + 15
+        while len(path.delivered) < 2 * BURST_PAYMENTS and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        took = time.monotonic() - written
+        assert len(path.delivered) == 2 * BURST_PAYMENTS, (
+            f"{len(path.delivered)} of {2 * BURST_PAYMENTS} events delivered within 15 s "
+            "of the last write"
+        )
+        assert path.unverified == 0
+        print(f"the last event arrived {took:.1f} s after the last write")
+
+
+async def test_a_sigkill_during_a_full_window_loses_nothing_and_resends_at_most_the_window(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    window = 8
+    # Events settle after the ten payments are written: the window fills from the first.
+    settings = {**SETTINGS, "webhook_max_in_flight": str(window), "events_settle_seconds": "3"}
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **settings) as [service]:
+        await register(service.url, receiver, "ledger")
+        path = receiver.paths["ledger"]
+        # Hanging: the window fills with attempts waiting for their answers, then the kill
+        # (before the attempts' 2 s timeout).
+        path.delay = 60.0
+        payments = [await payment_life(service.url, f"user-{index}") for index in range(10)]
+        await until(lambda: len(path.started) >= window, "a full window in flight")
+        await asyncio.sleep(0.5)
+        assert len(path.started) == window, "no more than the window in flight at once"
+        service.kill()
+        cut_short = set(path.started)
+        path.delay = 0.0
+        before = collections.Counter(path.attempts)
+        service.start()
+        async with httpx.AsyncClient() as http:
+            await service.wait_ready(http, "/healthz")
+
+        await until(lambda: len(path.delivered) == 30, "all thirty events delivered")
+        for payment in payments:
+            assert [
+                e["data"]["version"] for e in by_version(path.delivered, payment["paymentId"])
+            ] == [1, 2, 3]
+        resent = {msg for msg, count in path.attempts.items() if count > before.get(msg, 0) > 0}
+        assert resent == cut_short, "exactly the window's attempts were made again"
+        assert path.unverified == 0
