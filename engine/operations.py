@@ -459,6 +459,11 @@ class OperationRunner(Generic[ContextT]):
         except CannotGetOperationTypeError as error:
             # Over HTTP a request error of the transport's; here the operation's own `error`.
             document, errors, cost = None, [GraphQLError(error.as_http_error_reason())], 0
+        except InvalidOperationTypeError as error:
+            # A protocol that runs subscriptions alone (the legacy graphql-ws): unanswered, the
+            # client would wait on it for ever.
+            reason = error.as_http_error_reason("this protocol")
+            document, errors, cost = None, [GraphQLError(reason)], 0
         if document is None or errors:
             self._hooks.trace(context, document, operation_name, query, started).end(errors)
             # A syntax error is answered like a validation error, as graphql-transport-ws's

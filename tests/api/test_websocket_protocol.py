@@ -12,7 +12,7 @@ import jwt
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.api.conftest import token
+from tests.api.conftest import token, without_cost
 from tests.api.websocket_client import (
     LEGACY_WS,
     TRANSPORT_WS,
@@ -135,7 +135,8 @@ async def test_an_id_completed_may_be_used_again(ws_url: str) -> None:
         await send(
             socket, {"type": "subscribe", "id": "again", "payload": {"query": "{ __typename }"}}
         )
-        assert await receive(socket) == {
+        answer = await receive(socket)
+        assert answer | {"payload": without_cost(answer["payload"])} == {
             "id": "again",
             "type": "next",
             "payload": {"data": {"__typename": "Query"}},
@@ -184,6 +185,35 @@ async def test_the_legacy_protocol_closes_when_its_token_expires(ws_url: str) ->
         closed_at = time.time()
     assert (code, reason) == (4403, "token expired: reconnect with a fresh token")
     assert expires + LEEWAY - 0.05 <= closed_at < expires + LEEWAY + 1.5
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['query { payment(userId: "alice", loanId: "l", paymentId: "p") { id } }', "mutation { x }"],
+    ids=["a-query", "a-mutation"],
+)
+async def test_the_legacy_protocol_answers_an_operation_not_a_subscription_with_an_error(
+    ws_url: str, query: str
+) -> None:
+    """The legacy protocol runs subscriptions alone (Strawberry's handler): anything else is that
+    operation's `error` message, not silence, and the socket goes on serving."""
+    async with connect(ws_url, subprotocols=[LEGACY_WS]) as socket:  # type: ignore[list-item]
+        await send(
+            socket,
+            {"type": "connection_init", "payload": {"Authorization": "Bearer " + token("alice")}},
+        )
+        assert await receive(socket) == {"type": "connection_ack"}
+        await send(socket, {"type": "start", "id": "1", "payload": {"query": query}})
+        while (answer := await receive(socket))["type"] == "ka":
+            pass
+        assert (answer["type"], answer["id"]) == ("error", "1"), answer
+        assert "not allowed" in answer["payload"]["message"], answer
+        # Still serving: the next operation is answered.
+        await send(socket, {"type": "start", "id": "2", "payload": {"query": "subscription { x }"}})
+        while (answer := await receive(socket))["type"] == "ka":
+            pass
+        assert (answer["type"], answer["id"]) == ("error", "2"), answer
+        assert "Cannot query field 'x'" in answer["payload"]["message"], answer
 
 
 @pytest.mark.parametrize(
