@@ -187,4 +187,12 @@ if __name__ == "__main__":
     # `serve` looks `create_app` up when it runs, so it builds the app on the fake.
     client = fake_store(Path(sys.argv[2])).client
     server.app.create_app = functools.partial(server.app.create_app, dynamodb_client=client)
-    serve(Settings(env="local", port=int(sys.argv[1]), dynamodb_endpoint=FAKE_ENDPOINT))
+    # The one-shard layout of the items (`bench.data`) and of the peer P1 reads: like for like.
+    settings = Settings(
+        env="local",
+        port=int(sys.argv[1]),
+        dynamodb_endpoint=FAKE_ENDPOINT,
+        gsi2_shards=1,
+        events_shards=1,
+    )
+    serve(settings)
