@@ -16,7 +16,10 @@ from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS
 from tests.api.conftest import SERVICE, Api, api_client
 from tests.api.metrics import metric
 
-LIST = "query Retries { paymentsByStatus(status: RETRY) { edges { cursor } } }"
+# One DynamoDB call (a loan's page is one Query; paymentsByStatus is one a shard).
+LIST = """query Retries {
+  loan(userId: "alice", loanId: "loan-1") { payments(status: RETRY) { edges { cursor } } }
+}"""
 
 
 def records(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
