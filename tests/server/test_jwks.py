@@ -316,7 +316,8 @@ async def test_scopes_and_the_user_come_from_the_claims_providers_write(
         without_user = key.token({"sub": "u-9", "client_id": "app-1"})
 
         assert await check(config, okta) == Caller("svc-1", True)
-        assert await check(config, cognito) == Caller("u-7", False)
+        # Cognito names the app in `client_id`, which the budgets charge (SPEC §21).
+        assert await check(config, cognito) == Caller("u-7", False, client_id="app-1")
         with pytest.raises(Unauthenticated, match="client is not accepted"):
             await check(config, another_client)
         with pytest.raises(Unauthenticated):
