@@ -212,9 +212,11 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 def main() -> None:
     arguments = _arguments()
-    # The servers get only the settings the harness gives them.
+    # The servers get only the settings the harness gives them, and the bench's clients' budgets
+    # (budgets stay on: their charge is part of what a request costs).
     for name in [name for name in os.environ if name.startswith("LOC_")]:
         del os.environ[name]
+    os.environ["LOC_BUDGET_OVERRIDES"] = load.BUDGET_OVERRIDES
     if arguments.priority:
         with contextlib.suppress(PermissionError):
             os.setpriority(os.PRIO_PROCESS, 0, PRIORITY)

@@ -37,7 +37,7 @@ from gql import Client
 from gql.graphql_request import GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
-from bench import data
+from bench import data, load
 from datasource.table import create_table_if_missing
 from harness.processes import Service, serving
 from harness.redis_server import RedisServer
@@ -233,7 +233,7 @@ async def measure(
     of its own (with its stream), deleted afterwards."""
     options = dataclasses.replace(options, users=min(options.users, options.subscribers))
     started, table = time.monotonic(), f"live-bench-{uuid.uuid4().hex[:12]}"
-    claims = {"sub": "bench-live", "scope": "payments:read payments:service"}
+    claims = {"sub": load.BENCH_CLIENTS[1], "scope": "payments:read payments:service"}
     token = jwt.encode(claims | {"exp": int(time.time()) + 10800}, DEV_JWT_SECRET, "HS256")
     limits = httpx.Limits(max_connections=4 * options.writers, max_keepalive_connections=None)
     with contextlib.ExitStack() as stack:

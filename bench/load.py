@@ -1,7 +1,11 @@
 """The load generator, wrk (one thread, closed-loop keep-alive connections), what a run of it
 against a server measures, and where each runs: the load generator on core 0, every server on
 core 1 (with fewer cores, nothing is pinned). An answer that is not a 2xx or 3xx, and any
-connection, read or write error or timeout, is an error.
+connection, read or write error or timeout, is an error, and fails the run: a 429 (THROTTLED,
+SPEC §21) is never counted as a request served.
+
+Budgets stay on under load, as what a request costs includes its charge; the bench's clients
+each get a budget well above what the bench offers (`BUDGET_OVERRIDES`, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -78,9 +82,21 @@ def load_generator_core() -> Iterator[None]:
         pin_process(os.getpid(), everywhere)
 
 
+# The bench's service clients (each token's `sub`; no `azp`): this module's, the live pass's and
+# the storm's.
+BENCH_CLIENTS = ("bench-service", "bench-live", "bench-storm")
+# Cost a second and burst of each: the heaviest load measured is about 0.9 million a second
+# (paymentsByStatus, 100 a page at cost 1,301, 707 a second on 16 connections), so ten million
+# keeps any pass, on a machine ten times faster, within its budget while still charging it.
+BENCH_BUDGET = 10_000_000
+# `LOC_BUDGET_OVERRIDES` for every service the bench starts (`bench.__main__` puts it in the
+# environment; `harness.processes` passes it on).
+BUDGET_OVERRIDES = ",".join(f"{client}={BENCH_BUDGET}/{BENCH_BUDGET}" for client in BENCH_CLIENTS)
+
+
 def service_headers() -> dict[str, str]:
     """A service caller's development token (`loc-payments token --service`)."""
-    claims = {"sub": "bench-service", "scope": "payments:service", "exp": int(time.time()) + 10800}
+    claims = {"sub": BENCH_CLIENTS[0], "scope": "payments:service", "exp": int(time.time()) + 10800}
     return {"Authorization": f"Bearer {jwt.encode(claims, DEV_JWT_SECRET, algorithm='HS256')}"}
 
 
@@ -104,9 +120,31 @@ def check_same_data(
     for workload in work:
         expected = answer(service.port, workload.body, headers | {"X-Debug-DynamoDB": "1"})
         calls[workload.name] = expected["extensions"]["dynamodb"]
+        check_budget(expected, service.name)
         if answer(other.port, workload.body, headers)["data"] != expected["data"]:
             raise RuntimeError(f"{other.name} and {service.name} differ on {workload.name}")
     return calls
+
+
+def check_budget(body: dict[str, Any], server: str) -> None:
+    """The service charged the answer (`extensions.cost`) to the bench's own budget."""
+    status = (body.get("extensions", {}).get("cost") or {}).get("throttleStatus") or {}
+    if status.get("restoreRate") != BENCH_BUDGET:
+        raise RuntimeError(
+            f"{server} did not charge the bench's client its override ({BUDGET_OVERRIDES}): "
+            f"its budget is {status or 'none'}"
+        )
+
+
+def check_served(load: Load, what: str) -> None:
+    """A run in which any request failed or was refused (a 429 THROTTLED among them) measured
+    something other than requests served: the bench stops."""
+    if load.errors:
+        raise RuntimeError(
+            f"{what}: {load.errors} of {load.requests} requests failed or were refused "
+            "(a 429 THROTTLED is one: is the bench's client over its budget, "
+            f"LOC_BUDGET_OVERRIDES={BUDGET_OVERRIDES}?)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +255,7 @@ async def timed_run(
     cpu, url = server.cpu_seconds(), f"http://{HOST}:{server.port}/graphql"
     headers = {"Content-Type": "application/json", **headers}
     load = await run_load(url, workload.body, headers, connections=connections, seconds=seconds)
+    check_served(load, f"{server.name}, {workload.name} on {connections} connections")
     return Run(
         **asdict(load),
         peer=server.name,

@@ -26,7 +26,7 @@ from typing import Any
 
 import jwt
 
-from bench import data
+from bench import data, load
 from bench.report import Target
 from datasource.table import create_table_if_missing
 from harness.processes import serving
@@ -61,7 +61,7 @@ async def measure(
     options: Options, *, log: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
     started = time.monotonic()
-    claims = {"sub": "bench-storm", "scope": "payments:read payments:service"}
+    claims = {"sub": load.BENCH_CLIENTS[2], "scope": "payments:read payments:service"}
     token = jwt.encode(claims | {"exp": int(time.time()) + 3600}, DEV_JWT_SECRET, "HS256")
     with EmbeddedDynamoDB(data_dir=None) as dynamodb:
         async with data.raw_client(dynamodb.endpoint_url) as client:

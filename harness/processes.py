@@ -176,7 +176,9 @@ class Process:
         self._log.close()
 
 
-KEPT_SETTINGS = ("LOC_AWS_OPERATION_LOG",)
+# Passed on from this process's environment: the test suite's record of AWS operations
+# (`datasource.permissions`), and the bench's clients' budgets (`bench.load.BUDGET_OVERRIDES`).
+KEPT_SETTINGS = ("LOC_AWS_OPERATION_LOG", "LOC_BUDGET_OVERRIDES")
 
 
 class Service(Process):
@@ -199,7 +201,6 @@ class Service(Process):
         self.ws_url = f"ws://{HOST}:{self.port}/graphql"
         self._env = {
             **{name: value for name, value in os.environ.items() if not name.startswith("LOC_")},
-            # The test suite's record of AWS operations (`datasource.permissions`) goes on.
             **{name: os.environ[name] for name in KEPT_SETTINGS if name in os.environ},
             "LOC_ENV": "local",
             **({} if endpoint_url is None else {"LOC_DYNAMODB_ENDPOINT": endpoint_url}),

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bench.load import run_load
+from bench.load import check_served, run_load
 
 
 def _server(delay: float, status: bytes) -> type[asyncio.Protocol]:
@@ -64,3 +64,13 @@ async def test_a_run_shorter_than_one_answer_is_made_again_longer() -> None:
         load = await run_load(url, b"{}", {}, connections=1, seconds=0.1)
         assert load.requests >= 1
         assert load.seconds >= 0.4
+
+
+async def test_a_run_answered_429_throttled_stops_the_bench() -> None:
+    """A 429 (the service's THROTTLED, SPEC §21) is not a request served: a run that met one
+    measured the budget, not the service, and the bench stops rather than report it."""
+    async for url in _serve(0.0, b"429 Too Many Requests"):
+        load = await run_load(url, b"{}", {}, connections=1, seconds=0.3)
+        assert load.errors == load.requests > 0
+        with pytest.raises(RuntimeError, match=r"THROTTLED.*LOC_BUDGET_OVERRIDES=bench-service="):
+            check_served(load, "P3, loan_page on 16 connections")
