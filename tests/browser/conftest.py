@@ -117,9 +117,12 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
 
 
 @pytest.fixture
-def console_errors(page: Page) -> list[str]:
+async def console_errors(page: Page) -> list[str]:
     """Filled as the test goes: console errors (a failed request or a CSP violation logs one too)
-    and uncaught exceptions. Assert it is empty at the end of the test."""
+    and uncaught exceptions. Assert it is empty at the end of the test.
+
+    Async, so that Playwright's subscriptions are made on the running loop: a sync fixture found
+    none where an earlier test in the worker had left the main thread without a current one."""
     errors: list[str] = []
 
     def on_console(message: ConsoleMessage) -> None:
