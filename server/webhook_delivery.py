@@ -205,8 +205,8 @@ class WebhookDispatcher:
         self._receivers = receivers
         self._schedule = schedule
         self._poll = poll_interval
-        # Endpoints are listed (taken, renewed, their changes seen) at most this often.
-        self._listing = max(poll_interval, lease_seconds / 4)
+        # Endpoints are listed (taken, renewed, their changes seen) this often, whatever the poll.
+        self._listing = lease_seconds / 4
         self._lease_ms = round(lease_seconds * 1000)
         # An attempt starts only with this much of the lease left: it ends before the lease does.
         self._margin_ms = round((attempt_timeout + 1) * 1000)
@@ -225,6 +225,8 @@ class WebhookDispatcher:
         # Monotonic times at which a read of the feed is due: events the live feed carried,
         # settled then.
         self._reads_due: list[float] = []
+        # A read wanted now: a new window's first, or a window's read-ahead running low.
+        self._read_wanted = False
         self._woken = asyncio.Event()
 
     @property
@@ -235,21 +237,28 @@ class WebhookDispatcher:
     async def run(self) -> None:
         listen = None if self._hub is None else asyncio.create_task(self._listen(self._hub))
         try:
-            listed_at = -math.inf
+            listed_at = polled_at = -math.inf
             while True:
-                if time.monotonic() - listed_at >= self._listing:
-                    listed_at = time.monotonic()
+                now = time.monotonic()
+                if now - listed_at >= self._listing:
+                    listed_at = now
                     try:
                         await self._take_free_endpoints()
                     except PaymentsError as error:
                         log.warning("webhook endpoints could not be read: %s", error)
-                try:
-                    more = await self._read_feed()
-                except PaymentsError as error:
-                    log.warning("the events feed could not be read: %s", error)
-                    more = False
+                due = [at for at in self._reads_due if at <= now]
+                more = False
+                if now - polled_at >= self._poll or due or self._read_wanted:
+                    polled_at, self._read_wanted = now, False
+                    self._reads_due = [at for at in self._reads_due if at > now]
+                    try:
+                        more = await self._read_feed()
+                    except PaymentsError as error:
+                        log.warning("the events feed could not be read: %s", error)
                 if not more:
-                    await self._until_next_read()
+                    await self._until_next_read(
+                        min(polled_at + self._poll, listed_at + self._listing)
+                    )
         finally:
             if listen is not None:
                 listen.cancel()
@@ -262,12 +271,11 @@ class WebhookDispatcher:
                 with contextlib.suppress(PaymentsError, OSError):
                     await self._webhooks.release_lease(endpoint_id, owner=self.owner)
 
-    async def _until_next_read(self) -> None:
-        """Until the next poll, or sooner: an event the live feed carried has settled, or a
-        window has room for events again."""
+    async def _until_next_read(self, deadline: float) -> None:
+        """Until the next poll or listing (`deadline`), or sooner: an event the live feed
+        carried has settled, or a window wants events now."""
         now = time.monotonic()
-        self._reads_due = [due for due in self._reads_due if due > now]
-        wait = min([self._poll, *(due - now for due in self._reads_due)])
+        wait = max(0.0, min([deadline - now, *(due - now for due in self._reads_due)]))
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(wait):
                 await self._woken.wait()
@@ -346,12 +354,17 @@ class WebhookDispatcher:
                 on_disabled=self._disabled,
                 rng=self._rng,
                 observe=self._observe,
+                read_more=self._want_read,
             )
             self._windows[endpoint_id] = window
             self._tasks[endpoint_id] = asyncio.create_task(
                 self._deliver(window), name=f"webhooks {endpoint_id}"
             )
-            self._woken.set()
+            self._want_read()
+
+    def _want_read(self) -> None:
+        self._read_wanted = True
+        self._woken.set()
 
     async def _deliver(self, window: EndpointWindow) -> None:
         try:

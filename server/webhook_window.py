@@ -101,6 +101,7 @@ class EndpointWindow:
         on_disabled: Callable[[WebhookEndpoint, datetime, str], Awaitable[None]],
         rng: random.Random,
         observe: Callable[[str], None],
+        read_more: Callable[[], None] = lambda: None,
     ) -> None:
         self.state = state
         self.endpoint_id = state.endpoint.endpoint_id
@@ -115,6 +116,9 @@ class EndpointWindow:
         self._on_disabled = on_disabled
         self._rng = rng
         self._observe = observe
+        # Asks the dispatcher for a read when the events read ahead run low after a full page.
+        self._read_more = read_more
+        self._read_ahead_full = False
         # Where the stored position starts (an enabling from now changes it: then this stops).
         self._feed_from = state.feed_from
         self.fetched = state.position
@@ -152,6 +156,7 @@ class EndpointWindow:
             if position > self.fetched:
                 self._queue.append((key, event))
                 self.fetched, self._fetched_key = position, key
+        self._read_ahead_full = len(self._queue) >= READ_AHEAD
         self._changed.set()
 
     def update(self, state: EndpointState) -> None:
@@ -206,6 +211,9 @@ class EndpointWindow:
                 self.stop()
                 return
             self._start(self._first_attempt(entry, event))
+        if self._read_ahead_full and len(self._queue) < READ_AHEAD // 2:
+            self._read_ahead_full = False
+            self._read_more()
         skipped = self._skipped_since
         if skipped is not None and time.monotonic() - skipped >= SKIPPED_COMMIT_SECONDS:
             self._flush_wanted.set()

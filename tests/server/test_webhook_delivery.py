@@ -381,3 +381,20 @@ async def test_a_sigkill_during_a_full_window_loses_nothing_and_resends_at_most_
         resent = {msg for msg, count in path.attempts.items() if count > before.get(msg, 0) > 0}
         assert resent == cut_short, "exactly the window's attempts were made again"
         assert path.unverified == 0
+
+
+async def test_an_event_the_live_feed_carried_is_read_when_it_settles_not_at_the_next_poll(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    # One feed read a minute; the live feed brings the read of a new event forward.
+    settings = {**SETTINGS, "webhook_poll_interval": "60"}
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **settings) as [service]:
+        await register(service.url, receiver, "ledger")
+        path = receiver.paths["ledger"]
+        await asyncio.sleep(2.0)  # the endpoint is taken (every quarter lease) and read once
+        written = time.monotonic()
+        await payment_life(service.url, "alice")
+        await until(lambda: len(path.delivered) == 3, "three events delivered")
+        took = time.monotonic() - written
+        assert took < 10, f"delivered {took:.1f} s after the write: the poll, not the settle"
