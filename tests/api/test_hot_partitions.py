@@ -107,5 +107,4 @@ async def test_a_burst_through_the_service_leaves_no_key_hotter_than_chance(
     rows = {row["index"]: row for row in results["indexes"]}
     assert rows["GSI2"]["keys"] == 64 and rows["GSI4"]["keys"] == 32
     assert rows["GSI2"]["items"] == 1_000 and rows["GSI4"]["items"] == 1_500
-    assert rows["GSI4"]["placements"] == 900  # a moved payment's two events share a shard
     assert [index for index, row in rows.items() if not row["met"]] == []
