@@ -44,6 +44,7 @@ from datasource.table import (
     GSI3PK,
     GSI3SK,
     GSI4,
+    GSI4SK,
     PK,
     SK,
     page_key_attributes,
@@ -57,6 +58,7 @@ from domain.history import PaymentEvent
 from domain.idempotency import IdempotencyClaim, WriteOutcome
 from domain.keys import SEED_FEED, SEED_LAYOUT, FeedLayout, StatusLayout
 from domain.payment import LoanRef, Payment, PaymentRef
+from domain.validation import format_timestamp
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -435,10 +437,16 @@ class PaymentStore:
         types: Sequence[str] | None,
         created_after: datetime | None,
         upper: str,
+        horizon: tuple[datetime, PaymentsError] | None = None,
     ) -> HistoryPage:
         """Every user's settled events (before `upper`), oldest first: the events feed (GSI4);
-        one Query while the feed is one shard, a merge of its shards when it is more."""
+        one Query while the feed is one shard, a merge of its shards when it is more. A cursor
+        before `horizon`'s time raises its error (the feed's retention)."""
         paging = Paging.of(first=first, after=after)
+        if horizon is not None:
+            start = paging.start_key(self._cursors, FEED_SCOPE)
+            if start is not None and start[GSI4SK]["S"] < format_timestamp(horizon[0]):
+                raise horizon[1]
         feed = (await self._layouts.current()).feed
         if feed == SEED_FEED:
             return await query_page(

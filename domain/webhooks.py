@@ -42,6 +42,7 @@ __all__ = [
     "RetrySchedule",
     "WebhookDelivery",
     "WebhookEndpoint",
+    "beyond_retention",
     "checked_event_types",
     "checked_receiver",
     "checked_url",
@@ -110,14 +111,15 @@ class EndpointStatus(StrEnum):
 class EventsPolicy:
     """The settings the API's events fields follow: whether receivers must be public https
     addresses (the guard; then `lookup` resolves a receiver's name at registration, within
-    `lookup_timeout` seconds), how long a rotated secret still signs, and when an event is
-    settled."""
+    `lookup_timeout` seconds), how long a rotated secret still signs, when an event is
+    settled, and how far back the feed lists (`retention`)."""
 
     public_only: bool = False
     secret_grace: timedelta = timedelta(days=1)
     settle_seconds: float = 5.0
     lookup: AddressLookup | None = None
     lookup_timeout: float = 10.0
+    retention: timedelta = timedelta(days=30)
 
     def __post_init__(self) -> None:
         if self.public_only and self.lookup is None:
@@ -336,6 +338,15 @@ def event_id(ref: PaymentRef, version: int) -> str:
     """The event's id: its item's key, so it is the same on every attempt and finds the event."""
     payload = json.dumps([ref.user_id, ref.loan_id, ref.payment_id, version], separators=(",", ":"))
     return _EVENT_ID_PREFIX + base64.urlsafe_b64encode(payload.encode()).rstrip(b"=").decode()
+
+
+def beyond_retention(field: str, retention: timedelta, horizon: datetime) -> InvalidInput:
+    """The refusal of a feed position older than the feed lists."""
+    return InvalidInput(
+        field,
+        f"is older than the events feed's retention of {retention.days} days: events before "
+        f"{format_timestamp(horizon)} are no longer listed; start from a later time",
+    )
 
 
 def endpoint_disabled_event(

@@ -22,6 +22,7 @@ from domain.webhooks import (
     EndpointStatus,
     WebhookDelivery,
     WebhookEndpoint,
+    beyond_retention,
     checked_event_types,
     checked_receiver,
     event_id,
@@ -120,14 +121,21 @@ async def events(
     types: Sequence[str] | None,
     created_after: datetime | None,
 ) -> HistoryPage:
-    """Every user's settled events, oldest first."""
+    """Every user's settled events within the feed's retention, oldest first; a position
+    older than the retention is refused, not answered with an empty page."""
     context.service()
+    now = context.clock()
+    retention = context.events.retention
+    horizon = now - retention
+    if created_after is not None and created_after < horizon:
+        raise beyond_retention("createdAfter", retention, horizon)
     return await context.store.events(
         first=first,
         after=after,
         types=checked_event_types("types", types),
-        created_after=created_after,
-        upper=settled_before(context.clock(), context.events.settle_seconds),
+        created_after=created_after or horizon,
+        upper=settled_before(now, context.events.settle_seconds),
+        horizon=(horizon, beyond_retention("after", retention, horizon)),
     )
 
 

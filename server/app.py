@@ -289,6 +289,7 @@ def graphql_endpoint(
             lookup=address_lookup(webhook_dns),
             # A name that does not answer in the time a receiver has is as good as none.
             lookup_timeout=settings.webhook_timeout,
+            retention=timedelta(days=settings.events_retention_days),
         ),
     )
 

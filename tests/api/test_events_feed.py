@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from datasource import DynamoConfig
+from datasource.table import TTL_ATTRIBUTE
 from tests.api.conftest import ALICE, Api, Clock, api_client, error_codes, stored_items
 
 FEED = """
@@ -127,3 +128,39 @@ async def test_the_feed_is_for_services_and_refuses_an_unknown_type(feed_api: Ap
     assert refused["errors"][0]["extensions"]["field"] == "types[0]"
     assert "payment.done" not in refused["errors"][0]["message"], "input is never echoed"
     assert error_codes(await feed_api.post(FEED, {"after": "junk"})) == ["INVALID_INPUT"]
+
+
+async def test_a_created_after_or_a_cursor_older_than_the_retention_is_refused_as_such(
+    feed_api: Api, clock: Clock
+) -> None:
+    start = clock.now
+    await _life(feed_api, "alice", "loan-1")
+    clock.now += timedelta(seconds=SETTLE_SECONDS + 1)
+    first = (await feed_api.data(FEED, {"first": 1}))["events"]
+    cursor = first["pageInfo"]["endCursor"]
+
+    clock.now += timedelta(days=31)
+    for variables, field in (
+        ({"createdAfter": start.isoformat().replace("+00:00", "Z")}, "createdAfter"),
+        ({"after": cursor}, "after"),
+    ):
+        refused = await feed_api.post(FEED, variables)
+        assert error_codes(refused) == ["INVALID_INPUT"], refused
+        error = refused["errors"][0]
+        assert error["extensions"]["field"] == field
+        assert "retention of 30 days" in error["message"], error["message"]
+    # From the start, the feed lists what its retention keeps: none of these events.
+    assert (await feed_api.data(FEED, {}))["events"]["edges"] == []
+    await _life(feed_api, "bob", "loan-2")
+    clock.now += timedelta(seconds=SETTLE_SECONDS + 1)
+    users = [
+        e["node"]["payment"]["userId"] for e in (await feed_api.data(FEED, {}))["events"]["edges"]
+    ]
+    assert users == ["bob"] * 3
+
+
+async def test_event_items_never_expire(feed_api: Api, moto_config: DynamoConfig) -> None:
+    await _life(feed_api, "alice", "loan-1")
+    events = [item for item in stored_items(moto_config) if item["SK"]["S"].startswith("HISTORY#")]
+    assert len(events) == 3
+    assert all(TTL_ATTRIBUTE not in item for item in events), "the payments' history stays"
