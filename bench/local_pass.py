@@ -8,6 +8,10 @@ moves to the load generator's core and a service per table runs on the server co
    over raw HTTP sent by wrk from the server core (DynamoDB Local's own rate), in rotating order.
 2. p50 at one connection on both tables (the same loan and page), the service's and raw
    aioboto3's (DynamoDB Local's own growth).
+3. `by_status` at the default layout (SPEC §20: GSI2 in `LOC_GSI2_SHARDS` shards, merged), its
+   own row: a service at the default settings on a third table holding `base`'s payments in
+   that layout, against the one-shard service of 1., in turns.
+The comparisons of 1. are like for like: every side reads the seed's one-shard GSI2 (`PAYMENT`).
 Raw aioboto3 runs in a worker process on the server core, one client kept open; the raw HTTP
 request (unsigned: DynamoDB Local checks no signature) is used once it got aioboto3's items.
 """
@@ -36,9 +40,10 @@ from bench.data import Workload
 from datasource.items import Item, projected_attributes
 from datasource.pages import MAX_PAGE_SIZE
 from datasource.store import loan_query, status_query
-from datasource.table import PK, SK, create_table_if_missing
+from datasource.table import GSI2PK, PK, SK, create_table_if_missing
 from domain import keys
 from domain.enums import PaymentStatus
+from domain.keys import StatusLayout
 from domain.payment import LoanRef
 from engine.usage import coordinates
 from harness.processes import REGION, Process, Service, children
@@ -51,7 +56,10 @@ COMPARED = ("loan_page", "by_status", "payment")
 SIDES = ("raw", "service", "node", "http")
 SCALED = ("loan_page", "by_status")
 SCALE_TABLE = "bench-scale-loc-service"
+DEFAULTS_TABLE = "bench-defaults-loc-service"
 NODE_PEER = Path(__file__).resolve().parent / "peers" / "node"
+# GSI2's layout at the default settings (what `make run` and the stack write).
+DEFAULT_LAYOUT = StatusLayout(keys.DEFAULT_GSI2_SHARDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +210,7 @@ class LocalPass:
         pool = {"max_pool_connections": data.WRITERS, "parameter_validation": False}
         return data.raw_client(self.database.endpoint_url, **pool)
 
-    def _service(self, name: str, table: str) -> Service:
+    def _service(self, name: str, table: str, *, one_shard: bool = True) -> Service:
         """The service as `loc-payments serve` runs it (its request log, its metrics), without
         live updates (the pass's tables have no stream) or webhook delivery (no endpoint: its
         poll of the feed would be a Query a second the peer does not make)."""
@@ -211,11 +219,11 @@ class LocalPass:
             "webhooks": "false",
             "metrics": "app",
             "log_level": "INFO",
+        }
+        if one_shard:
             # Like for like with the Node peer and raw aioboto3, which read the seed's one-shard
             # GSI2 (`PAYMENT`), as the pass's data is written.
-            "gsi2_shards": "1",
-            "events_shards": "1",
-        }
+            settings |= {"gsi2_shards": "1", "events_shards": "1"}
         service = Service(self.database.endpoint_url, table, settings, keep_stdout=False)
         service.name = name
         service.start()
@@ -224,7 +232,7 @@ class LocalPass:
     async def start(self) -> None:
         endpoint = self.database.start()
         async with self._writer() as client:
-            for table in (self.table, SCALE_TABLE):
+            for table in (self.table, SCALE_TABLE, DEFAULTS_TABLE):
                 # No stream: nothing here reads one, and DynamoDB Local's writes slow down as a
                 # stream grows.
                 await create_table_if_missing(client, table, stream=False)
@@ -241,7 +249,9 @@ class LocalPass:
         )
         node.start()
         services = [self._service("P3 on 1k", self.table), self._service("P3 on 100k", SCALE_TABLE)]
-        self.servers = [*services, node]
+        defaults = self._service("P3 at the defaults", DEFAULTS_TABLE, one_shard=False)
+        # The comparisons' sides by index (`_side`): the one-shard service first, the peer third.
+        self.servers = [*services, node, defaults]
         core = load.SERVER_CORE if load.pinning() else None
         self.raw = multiprocessing.get_context("spawn").Pool(1, _start_worker, (endpoint, core))
 
@@ -259,6 +269,12 @@ class LocalPass:
                 await data.load(client, table, iter(base_items))
             more = range(options.base_users, options.scale_users)
             extra = await data.load(client, SCALE_TABLE, self._items(more))
+            # The same payments in the layout the service at the defaults writes.
+            relaid = (
+                item | {GSI2PK: {"S": DEFAULT_LAYOUT.partition(item["loc_payment_id"]["S"])}}
+                for item in base_items
+            )
+            await data.load(client, DEFAULTS_TABLE, relaid)
         scale_payments = len(base_items) + extra["payments"]
         log(
             f"DynamoDB Local: {len(base_items):,} payments in one table, {scale_payments:,} in "
@@ -269,13 +285,19 @@ class LocalPass:
                 load.pin_process(jvm, {load.LOAD_CORE})
         for server in self.servers:
             load.listening(server)
-        service, _, node = self.servers
+        service, _, node, defaults = self.servers
         calls = load.check_same_data([self.work[n] for n in COMPARED], service, node, self.headers)
+        # The same page at the defaults (cursors aside: an edge's cursor carries its shard).
+        page = self.work["by_status"]
+        uncursored = dataclasses.replace(page, query=page.query.replace(" endCursor", ""))
+        calls_at_defaults = load.check_same_data([uncursored], defaults, service, self.headers)
         with load.load_generator_core():
             comparison, resident = await self._compare()
             breakdown = await self._cpu_breakdown()
             log("service against the Node peer, raw aioboto3 and raw HTTP done; p50 at both sizes")
             scale = await self._scale()
+            at_defaults = await self._by_status_at_defaults()
+            log(f"by_status at the default layout ({DEFAULT_LAYOUT.shards} shards) done")
         return {
             "connections": options.connections,
             "service_calls": calls,
@@ -285,6 +307,11 @@ class LocalPass:
             "scale_payments": scale_payments,
             "load": extra,
             "scale": scale,
+            "by_status_defaults": {
+                "gsi2_shards": DEFAULT_LAYOUT.shards,
+                "service_calls": calls_at_defaults["by_status"],
+                **at_defaults,
+            },
             # Its peak, read while it still runs.
             "service_memory": {
                 "rss_mib_after_repetition": resident,
@@ -353,6 +380,21 @@ class LocalPass:
             if repetition >= 0:
                 resident.append(self.servers[0].resident_mib())
         return rows, resident
+
+    async def _by_status_at_defaults(self) -> dict[str, Any]:
+        """`by_status` (a PENDING page of 100) at the pass's connections, by the one-shard service
+        and the service at the default layout in turns: each one's median rate, p50, p99."""
+        one_shard, defaults = self.servers[0], self.servers[3]
+        workload, connections = self.work["by_status"], self.options.connections
+        runs: dict[str, list[load.Run]] = {"one_shard": [], "defaults": []}
+        for repetition in range(self.options.repetitions):
+            sides = [("one_shard", one_shard), ("defaults", defaults)]
+            for side, server in sides if repetition % 2 == 0 else sides[::-1]:
+                run = await load.timed_run(
+                    server, workload, self.headers, connections, self.options.seconds
+                )
+                runs[side].append(run)
+        return {side: load.summary(found) for side, found in runs.items()}
 
     async def _scale(self) -> dict[str, Any]:
         """p50 and p99 at one connection of the service and raw aioboto3 on both tables in turn;

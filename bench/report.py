@@ -236,6 +236,7 @@ def _local_lines(local: dict[str, Any]) -> list[str]:
         "service against the Node peer, raw aioboto3, and DynamoDB Local's own rate over raw "
         "HTTP (wrk on the server core)",
         *table(HEADER.split("|"), rows),
+        *_defaults_lines(local),
         _memory_line("The service", local["service_memory"]),
         *_breakdown_lines(local.get("cpu_breakdown")),
         "",
@@ -250,6 +251,32 @@ def _local_lines(local: dict[str, Any]) -> list[str]:
             ],
         ),
     ]
+
+
+def _defaults_lines(local: dict[str, Any]) -> list[str]:
+    """`by_status` at the default layout (its shards merged), beside the one-shard service the
+    comparison above runs, timed in turns: its own row, not a comparison with the peer."""
+    found = local.get("by_status_defaults")
+    if found is None:
+        return []
+    one_shard_calls = str(local["service_calls"]["by_status"]["requests"])
+    header = ["by_status, a page of 100", "req/s", "CPU ms", "p50 ms", "p99 ms", "DynamoDB calls"]
+    rows = [
+        [
+            f"{label}",
+            f"{found[side]['requests_per_second']:,.0f}",
+            f"{found[side]['server_cpu_ms_per_request']:.2f}",
+            f"{found[side]['p50_ms']:.2f}",
+            f"{found[side]['p99_ms']:.2f}",
+            calls,
+        ]
+        for label, side, calls in (
+            (f"at the defaults ({found['gsi2_shards']} shards)", "defaults",
+             str(found["service_calls"]["requests"])),
+            ("one shard (the comparison's service)", "one_shard", one_shard_calls),
+        )
+    ]  # fmt: skip
+    return ["", *table(header, rows)]
 
 
 def _breakdown_lines(breakdown: dict[str, Any] | None) -> list[str]:

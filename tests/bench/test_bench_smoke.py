@@ -115,6 +115,18 @@ def _dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer(
     assert "Load generator (wrk, one thread, its own core): busiest " in quick_run.stdout
 
 
+def _by_status_at_the_defaults_is_its_own_row(quick_run: QuickRun) -> None:
+    """SPEC §20: the comparisons read one shard, as the peer does; `by_status` at the default
+    layout is timed beside it, on a service of its own, and reported apart."""
+    found = quick_run.results["dynamodb_local"]["by_status_defaults"]
+    assert found["gsi2_shards"] == 64
+    for side in ("defaults", "one_shard"):
+        assert found[side]["errors"] == 0 and found[side]["requests_per_second"] > 0
+    # The merge queries every shard in its first round.
+    assert found["service_calls"]["requests"] >= 64
+    assert "at the defaults (64 shards)" in quick_run.stdout
+
+
 def _the_loan_pages_cpu_is_broken_down_by_part(quick_run: QuickRun) -> None:
     breakdown = quick_run.results["dynamodb_local"]["cpu_breakdown"]
 
@@ -172,6 +184,7 @@ CHECKS = (
     _the_harness_runs_end_to_end_and_reports_every_target,
     _the_new_targets_are_measured_on_what_they_name,
     _dynamodb_local_is_loaded_by_wrk_beside_the_service_and_the_node_peer,
+    _by_status_at_the_defaults_is_its_own_row,
     _the_loan_pages_cpu_is_broken_down_by_part,
     _the_service_memory_is_read_after_every_repetition,
     _the_fleet_and_the_field_usage_passes_are_made,
