@@ -19,6 +19,8 @@ from domain.history import PaymentEvent
 from domain.payment import Payment
 from domain.validation import format_timestamp
 from domain.webhooks import (
+    EVENT_TYPES,
+    OPERATIONAL_EVENT_TYPES,
     EndpointStatus,
     WebhookDelivery,
     WebhookEndpoint,
@@ -37,6 +39,7 @@ __all__ = [
     "create_endpoint",
     "delete_endpoint",
     "deliveries",
+    "enable_endpoint",
     "endpoints",
     "event_body",
     "events",
@@ -60,7 +63,9 @@ async def create_endpoint(
     endpoint = WebhookEndpoint(
         endpoint_id=str(uuid7()),
         url=await checked_receiver(url, context.events),
-        event_types=checked_event_types("eventTypes", event_types),
+        event_types=checked_event_types(
+            "eventTypes", event_types, known=EVENT_TYPES + OPERATIONAL_EVENT_TYPES
+        ),
         description=description,
         status=EndpointStatus.ENABLED,
         created_at=context.clock(),
@@ -90,6 +95,22 @@ async def rotate_secret(context: Context, *, endpoint_id: str) -> tuple[WebhookE
         grace=context.events.secret_grace,
     )
     return state.endpoint, secret
+
+
+async def enable_endpoint(context: Context, *, endpoint_id: str, from_now: bool) -> WebhookEndpoint:
+    """ENABLED again, from where it stopped (within the feed's retention) or from now."""
+    webhooks = _webhooks(context)
+    state = await webhooks.endpoint(_checked_id(endpoint_id))
+    if state is None:
+        raise NotFound("webhook endpoint not found")
+    now = context.clock()
+    if not from_now:
+        retention = context.events.retention
+        horizon = now - retention
+        if state.stopped_at < format_timestamp(horizon):
+            raise beyond_retention("from", retention, horizon)
+    enabled = await webhooks.enable(state.endpoint.endpoint_id, from_now=now if from_now else None)
+    return enabled.endpoint
 
 
 async def resend_event(context: Context, *, endpoint_id: str, event_id: str) -> WebhookEndpoint:

@@ -42,6 +42,29 @@ class WebhookEndpointStatusType(Enum):
             "first answered with a 2xx makes it ENABLED again."
         ),
     )
+    DISABLED = strawberry.enum_value(
+        "DISABLED",
+        description=(
+            "It answered no 2xx to any event for the whole retry schedule (3 days by default): "
+            "nothing is sent until `enableWebhookEndpoint`; `disabledReason` says why."
+        ),
+    )
+
+
+@strawberry.enum(
+    name="WebhookEnableFrom", description="Where an endpoint enabled again resumes its events."
+)
+class WebhookEnableFromType(Enum):
+    WHERE_IT_STOPPED = strawberry.enum_value(
+        "WHERE_IT_STOPPED",
+        description=(
+            "From the first event it had not received, with the retries it had pending; "
+            "refused (INVALID_INPUT on `from`) once that is older than the feed's retention."
+        ),
+    )
+    NOW = strawberry.enum_value(
+        "NOW", description="From the events after now; those it missed are not sent."
+    )
 
 
 @strawberry.type(name="WebhookDelivery", description="One attempt to deliver one event.")
@@ -60,7 +83,9 @@ class WebhookDeliveryType:
         description="Why there was no answer: a timeout, a refused connection, a refused address."
     )
     response_body: str | None = strawberry.field(
-        description="The first 2 KB of the receiver's answer."
+        description=(
+            "The first 2 KB of the receiver's answer to a failed attempt; null once delivered."
+        )
     )
     succeeded: bool = strawberry.field(description="Whether the receiver answered with a 2xx.")
 
@@ -108,6 +133,15 @@ class WebhookEndpointType:
     secret_rotated_at: datetime | None = strawberry.field(
         description="When its signing secret was last rotated."
     )
+    disabled_at: datetime | None = strawberry.field(
+        description="When it was disabled; null unless it is DISABLED."
+    )
+    disabled_reason: str | None = strawberry.field(
+        description=(
+            "Why it was disabled: since when no event got a 2xx, and the last attempt's error "
+            "or status; null unless it is DISABLED."
+        )
+    )
 
     @classmethod
     def is_type_of(cls, obj: Any, info: Any) -> bool:
@@ -138,6 +172,11 @@ class DeleteWebhookEndpointPayload:
     endpoint_id: strawberry.ID = strawberry.field(description="The id of the endpoint deleted.")
 
 
+@strawberry.type(description="The endpoint enabled again.")
+class EnableWebhookEndpointPayload:
+    endpoint: WebhookEndpointType = strawberry.field(description="The endpoint as it is now.")
+
+
 @strawberry.type(description="An event to be sent to an endpoint again, now, with its retries.")
 class ResendWebhookEventPayload:
     endpoint: WebhookEndpointType = strawberry.field(description="The endpoint it is sent to.")
@@ -156,6 +195,13 @@ DeleteWebhookEndpointResult = Annotated[
     strawberry.union(
         "DeleteWebhookEndpointResult",
         description="The endpoint deleted, or a `UserError` that says why not.",
+    ),
+]
+EnableWebhookEndpointResult = Annotated[
+    EnableWebhookEndpointPayload | NotFoundError | InvalidInputError | UnavailableError,
+    strawberry.union(
+        "EnableWebhookEndpointResult",
+        description="The endpoint enabled, or a `UserError` that says why not.",
     ),
 ]
 ResendWebhookEventResult = Annotated[
@@ -181,6 +227,16 @@ class CreateWebhookEndpointInput:
 @strawberry.input(description="Names one webhook endpoint.")
 class WebhookEndpointInput:
     endpoint_id: strawberry.ID = strawberry.field(description=ENDPOINT_ID)
+
+
+@strawberry.input(description="An endpoint to enable again, and where it resumes.")
+class EnableWebhookEndpointInput:
+    endpoint_id: strawberry.ID = strawberry.field(description=ENDPOINT_ID)
+    from_: WebhookEnableFromType = strawberry.field(
+        name="from",
+        default=WebhookEnableFromType.WHERE_IT_STOPPED,
+        description="Where its events resume: where it stopped (the default), or now.",
+    )
 
 
 @strawberry.input(description="An event to send again, and the endpoint to send it to.")
@@ -249,6 +305,25 @@ class WebhookMutations:
             )
 
         return cast(WebhookEndpointResult, await _refused(info, rotate()))
+
+    @strawberry.mutation(
+        description=(
+            "Turn a DISABLED (or any) endpoint back on, from where it stopped or from now. "
+            f"{SERVICES_ONLY}"
+        )
+    )
+    async def enable_webhook_endpoint(
+        self, info: Info, input: MutationInput[EnableWebhookEndpointInput]
+    ) -> EnableWebhookEndpointResult:
+        async def enable() -> EnableWebhookEndpointPayload:
+            endpoint = await webhooks.enable_endpoint(
+                info.context,
+                endpoint_id=input.endpoint_id,
+                from_now=input.from_ is WebhookEnableFromType.NOW,
+            )
+            return EnableWebhookEndpointPayload(endpoint=cast(WebhookEndpointType, endpoint))
+
+        return cast(EnableWebhookEndpointResult, await _refused(info, enable()))
 
     @strawberry.mutation(
         description=f"Send an event to an endpoint again, now, with its retries. {SERVICES_ONLY}"

@@ -357,7 +357,14 @@ class EndpointWindow:
             if len(self._outcomes) < FLUSH_BATCH:
                 await asyncio.sleep(FLUSH_LINGER)
             self._flush_wanted.clear()
-            if not await self._flush():
+            try:
+                flushed = await self._flush()
+            except PaymentsError as error:
+                # The dispatcher takes the endpoint again on its next look, from the stored
+                # position: what this batch sent is sent again (at most the window).
+                log.warning("webhook endpoint %s paused: %s", self.endpoint_id, error)
+                flushed = False
+            if not flushed:
                 self.stop()
                 return
             self._changed.set()
@@ -436,8 +443,9 @@ class EndpointWindow:
             endpoint = dataclasses.replace(self.state.endpoint, status=status)
             self.state = dataclasses.replace(self.state, endpoint=endpoint)
         if disabled is not None:
-            self.stop()
+            # Told before the window stops: stopping cancels this flush.
             await self._on_disabled(self.state.endpoint, *disabled)
+            self.stop()
         return True
 
     def _disabling(self, now: datetime) -> tuple[datetime, str] | None:

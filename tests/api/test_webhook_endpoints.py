@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from tests.api.conftest import (
     ALICE,
     PROD_SETTINGS,
     Api,
+    Clock,
     api_client,
     error_codes,
     prod_token,
@@ -31,6 +34,9 @@ PAYLOADS = {
     "rotateWebhookSecret": WITH_SECRET,
     "deleteWebhookEndpoint": "... on DeleteWebhookEndpointPayload { endpointId }",
     "resendWebhookEvent": "... on ResendWebhookEventPayload { eventId endpoint { endpointId } }",
+    "enableWebhookEndpoint": (
+        f"... on EnableWebhookEndpointPayload {{ endpoint {{ {ENDPOINT_FIELDS} }} }}"
+    ),
 }
 LIST = f"{{ webhookEndpoints {{ {ENDPOINT_FIELDS} }} }}"
 
@@ -311,3 +317,60 @@ async def test_the_projects_own_tests_may_loosen_the_guard_of_test(
     async with api_client(moto_config, webhook_allow_private_targets=True, **TEST_ENV) as api:
         created = await create(api, "http://127.0.0.1:8123/hooks")
     assert created["__typename"] == "WebhookEndpointPayload", created
+
+
+@pytest.fixture
+async def clocked_api(moto_config: DynamoConfig, clock: Clock) -> AsyncIterator[Api]:
+    async with api_client(moto_config, clock=clock) as client:
+        yield client
+
+
+async def _enable(api: Api, endpoint_id: str, **extra: Any) -> Any:
+    return await _call(
+        api,
+        "enableWebhookEndpoint",
+        "EnableWebhookEndpointInput",
+        {"endpointId": endpoint_id, **extra},
+    )
+
+
+async def test_enabling_resumes_where_it_stopped_within_the_retention_or_from_now(
+    clocked_api: Api, clock: Clock, moto_config: DynamoConfig
+) -> None:
+    created = await create(clocked_api, "https://ledger.example.com/hooks")
+    endpoint_id = created["endpoint"]["endpointId"]
+    enabled = await _enable(clocked_api, endpoint_id)
+    assert enabled["__typename"] == "EnableWebhookEndpointPayload", enabled
+    assert enabled["endpoint"]["status"] == "ENABLED"
+
+    # It stopped at its creation; 31 days on, that is beyond the feed's 30 days.
+    clock.now += timedelta(days=31)
+    refused = await _enable(clocked_api, endpoint_id, **{"from": "WHERE_IT_STOPPED"})
+    assert (refused["__typename"], refused["code"], refused["field"]) == (
+        "InvalidInputError",
+        "INVALID_INPUT",
+        "from",
+    )
+    assert "retention of 30 days" in refused["message"]
+
+    [before] = [i for i in _webhook_items(moto_config) if i["SK"]["S"].startswith("ENDPOINT#")]
+    now = await _enable(clocked_api, endpoint_id, **{"from": "NOW"})
+    assert now["endpoint"]["status"] == "ENABLED"
+    [after] = [i for i in _webhook_items(moto_config) if i["SK"]["S"].startswith("ENDPOINT#")]
+    assert after["loc_feed_from"]["S"] > before["loc_feed_from"]["S"]
+    assert after["loc_feed_from"]["S"][:10] == clock.now.isoformat()[:10]
+    assert await _enable(clocked_api, endpoint_id) == now, "from where it stopped: now"
+
+    missing = await _enable(clocked_api, str(uuid.uuid4()))
+    assert missing["code"] == "NOT_FOUND"
+
+
+async def test_only_endpoints_that_list_it_take_the_operational_event_type(api: Api) -> None:
+    created = await create(
+        api, "https://ops.example.com/hooks", eventTypes=["webhook_endpoint.disabled"]
+    )
+    assert created["endpoint"]["eventTypes"] == ["webhook_endpoint.disabled"]
+    refused = await api.post(
+        'query { events(types: ["webhook_endpoint.disabled"]) { edges { cursor } } }', {}
+    )
+    assert error_codes(refused) == ["INVALID_INPUT"], "the feed lists payment events only"

@@ -337,7 +337,7 @@ async def test_one_endpoint_with_a_50_ms_receiver_drains_a_burst_of_800_events(
         await _burst(service.url, BURST_PAYMENTS, BURST_WRITERS)
         written = time.monotonic()
         deadline = written + 15
-        while len(path.delivered) < 2 * BURST_PAYMENTS and time.monotonic() < deadline:
+        while len(path.delivered) < 2 * BURST_PAYMENTS and time.monotonic() < deadline:  # noqa: ASYNC110 - the receiver sets no event
             await asyncio.sleep(0.05)
         took = time.monotonic() - written
         assert len(path.delivered) == 2 * BURST_PAYMENTS, (
@@ -398,3 +398,109 @@ async def test_an_event_the_live_feed_carried_is_read_when_it_settles_not_at_the
         await until(lambda: len(path.delivered) == 3, "three events delivered")
         took = time.monotonic() - written
         assert took < 10, f"delivered {took:.1f} s after the write: the poll, not the settle"
+
+
+ENDPOINTS = """
+{ webhookEndpoints { endpointId url status disabledAt disabledReason
+    deliveries(first: 100) { edges { node { eventId statusCode succeeded } } } } }
+"""
+ENABLE = """
+mutation($input: EnableWebhookEndpointInput!) {
+  enableWebhookEndpoint(input: $input) {
+    __typename ... on EnableWebhookEndpointPayload { endpoint { status disabledAt } }
+  }
+}
+"""
+# Three attempts half a second apart: an endpoint answering no 2xx for a second is disabled.
+SHORT_SCHEDULE = {**SETTINGS, "webhook_retry_schedule": "0.5,0.5"}
+
+
+async def _endpoint(url: str, path: str) -> dict[str, Any]:
+    endpoints = (await graphql(url, ENDPOINTS))["webhookEndpoints"]
+    [endpoint] = [e for e in endpoints if e["url"].endswith(f"/{path}")]
+    return endpoint
+
+
+async def test_an_endpoint_failing_for_the_whole_schedule_is_disabled_told_and_enabled_again(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **SHORT_SCHEDULE) as [service]:
+        broken_id = await register(service.url, receiver, "broken")
+        await register(service.url, receiver, "ops", eventTypes=["webhook_endpoint.disabled"])
+        await register(service.url, receiver, "all")
+        broken = receiver.paths["broken"]
+        broken.fail_all = True
+        await payment_life(service.url, "alice")
+
+        async def disabled() -> bool:
+            return (await _endpoint(service.url, "broken"))["status"] == "DISABLED"
+
+        await until(disabled, "the failing endpoint disabled")
+        endpoint = await _endpoint(service.url, "broken")
+        assert endpoint["disabledAt"] is not None
+        assert "no 2xx answer to any event since" in endpoint["disabledReason"]
+        assert "HTTP 500" in endpoint["disabledReason"]
+        codes = {edge["node"]["statusCode"] for edge in endpoint["deliveries"]["edges"]}
+        assert codes == {500}, "its deliveries show every attempt refused"
+
+        ops = receiver.paths["ops"]
+        await until(lambda: len(ops.delivered) == 1, "the operational event at `ops`")
+        [told] = ops.delivered.values()
+        assert told["type"] == "webhook_endpoint.disabled"
+        assert told["data"]["endpointId"] == broken_id
+        await until(lambda: len(receiver.paths["all"].delivered) == 3, "alice's events at `all`")
+        assert {e["type"] for e in receiver.paths["all"].delivered.values()} <= {
+            "payment.created",
+            "payment.achsent",
+            "payment.completed",
+        }, "an endpoint without a filter never gets an operational event"
+
+        # Disabled, it receives nothing more.
+        attempts = sum(broken.attempts.values())
+        bob = await payment_life(service.url, "bob")
+        await until(lambda: len(receiver.paths["all"].delivered) == 6, "bob's events at `all`")
+        await asyncio.sleep(1.0)
+        assert sum(broken.attempts.values()) == attempts
+
+        # Mended and enabled from where it stopped: bob's events arrive.
+        broken.fail_all = False
+        enabled = (await graphql(service.url, ENABLE, {"input": {"endpointId": broken_id}}))[
+            "enableWebhookEndpoint"
+        ]
+        assert enabled == {
+            "__typename": "EnableWebhookEndpointPayload",
+            "endpoint": {"status": "ENABLED", "disabledAt": None},
+        }
+        await until(
+            lambda: len(by_version(broken.delivered, bob["paymentId"])) == 3,
+            "bob's events at the endpoint enabled again",
+        )
+        assert len(ops.delivered) == 1
+
+
+async def test_one_poison_event_never_disables_a_healthy_endpoint(
+    ddblocal_backend: Backend, table: str, receiver: Receiver
+) -> None:
+    await receiver.start()
+    async with serving(ddblocal_backend.endpoint_url, table, 1, **SHORT_SCHEDULE) as [service]:
+        await register(service.url, receiver, "ledger")
+        path = receiver.paths["ledger"]
+        path.fail_users = {"poison"}
+        await payment_life(service.url, "poison")
+        started = time.monotonic()
+        count = 0
+        # Three times the schedule's length, healthy events beside the poison ones.
+        while time.monotonic() - started < 3.0:
+            await payment_life(service.url, f"healthy-{count}")
+            count += 1
+        await until(lambda: len(path.delivered) == 3 * count, "every healthy event")
+
+        async def given_up() -> bool:
+            endpoint = await _endpoint(service.url, "ledger")
+            return (
+                sum(1 for e in endpoint["deliveries"]["edges"] if not e["node"]["succeeded"]) >= 9
+            )
+
+        await until(given_up, "the poison events' three attempts each")
+        assert (await _endpoint(service.url, "ledger"))["status"] != "DISABLED"

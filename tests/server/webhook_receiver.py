@@ -22,6 +22,10 @@ class Path:
 
     secret: str | None = None
     fail_first: bool = False
+    # Every attempt answered 500 (a broken receiver), or those of these users' payments (a
+    # poison event among healthy ones).
+    fail_all: bool = False
+    fail_users: set[str] = field(default_factory=set)
     delay: float = 0.0
     attempts: collections.Counter[str] = field(default_factory=collections.Counter)
     delivered: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -74,6 +78,9 @@ class Receiver:
                 return web.Response(status=400, text="bad signature")
             if path.fail_first and path.attempts[msg_id] == 1:
                 return web.Response(status=500, text="try again")
+            payment = payload["data"].get("payment") or {}
+            if path.fail_all or payment.get("userId") in path.fail_users:
+                return web.Response(status=500, text="broken")
             path.delivered.setdefault(msg_id, payload)
             return web.Response(status=204)
         finally:
