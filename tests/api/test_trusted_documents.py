@@ -24,6 +24,7 @@ from tests.api.conftest import (
     error_codes,
     payment_items,
     prod_token,
+    without_cost,
 )
 
 LOAN = """query Loan($userId: ID, $loanId: ID!) {
@@ -153,7 +154,7 @@ async def test_each_format_runs_its_documents_by_its_own_ids(
 
     payment = created.json()["data"]["createPayment"]["payment"]
     assert listed.json()["data"]["loan"]["payments"]["edges"] == [{"node": payment}]
-    assert retries.json() == {"data": {"paymentsByStatus": {"edges": []}}}
+    assert without_cost(retries.json()) == {"data": {"paymentsByStatus": {"edges": []}}}
 
 
 @pytest.mark.parametrize("accept", ["application/json", GRAPHQL_RESPONSE])
@@ -195,7 +196,7 @@ async def test_a_service_in_prod_sends_text_and_a_customer_meets_the_usual_refus
         prod, {"documentId": "loan-page-v1", "variables": LOAN_VARIABLES}, as_=None
     )
 
-    assert service.json() == {"data": {"__typename": "Query"}}
+    assert without_cost(service.json()) == {"data": {"__typename": "Query"}}
     assert error_codes(forbidden.json()) == ["FORBIDDEN"]
     assert error_codes(anonymous.json()) == ["UNAUTHENTICATED"]
 
@@ -223,7 +224,7 @@ async def test_the_trusted_policy_refuses_a_services_text_too(
         )
 
     assert error_codes(text.json()) == ["DOCUMENT_NOT_TRUSTED"]
-    assert by_id.json() == {"data": {"loan": {"payments": {"edges": []}}}}
+    assert without_cost(by_id.json()) == {"data": {"loan": {"payments": {"edges": []}}}}
 
 
 @pytest.mark.parametrize(
@@ -300,7 +301,7 @@ async def test_automatic_persisted_queries_miss_register_and_hit(api: Api) -> No
 
     assert miss.status_code == 200
     assert miss.headers["cache-control"] == "private, no-cache, must-revalidate"
-    assert miss.json() == {
+    assert without_cost(miss.json()) == {
         "errors": [
             {
                 "message": "PersistedQueryNotFound",
@@ -308,7 +309,11 @@ async def test_automatic_persisted_queries_miss_register_and_hit(api: Api) -> No
             }
         ]
     }
-    assert registered.json() == hit.json() == {"data": {"__typename": "Query"}}
+    assert (
+        without_cost(registered.json())
+        == without_cost(hit.json())
+        == {"data": {"__typename": "Query"}}
+    )
 
 
 async def test_automatic_persisted_queries_register_only_valid_documents(api: Api) -> None:
@@ -432,4 +437,4 @@ async def test_one_id_for_two_texts_stops_the_start(
 async def test_graphiql_keeps_sending_text_in_local(api: Api) -> None:
     body = await api.post("{ __typename }")
 
-    assert body == {"data": {"__typename": "Query"}}
+    assert without_cost(body) == {"data": {"__typename": "Query"}}
