@@ -24,7 +24,7 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
@@ -55,7 +55,6 @@ from resolvers.webhooks import event_body
 
 if TYPE_CHECKING:
     from datasource import PaymentStore
-    from server.webhook_delivery import Receivers
 
 __all__ = ["EndpointWindow"]
 
@@ -68,6 +67,23 @@ FLUSH_BATCH = 25
 FLUSH_LINGER = 0.1
 # A position moved only past events an endpoint does not want is stored at most this often.
 SKIPPED_COMMIT_SECONDS = 10.0
+
+
+class Answered(Protocol):
+    @property
+    def status_code(self) -> int | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def body(self) -> str | None: ...
+    @property
+    def duration_ms(self) -> int: ...
+
+
+class Receivers(Protocol):
+    """What POSTs to receivers (`server.webhook_delivery.Receivers`)."""
+
+    async def post(self, url: str, *, body: bytes, headers: dict[str, str]) -> Answered: ...
 
 
 @dataclass(slots=True)
