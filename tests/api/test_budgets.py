@@ -227,12 +227,15 @@ async def test_the_gateway_is_not_charged_its_forwarded_customer_is(small: Api) 
         )
         return status, body
 
+    # What a page costs in the end depends on what it found (the table is the worker's).
     status, body = await through_gateway(ALICE)
     assert status == 200, body
-    assert cost_of(body)["throttleStatus"]["currentlyAvailable"] == 100 - 2
+    first = cost_of(body)["actualQueryCost"]
+    assert cost_of(body)["throttleStatus"]["currentlyAvailable"] == 100 - first
     # Alice's own budget, over /graphql too.
     _, _, body = await post(small, PAGE, variables, as_=ALICE)
-    assert cost_of(body)["throttleStatus"]["currentlyAvailable"] == 100 - 4
+    second = cost_of(body)["actualQueryCost"]
+    assert cost_of(body)["throttleStatus"]["currentlyAvailable"] == 100 - first - second
     await exhaust(small, ALICE)
     status, body = await through_gateway(ALICE)
     assert status == 429
