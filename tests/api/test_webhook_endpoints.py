@@ -173,6 +173,7 @@ async def test_customers_may_not_touch_webhooks(api: Api, moto_config: DynamoCon
         'mutation { createWebhookEndpoint(input: {url: "https://x.example.com/"}) { __typename } }',
         f"mutation {{ deleteWebhookEndpoint({named}) {{ __typename }} }}",
         f"mutation {{ rotateWebhookSecret({named}) {{ __typename }} }}",
+        f"mutation {{ enableWebhookEndpoint({named}) {{ __typename }} }}",
         f'mutation {{ resendWebhookEvent(input: {{endpointId: "{endpoint_id}", eventId: "evt_x"}})'
         " { __typename } }",
         LIST,

@@ -81,6 +81,7 @@ EVENTS_OUT = {
     ("Mutation", "createWebhookEndpoint"),
     ("Mutation", "deleteWebhookEndpoint"),
     ("Mutation", "rotateWebhookSecret"),
+    ("Mutation", "enableWebhookEndpoint"),
     ("Mutation", "resendWebhookEvent"),
 }
 # What a customer may see in `errors[]` for another user's data: never FORBIDDEN on a field
