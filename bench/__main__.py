@@ -203,6 +203,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         found += storm.targets(results["storm"])
     if "partitions" in results:
         found += partitions.targets(results["partitions"])
+    if "webhooks" in results:
+        found += webhooks_cost.targets(results["webhooks"])
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started

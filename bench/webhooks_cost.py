@@ -9,6 +9,14 @@ alternate between the sides so that the machine's noise falls on both. The write
 deliveries are DynamoDB Local's ConsumedCapacity of every call the dispatcher made (its tasks
 count in a `CallCount` of their own), per event delivered: attempt records, retries, the position
 committed once per batch and the lease's renewals.
+
+Then the drain (issue 57's Done-when): a fresh app and table, one endpoint whose receiver answers
+every request after 50 ms, a burst of `drain_events` payments written by `in_flight` clients as
+fast as they can; the drain rate is the events delivered over the time from the first write to the
+last delivery (the settle time, 0.2 s here, counts in it), and the lag is the last delivery's time
+after the last write. The writes and the deliveries share this process, so the writes can set
+that pace: the same burst is then written with no dispatcher running, and the rate at which an app
+that delivers catches up on it (from its first delivery to its last) is reported beside.
 """
 
 from __future__ import annotations
@@ -28,15 +36,19 @@ from aiohttp import web
 
 from bench.load import service_headers
 from bench.profile import local_dynamodb, quietly, running
+from bench.report import Target
 from datasource.accounting import CallCount, counting
 from harness.asgi import asgi_caller, asgi_headers
 from harness.processes import HOST, free_port
 from server.app import create_app
+from server.settings import Settings
 
 CREATE = "mutation($input: CreatePaymentInput!) { createPayment(input: $input) { __typename } }"
 REGISTER = "mutation($url: String!) { createWebhookEndpoint(input: {url: $url}) { __typename } }"
 SETTLE_SECONDS = 0.2
 POLL_SECONDS = 0.05
+RECEIVER_DELAY_SECONDS = 0.05  # the drain's receiver answers every request after this
+DRAIN_TARGET = 250.0  # events a second one endpoint drains, at least (issue 57)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,10 +56,11 @@ class Options:
     writes: int = 200  # per block
     blocks: int = 6  # per side
     in_flight: int = 8
+    drain_events: int = 1000
 
 
 DEFAULT = Options()
-QUICK = Options(writes=20, blocks=1)
+QUICK = Options(writes=20, blocks=1, drain_events=200)
 
 
 async def measure(
@@ -128,6 +141,8 @@ async def _measure(
             events = options.writes * options.blocks
             write_units = dispatcher.units.write - before.write
             read_units = dispatcher.units.read - before.read
+        log(f"webhooks: the drain of {options.drain_events} events to a 50 ms receiver")
+        drain = await _drain(options, settings.model_copy(update=update), port, http, headers)
     none_ms = statistics.median(spent["none"]) * 1000
     one_ms = statistics.median(spent["one"]) * 1000
     return {
@@ -144,6 +159,71 @@ async def _measure(
         # Target: at most 1.5 write units per event per endpoint, over the burst.
         "delivery_write_units_per_event": write_units / events,
         "delivery_read_units_per_event": read_units / events,
+        **drain,
+    }
+
+
+async def _drain(
+    options: Options,
+    settings: Settings,
+    port: int,
+    http: aiohttp.ClientSession,
+    headers: list[tuple[bytes, bytes]],
+) -> dict[str, Any]:
+    """One endpoint whose receiver answers after 50 ms, on apps and tables of their own (the
+    other sides stopped): a burst delivered as it is written, then a backlog caught up on."""
+    body = {"userId": "bench-drain", "loanId": "loan-1", "amountCents": 1000, "method": "ACH"}
+    payment = orjson.dumps({"query": CREATE, "variables": {"input": body}})
+    register = orjson.dumps({"query": REGISTER, "variables": {"url": f"http://{HOST}:{port}/slow"}})
+
+    def app_on(table: str, **update: Any) -> Any:
+        name = f"{settings.table_name}-{table}"
+        return create_app(settings.model_copy(update={"table_name": name, **update}))
+
+    async def registered(app: Any) -> Callable[[], Any]:
+        answer = await asgi_caller(app, register, headers)()
+        if b"WebhookEndpointPayload" not in answer:
+            raise RuntimeError(f"no endpoint: {answer!r}")
+        return asgi_caller(app, payment, headers)
+
+    app = app_on("drain")
+    async with running(app):
+        create = await registered(app)
+        # One event delivered first: the endpoint is taken and its connection open.
+        await _writes(create, 1, 1)
+        delivered, _ = await _slow_drained(http, 1)
+        started = time.monotonic()
+        await _writes(create, options.drain_events, options.in_flight)
+        written = time.monotonic()
+        # The receiver's clock is this one (CLOCK_MONOTONIC, the machine's).
+        delivered, last = await _slow_drained(http, delivered + options.drain_events)
+    # The backlog: the same burst written with no dispatcher running (an app without webhook
+    # delivery on the table), then an app that delivers started once every event settled.
+    writer, dispatcher = app_on("backlog", webhooks=False), app_on("backlog")
+    async with running(writer):
+        await _writes(await registered(writer), options.drain_events, options.in_flight)
+        await asyncio.sleep(SETTLE_SECONDS)
+        cpu, wall = time.process_time(), time.monotonic()
+        async with running(dispatcher):
+            await _slow_drained(http, delivered + options.drain_events)
+        cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    async with http.get("/slow/times", params={"from": delivered}) as response:
+        backlog = orjson.loads(await response.read())
+    return {
+        "drain_events": options.drain_events,
+        "drain_writers": options.in_flight,
+        "drain_receiver_delay_ms": RECEIVER_DELAY_SECONDS * 1000,
+        "drain_settle_seconds": SETTLE_SECONDS,
+        "drain_written_per_second": options.drain_events / (written - started),
+        # Target: at least 250 events a second (issue 57).
+        "drain_events_per_second": options.drain_events / (last - started),
+        "drain_last_delivery_lag_s": last - written,
+        # What the endpoint takes when the writes do not set the pace: from the backlog's first
+        # delivery to its last.
+        "backlog_events_per_second": (len(backlog) - 1) / (backlog[-1] - backlog[0]),
+        # This process's CPU over the catch-up (its start included) by the time it took: near 1,
+        # its core set the pace; well below, the window's round trips did.
+        "backlog_cpu_share": cpu / wall,
     }
 
 
@@ -166,6 +246,20 @@ async def _writes(create: Callable[[], Any], count: int, in_flight: int) -> None
     await asyncio.gather(*(worker() for _ in range(in_flight)))
 
 
+async def _slow_drained(http: aiohttp.ClientSession, wanted: int) -> tuple[int, float]:
+    """Until the slow receiver has answered `wanted` events: how many, and the time it answered
+    the last."""
+    deadline = time.monotonic() + 60
+    while True:
+        async with http.get("/slow/count") as response:
+            count, last = orjson.loads(await response.read())
+        if count >= wanted:
+            return int(count), float(last)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{count} of {wanted} events delivered within 60 s")
+        await asyncio.sleep(0.01)
+
+
 async def _drained(http: aiohttp.ClientSession, wanted: int) -> int:
     """Until the receiver has `wanted` events; and at least the settle time and a poll, so
     that both sides wait alike. What it has then."""
@@ -179,8 +273,11 @@ async def _drained(http: aiohttp.ClientSession, wanted: int) -> int:
 
 
 def _receive(port: int) -> None:
-    """The receiver's process: 204 to every POST, and how many it took at GET /count."""
+    """The receiver's process: 204 to every POST, and how many it took at GET /count; at /slow
+    204 after 50 ms, at GET /slow/count how many and when it answered the last, at GET
+    /slow/times?from=N when it answered each from the Nth."""
     taken = 0
+    answered: list[float] = []  # when /slow answered each request
 
     async def receive(request: web.Request) -> web.Response:
         nonlocal taken
@@ -191,9 +288,25 @@ def _receive(port: int) -> None:
     async def count(request: web.Request) -> web.Response:
         return web.Response(text=str(taken))
 
+    async def receive_slowly(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(RECEIVER_DELAY_SECONDS)
+        answered.append(time.monotonic())
+        return web.Response(status=204)
+
+    async def slow_count(request: web.Request) -> web.Response:
+        last = answered[-1] if answered else 0.0
+        return web.Response(body=orjson.dumps([len(answered), last]))
+
+    async def slow_times(request: web.Request) -> web.Response:
+        return web.Response(body=orjson.dumps(answered[int(request.query["from"]) :]))
+
     app = web.Application()
     app.router.add_post("/hook", receive)
     app.router.add_get("/count", count)
+    app.router.add_post("/slow", receive_slowly)
+    app.router.add_get("/slow/count", slow_count)
+    app.router.add_get("/slow/times", slow_times)
     web.run_app(app, host=HOST, port=port, print=None, access_log=None)
 
 
@@ -220,8 +333,35 @@ def render(results: dict[str, Any]) -> str:
         f"{results['delivery_write_units_per_event']:.2f} write units an event (target at most "
         f"1.5: {_verdict(results['delivery_write_units_per_event'] <= 1.5)}), "
         f"{results['delivery_read_units_per_event']:.2f} read units, over "
-        f"{results['events_delivered']} events"
+        f"{results['events_delivered']} events" + _drain_sentence(results)
     )
+
+
+def _drain_sentence(results: dict[str, Any]) -> str:
+    if "drain_events_per_second" not in results:  # a run from before the drain was measured
+        return ""
+    rate = results["drain_events_per_second"]
+    return (
+        f". One endpoint whose receiver answers after {results['drain_receiver_delay_ms']:.0f} ms "
+        f"drains {rate:.0f} events a second (target at least {DRAIN_TARGET:.0f}: "
+        f"{_verdict(rate >= DRAIN_TARGET)}): {results['drain_events']:,} payments written by "
+        f"{results['drain_writers']} clients at {results['drain_written_per_second']:.0f} a "
+        f"second, the last delivered {results['drain_last_delivery_lag_s']:.2f} s after the last "
+        f"write (events settle {results['drain_settle_seconds']:g} s); the same burst as a "
+        f"backlog, written with no dispatcher running, caught up on at "
+        f"{results['backlog_events_per_second']:.0f} events a second (the process busy "
+        f"{results['backlog_cpu_share']:.0%} of the time)"
+    )
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """The drain's target (the pass's others are in its sentence)."""
+    if "drain_events_per_second" not in results:
+        return []
+    rate = {"webhooks": results["drain_events_per_second"]}
+    return [
+        Target("webhooks: events/s one endpoint drains (50 ms receiver)", rate, DRAIN_TARGET, "min")
+    ]
 
 
 def _verdict(met: bool) -> str:

@@ -73,7 +73,8 @@ def _the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -
     }
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
-    assert len(targets) == 18  # 14 of the engine and DynamoDB Local, 4 of the storm
+    # 14 of the engine and DynamoDB Local, 4 of the storm, the partitions', the webhooks' drain
+    assert len(targets) == 20
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
@@ -156,6 +157,20 @@ def _the_fleet_and_the_field_usage_passes_are_made(quick_run: QuickRun) -> None:
     assert "Field usage on loan_page: the count's own CPU" in quick_run.stdout
 
 
+def _the_webhooks_drain_is_measured_and_a_target(quick_run: QuickRun) -> None:
+    """Issue 57: one endpoint whose receiver answers after 50 ms, a burst written and a backlog."""
+    webhooks = quick_run.results["webhooks"]
+    assert webhooks["drain_events"] > 0 and webhooks["drain_receiver_delay_ms"] == 50
+    for figure in ("drain_events_per_second", "drain_last_delivery_lag_s"):
+        assert webhooks[figure] > 0, figure
+    assert webhooks["backlog_events_per_second"] > 0
+    targets = {target["name"]: target for target in quick_run.results["targets"]}
+    drain = targets["webhooks: events/s one endpoint drains (50 ms receiver)"]
+    assert drain["measured"] == {"webhooks": webhooks["drain_events_per_second"]}
+    assert drain["bound"] == 250 and drain["kind"] == "min"
+    assert "One endpoint whose receiver answers after 50 ms drains" in quick_run.stdout
+
+
 def _the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
     storms = quick_run.results["storm"]
     assert storms["default_mode"] == "standard"
@@ -188,5 +203,6 @@ CHECKS = (
     _the_loan_pages_cpu_is_broken_down_by_part,
     _the_service_memory_is_read_after_every_repetition,
     _the_fleet_and_the_field_usage_passes_are_made,
+    _the_webhooks_drain_is_measured_and_a_target,
     _the_throttling_storms_are_made_in_each_retry_mode,
 )
