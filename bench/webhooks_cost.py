@@ -340,27 +340,34 @@ def render(results: dict[str, Any]) -> str:
 def _drain_sentence(results: dict[str, Any]) -> str:
     if "drain_events_per_second" not in results:  # a run from before the drain was measured
         return ""
-    rate = results["drain_events_per_second"]
+    rate = results["backlog_events_per_second"]
     return (
         f". One endpoint whose receiver answers after {results['drain_receiver_delay_ms']:.0f} ms "
-        f"drains {rate:.0f} events a second (target at least {DRAIN_TARGET:.0f}: "
-        f"{_verdict(rate >= DRAIN_TARGET)}): {results['drain_events']:,} payments written by "
-        f"{results['drain_writers']} clients at {results['drain_written_per_second']:.0f} a "
-        f"second, the last delivered {results['drain_last_delivery_lag_s']:.2f} s after the last "
-        f"write (events settle {results['drain_settle_seconds']:g} s); the same burst as a "
-        f"backlog, written with no dispatcher running, caught up on at "
-        f"{results['backlog_events_per_second']:.0f} events a second (the process busy "
-        f"{results['backlog_cpu_share']:.0%} of the time)"
+        f"delivers {rate:.0f} events a second when the writes do not set the pace (a backlog "
+        f"written with no dispatcher running, then caught up on, the process busy "
+        f"{results['backlog_cpu_share']:.0%} of the time; target at least {DRAIN_TARGET:.0f}: "
+        f"{_verdict(rate >= DRAIN_TARGET)}); as it is written, {results['drain_events']:,} "
+        f"payments from {results['drain_writers']} clients in the same process at "
+        f"{results['drain_written_per_second']:.0f} a second are delivered at "
+        f"{results['drain_events_per_second']:.0f} a second from the first write to the last "
+        f"delivery, the last {results['drain_last_delivery_lag_s']:.2f} s after the last write "
+        f"(events settle {results['drain_settle_seconds']:g} s)"
     )
 
 
 def targets(results: dict[str, Any]) -> list[Target]:
-    """The drain's target (the pass's others are in its sentence)."""
-    if "drain_events_per_second" not in results:
+    """The drain's target (the pass's others are in its sentence): what the endpoint takes when
+    the writes, which share the bench's one process with the deliveries, do not set the pace."""
+    if "backlog_events_per_second" not in results:
         return []
-    rate = {"webhooks": results["drain_events_per_second"]}
+    rate = {"webhooks": results["backlog_events_per_second"]}
     return [
-        Target("webhooks: events/s one endpoint drains (50 ms receiver)", rate, DRAIN_TARGET, "min")
+        Target(
+            "webhooks: events/s one endpoint delivers (50 ms receiver, a backlog)",
+            rate,
+            DRAIN_TARGET,
+            "min",
+        )
     ]
 
 

@@ -370,7 +370,9 @@ class EndpointWindow:
     async def _flusher(self) -> None:
         while True:
             await self._flush_wanted.wait()
-            if len(self._outcomes) < FLUSH_BATCH:
+            # Lingering gathers a bigger batch (fewer position commits), but a full window starts
+            # nothing until its places are stored: then no wait.
+            if len(self._outcomes) < FLUSH_BATCH and self._room() > 0:
                 await asyncio.sleep(FLUSH_LINGER)
             self._flush_wanted.clear()
             try:
