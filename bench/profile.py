@@ -29,7 +29,7 @@ import uvloop
 from bench import data
 from bench.data import Workload
 from bench.fake_dynamodb import FAKE_ENDPOINT, FakeDynamoDB, as_client
-from bench.load import service_headers
+from bench.load import BUDGET_OVERRIDES, service_headers
 from datasource.table import create_table_if_missing
 from harness.asgi import asgi_caller, asgi_headers
 from server.app import create_app
@@ -124,8 +124,15 @@ async def local_dynamodb() -> AsyncIterator[tuple[Settings, dict[str, Workload]]
     stored = list(data.items(users=range(2), loans_per_user=1, payments_per_loan=110))
     with EmbeddedDynamoDB(data_dir=None) as database:
         endpoint = database.endpoint_url
+        # The one-shard layout the items are loaded in (`bench.data`), and the bench's budget.
         settings = Settings(
-            env="local", dynamodb_endpoint=endpoint, live_updates=False, webhooks=False
+            env="local",
+            dynamodb_endpoint=endpoint,
+            live_updates=False,
+            webhooks=False,
+            gsi2_shards=1,
+            events_shards=1,
+            budget_overrides=BUDGET_OVERRIDES,
         )
         async with data.raw_client(endpoint) as client:
             await create_table_if_missing(client, settings.table_name, stream=False)

@@ -65,7 +65,8 @@ async def test_a_page_over_the_default_shards_reads_little_more_than_one_shards(
 
     for name, count in shards.items():
         defaults, one = found["defaults"][name], found["one shard"][name]
-        assert defaults.queries == count and one.queries == 1, name
+        # Every shard is asked once in the first round; a refill asks a few of them again.
+        assert defaults.queries >= count and one.queries == 1, name
         assert defaults.read <= one.read + 0.5 * count, (name, defaults, one)
         assert defaults.rounds <= 3, (name, defaults)
     assert found["defaults"]["head"].queries == settings.events_shards

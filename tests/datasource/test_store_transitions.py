@@ -155,7 +155,7 @@ async def test_a_lost_race_is_a_conflict_naming_the_status_found(
     [winner] = [result for result in results if isinstance(result, Payment)]
     [loser] = [result for result in results if isinstance(result, Conflict)]
     assert loser.found is winner.status
-    assert await raw_item(store, current) == to_item(winner)
+    assert await raw_item(store, current) == to_item(winner, store.layout)
 
 
 async def test_a_same_status_race_is_caught_by_the_version(store: PaymentStore) -> None:
