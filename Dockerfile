@@ -25,6 +25,8 @@ COPY engine/ engine/
 COPY schema/ schema/
 COPY server/ server/
 COPY jobs/ jobs/
+COPY infra/ infra/
+COPY cli/ cli/
 RUN uv sync --frozen --no-dev --no-editable
 
 

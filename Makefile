@@ -43,7 +43,7 @@ API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
 
 PYTEST_FLAGS := -ra --strict-markers --durations=5
 ARGS ?=
-TYPED_PACKAGES := domain datasource resolvers engine schema server jobs harness bench tests
+TYPED_PACKAGES := domain datasource resolvers engine schema server jobs infra cli harness bench tests
 
 .PHONY: help install run test test-fast test-races lint schema clean bench bench-tools test-tools
 

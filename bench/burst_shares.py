@@ -1,5 +1,5 @@
 """`python -m bench.burst_shares`: SPEC §20's Done-when as a new user would try it. A burst of
-payments (each its own borrower's, half of them then submitted) through `python -m server serve`
+payments (each its own borrower's, half of them then submitted) through `python -m cli serve`
 with the stack's settings, then one Scan of the table: for each index the write units a payment
 write cost it (from `extensions.dynamodb`, DynamoDB's ConsumedCapacity), its busiest key's share
 of its items, and the ceiling 1,000 / (units x share).
@@ -219,7 +219,7 @@ async def burst_shares(
     run = uuid.uuid4().hex[:8]
     table_name = f"bench-burst-{run}"
     settings = stack_settings()
-    log(f"burst: {payments} payments through python -m server serve with {settings}")
+    log(f"burst: {payments} payments through python -m cli serve with {settings}")
     names = {name.removeprefix("LOC_").lower(): value for name, value in settings.items()}
     async with serving(endpoint, table_name, 1, **names) as [service]:
         started = time.monotonic()

@@ -182,7 +182,7 @@ def fake_store(items: Path) -> PaymentStore:
 
 if __name__ == "__main__":
     import server.app
-    from server.cli import serve
+    from cli.serve_command import serve
 
     # `serve` looks `create_app` up when it runs, so it builds the app on the fake.
     client = fake_store(Path(sys.argv[2])).client

@@ -2,7 +2,7 @@
 machine cannot write 10,000 payments a second.
 
     1. R: the payment writes a second an autopay burst (`harness.autopay`) gets through the real
-       service (`python -m server serve`) on DynamoDB Local, through the tests' proxy, as fast as
+       service (`python -m cli serve`) on DynamoDB Local, through the tests' proxy, as fast as
        a few clients go
     2. L = 1,000 x R / 10,000 write units a second per partition key: DynamoDB's limit, scaled as
        R is to 10,000; each key's bucket holds `BUCKET_SECONDS` of L, and at least

@@ -2,7 +2,7 @@
 
 `SERVICE_GRANTS` is the least privilege of the serving process in AWS: the IAM actions it needs
 on each resource of its one table (the table, each index, the stream). The stack's task role is
-built from it (`server.stack`).
+built from it (`infra.stack`).
 
 `record_operations` hooks a client so that each call it makes is written down as the IAM
 actions it needs on those resources (a transaction needs its items' `PutItem`, `UpdateItem`,

@@ -31,7 +31,7 @@ def unlogged() -> Iterator[None]:
     """The writes made inside emit no audit log line; their history is stored as always.
 
     For the demonstration data of a local start, which would otherwise print some forty lines
-    ahead of what a person needs to read (`jobs.demo_data` says what it wrote in one)."""
+    ahead of what a person needs to read (`server.demo_data` says what it wrote in one)."""
     token = _unlogged.set(True)
     try:
         yield

@@ -1,7 +1,7 @@
 """Server processes for the tests and the benchmark: a command on a free port, started, waited
 for until it answers, weighed from /proc, stopped; its output kept for the failure message.
 
-`Process` runs any command; `Service` runs the service itself (`python -m server serve`, the
+`Process` runs any command; `Service` runs the service itself (`python -m cli serve`, the
 `local` environment) on a given table, and `serving` runs several of them at once.
 """
 
@@ -182,7 +182,7 @@ KEPT_SETTINGS = ("LOC_AWS_OPERATION_LOG", "LOC_BUDGET_OVERRIDES")
 
 
 class Service(Process):
-    """`python -m server serve` in the `local` environment on `table_name`, quiet (no metrics,
+    """`python -m cli serve` in the `local` environment on `table_name`, quiet (no metrics,
     warnings only) but for `settings` (more LOC_* variables, by setting name:
     `stream_poll_interval`). Without an endpoint it starts its own DynamoDB Local (give it a
     `data_dir`). Its stdout (the request log) is kept unless `keep_stdout` is false."""
@@ -195,7 +195,7 @@ class Service(Process):
         *,
         keep_stdout: bool = True,
     ) -> None:
-        command = [sys.executable, "-m", "server", "serve"]
+        command = [sys.executable, "-m", "cli", "serve"]
         super().__init__("the service", command, keep_stdout=keep_stdout)
         self.name = f"the service on {self.url}"
         self.ws_url = f"ws://{HOST}:{self.port}/graphql"

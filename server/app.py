@@ -33,12 +33,12 @@ from domain.webhooks import EventsPolicy
 from engine.document_policy import DocumentPolicy, Documents
 from engine.limits import QueryLimits
 from engine.trusted_documents import ManifestsRefused, load_trusted_documents
-from jobs.demo_data import seed_demo_payments
 from schema import PaymentsSchema, build_schema
 from server.auth import AuthConfig, mint_development_token
 from server.background import running
 from server.bootstrap import payment_store
 from server.budgets import BudgetPolicy, Budgets
+from server.demo_data import seed_demo_payments
 from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
 from server.graphiql import GraphiQLPage
 from server.graphql_http import PaymentsGraphQL

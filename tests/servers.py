@@ -1,4 +1,4 @@
-"""Real server processes (`python -m server serve`) for the tests that need a network peer: a
+"""Real server processes (`python -m cli serve`) for the tests that need a network peer: a
 WebSocket client, a second instance, a browser. They are `harness.processes.Service`s: a free
 port, the table and endpoint given, `local` settings plus the test's, output kept for the
 failure message."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.packages import PACKAGES
+from tests.packages import LAYERS, PACKAGES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -103,14 +103,33 @@ def test_the_boundary_check_finds_an_import_across_it() -> None:
     assert _importing(graph, "engine", {"datasource"}) == {"engine.x": ["datasource.deadline"]}
 
 
-def test_the_server_imports_the_jobs_only_for_their_commands_and_the_demonstration_data() -> None:
-    """`server` is the web service; `jobs` the batch jobs, which its CLI starts
-    (`server.cli`) and whose demonstration data a local table gets at start (`server.app`)."""
-    allowed = {
-        "server.cli": {"jobs.checkpoint", "jobs.collect_command", "jobs.reshard_command"},
-        "server.app": {"jobs.demo_data"},
+def _upward(graph: dict[str, set[str]], layers: tuple[frozenset[str], ...]) -> dict[str, list[str]]:
+    """Each module that imports a module of a package beside its own or above it, with those."""
+    height = {package: level for level, layer in enumerate(layers) for package in layer}
+    found = {
+        module: sorted(
+            name
+            for name in imported
+            if name.split(".")[0] != module.split(".")[0]
+            and height[name.split(".")[0]] >= height[module.split(".")[0]]
+        )
+        for module, imported in graph.items()
     }
-    found = _importing(_imports(_modules()), "server", {"jobs"})
-    assert {module: set(names) - allowed.get(module, set()) for module, names in found.items()} == {
-        module: set() for module in found
+    return {module: names for module, names in found.items() if names}
+
+
+def test_each_package_imports_only_the_layers_below_it() -> None:
+    """`cli` starts the service and the jobs and prints the stack; `server` is the running
+    service and knows nothing of them (the layers are drawn in tests/packages.py)."""
+    assert _upward(_imports(_modules()), LAYERS) == {}
+
+
+def test_the_layer_check_finds_an_import_up_or_across() -> None:
+    layers = (frozenset({"low"}), frozenset({"mid", "side"}), frozenset({"top"}))
+    graph = {
+        "low.a": {"low.b"},
+        "mid.a": {"low.a", "mid.b", "side.a"},
+        "side.a": {"top.a"},
+        "top.a": {"low.a", "mid.a", "side.a"},
     }
+    assert _upward(graph, layers) == {"mid.a": ["side.a"], "side.a": ["top.a"]}

@@ -1,4 +1,4 @@
-"""A fleet for the tests of SPEC §17: instances of `python -m server serve` on one DynamoDB Local
+"""A fleet for the tests of SPEC §17: instances of `python -m cli serve` on one DynamoDB Local
 table, all behind a proxy that counts their DynamoDB calls, with a broker (`RedisServer`); and
 subscriptions watched over graphql-transport-ws with the close each ended with."""
 

@@ -1,4 +1,4 @@
-"""Servers that share one new table and read its stream (`python -m server serve`, as instances
+"""Servers that share one new table and read its stream (`python -m cli serve`, as instances
 behind a load balancer), and a subscription's events gathered in the background: for the tests
 of live updates (tests/api/test_live_updates.py) and of their traces (test_live_traces.py)."""
 

@@ -1,5 +1,5 @@
 """Budgets as Apollo Client sees them (SPEC §21): `trusted-documents/throttled.mjs` (Apollo Client
-pinned by that folder's lock) runs a query against a real `python -m server serve` until its
+pinned by that folder's lock) runs a query against a real `python -m cli serve` until its
 service client's budget is spent. Admitted answers carry `extensions.cost`; over budget, with
 Apollo Client's own Accept header (application/graphql-response+json), its error is the GraphQL
 error THROTTLED, the answer's status 429 and its Retry-After whole seconds; with application/json

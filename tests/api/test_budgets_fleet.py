@@ -1,4 +1,4 @@
-"""Budgets shared by a fleet (SPEC §21, issue 58's "Done when"): three `python -m server serve`
+"""Budgets shared by a fleet (SPEC §21, issue 58's "Done when"): three `python -m cli serve`
 on one DynamoDB Local table sharing Debian's redis-server. A noisy service client offering ten
 times its budget, spread over the instances, is admitted its rate (within 0.9 x rate x time and
 rate x time + burst), while a quiet client on the same instances meets no throttle and keeps its

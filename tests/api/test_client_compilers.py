@@ -1,6 +1,6 @@
 """The front-end tools compile against the schema the service serves, downloaded as a front-end
 team does (SPEC §6): GraphQL Code Generator's client preset introspects `/graphql` of a real
-`python -m server serve` with `strictScalars: true` (only the service's own `DateTime`
+`python -m cli serve` with `strictScalars: true` (only the service's own `DateTime`
 configured), and relay-compiler compiles the Relay operations against the SDL printed from that
 introspection. Both pinned by `trusted-documents/package-lock.json`. The same codegen run against
 `/subgraph` stops on federation's `_Any`, which is why `/graphql` must not hold it."""

@@ -3,7 +3,7 @@
 `trusted-documents/README.md`) load, and each document runs by the id its client sends, as a
 customer in prod, over POST and (queries) GET; and Apollo Client's persisted-query link
 (`@apollo/client/link/persisted-queries`, pinned by `trusted-documents/package-lock.json`),
-driven from Node against a real `python -m server serve`, makes automatic persisted queries'
+driven from Node against a real `python -m cli serve`, makes automatic persisted queries'
 round trip (miss, register, hit) by POST and with hashed queries by GET."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A fleet's live updates (SPEC §17): instances of `python -m server serve` on one DynamoDB Local
+"""A fleet's live updates (SPEC §17): instances of `python -m cli serve` on one DynamoDB Local
 table with a Redis broker (Debian's `redis-server`): one instance reads the stream under a lease,
 every instance gets every event once and in order, GetRecords stays within DynamoDB's five a
 second per shard whatever the number of instances, and losing the reader or the broker loses

@@ -97,7 +97,7 @@ async def test_one_shard_throttles_an_autopay_burst_the_defaults_absorb(
 async def test_a_burst_through_the_service_leaves_no_key_hotter_than_chance(
     ddblocal_endpoint: str,
 ) -> None:
-    """SPEC §20's Done-when: 1,000 payments, half of them submitted, through `python -m server
+    """SPEC §20's Done-when: 1,000 payments, half of them submitted, through `python -m cli
     serve` with the stack's settings; one Scan: every index's busiest key within what sampling
     explains (`bench.burst_shares`' bound), the sharded ones spread over their default shards."""
     results = await burst_shares(ddblocal_endpoint, payments=1_000)

@@ -1,6 +1,6 @@
 """The GraphQL-over-HTTP specification, audited (SPEC §13): the npm package graphql-http, pinned by
 `http-audit/package-lock.json`, runs every one of its `serverAudits` against a real
-`python -m server serve`, at `/graphql` and at the federation subgraph's `/subgraph` (the same
+`python -m cli serve`, at `/graphql` and at the federation subgraph's `/subgraph` (the same
 protocols, §15); every MUST, SHOULD and MAY audit must pass."""
 
 from __future__ import annotations

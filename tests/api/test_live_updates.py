@@ -1,6 +1,6 @@
 """Live updates (issue 14, SPEC §10): subscriptions over WebSocket, fed by the DynamoDB Stream.
 
-Two real server processes (`python -m server serve`) share one DynamoDB Local table, as two
+Two real server processes (`python -m cli serve`) share one DynamoDB Local table, as two
 instances behind a load balancer would; a third-party client (`gql` over graphql-transport-ws)
 subscribes on one while writes go through the other.
 """

@@ -1,5 +1,5 @@
 """A real OpenID provider (npm `oidc-provider`, pinned by `identity-provider/package-lock.json`)
-in front of a real `python -m server serve` (SPEC §7): a service's token by the client-credentials
+in front of a real `python -m cli serve` (SPEC §7): a service's token by the client-credentials
 grant, a customer's by the authorization-code grant with PKCE, both JWT access tokens checked
 by the provider's JWKS with its issuer and audience; and the provider rotating its keys without
 the service restarting: the new key's tokens are accepted, the removed key's refused."""

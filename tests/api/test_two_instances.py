@@ -1,6 +1,6 @@
 """Two service processes on one table: the race guarantees hold across instances, not just tasks.
 
-Two real servers (`python -m server serve`) share one DynamoDB Local table, as two instances
+Two real servers (`python -m cli serve`) share one DynamoDB Local table, as two instances
 behind a load balancer would; they are started once for the module. Every request goes to one
 of them in turn, so each race is fought half in one process and half in the other:
 

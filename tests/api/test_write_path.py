@@ -12,7 +12,17 @@ from domain import validation
 from tests.api.conftest import Api
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICE_PACKAGES = ("domain", "datasource", "resolvers", "engine", "schema", "server", "jobs")
+SERVICE_PACKAGES = (
+    "domain",
+    "datasource",
+    "resolvers",
+    "engine",
+    "schema",
+    "server",
+    "jobs",
+    "infra",
+    "cli",
+)
 # A write call on the store: `store.create(` / `.transition(` on anything named like a store.
 STORE_WRITE = re.compile(r"\bstore\.(create|transition)\(")
 

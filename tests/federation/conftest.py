@@ -1,4 +1,4 @@
-"""A real federated graph for the federation tests: this service (`python -m server serve` on
+"""A real federated graph for the federation tests: this service (`python -m cli serve` on
 DynamoDB Local), the tests' own loans subgraph, the supergraph composed from their SDLs by
 @theguild/federation-composition, and Hive Gateway serving it, as the README's Federation says.
 

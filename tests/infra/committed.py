@@ -8,7 +8,7 @@ from typing import Any
 
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 
-from server.stack import TEMPLATE_PATH
+from infra.stack import TEMPLATE_PATH
 
 COMMITTED = Path(__file__).resolve().parents[2] / TEMPLATE_PATH
 # The regions of SPEC §2: test in us-west-2, prod in us-east-2.

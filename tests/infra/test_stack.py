@@ -10,9 +10,9 @@ from typing import Any
 
 from datasource.breaker import CircuitBreaker
 from datasource.table import table_definition
+from infra.stack import ALARMS, APP_PORT, KEEP_ALIVE
 from server.logs import configure_logging
 from server.settings import Settings
-from server.stack import ALARMS, APP_PORT, KEEP_ALIVE
 from server.status_log import log_status
 from tests.infra.committed import COMMITTED, lint_problems, resources
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
+from cli.main import main
 from datasource.table import TTL_ATTRIBUTE, table_definition, time_to_live
-from server.cli import main
+from infra.stack import TEMPLATE_COMMAND, TEMPLATE_PATH, stack_template_text
 from server.settings import Settings
-from server.stack import TEMPLATE_COMMAND, TEMPLATE_PATH, stack_template_text
 from tests.infra.committed import COMMITTED, committed, lint_problems, resources
 
 

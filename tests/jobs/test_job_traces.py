@@ -12,10 +12,10 @@ from typing import Any
 import boto3
 import pytest
 
+from cli.main import main
 from datasource import DynamoConfig
 from datasource.items import to_item
 from domain.enums import PaymentMethod, PaymentStatus
-from server.cli import main
 from tests.backends import TEST_KEY
 from tests.jobs.collect_runs import MAX_ATTEMPTS
 from tests.otlp_receiver import OtlpReceiver, receiving

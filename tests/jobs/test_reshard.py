@@ -13,6 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from cli.main import main
 from datasource import DynamoConfig, PaymentStore, count_calls
 from datasource.items import Item, to_item
 from datasource.shards import Placed
@@ -24,7 +25,6 @@ from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
 from jobs.checkpoint import CheckpointRefused
 from jobs.reshard import ReshardCheckpoint, fresh_checkpoint, load_reshard_checkpoint, reshard
-from server.cli import main
 from tests.backends import CURSOR_SECRET, TEST_KEY, Backend, fresh_table
 from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
 from tests.datasource.sharded_tables import event_ids, lives, seed

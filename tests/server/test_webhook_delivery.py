@@ -1,4 +1,4 @@
-"""Webhook delivery on real processes (SPEC §18): `python -m server serve` instances on one
+"""Webhook delivery on real processes (SPEC §18): `python -m cli serve` instances on one
 DynamoDB Local table, and a loopback receiver that verifies every signature with the Standard
 Webhooks library. Every event of a payment's life arrives, signed, after a first attempt answered
 500, across a receiver down for a while and a service SIGKILLed with deliveries pending; two

@@ -13,9 +13,10 @@ from pathlib import Path
 import jwt
 import pytest
 
+from cli.main import main
+from cli.serve_command import command_as_invoked
 from harness.processes import KEPT_SETTINGS
 from server.auth import SERVICE_SCOPE
-from server.cli import command_as_invoked, main
 from server.settings import DEV_JWT_SECRET
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,14 +114,14 @@ def test_a_command_outside_the_working_directory_is_given_in_full(tmp_path: Path
 
 
 def test_python_dash_m_is_given_as_such(tmp_path: Path) -> None:
-    main_module = str(REPO / "server/__main__.py")
+    main_module = str(REPO / "cli/__main__.py")
     python = tmp_path / ".venv/bin/python"
 
     assert command_as_invoked(main_module, python=str(python), cwd=tmp_path) == (
-        ".venv/bin/python -m server"
+        ".venv/bin/python -m cli"
     )
     assert command_as_invoked(main_module, python="/usr/bin/python3", cwd=tmp_path) == (
-        "/usr/bin/python3 -m server"
+        "/usr/bin/python3 -m cli"
     )
     assert command_as_invoked("-c", python="/usr/bin/python3", cwd=tmp_path) == "loc-payments"
 
@@ -174,8 +175,8 @@ def test_the_banner_gives_the_token_command_as_it_can_be_pasted(moto_endpoint: s
     python = Path(sys.executable)
     shown = python.relative_to(REPO) if python.is_relative_to(REPO) else python
     assert _customer_token_line(
-        [sys.executable, "-m", "server"], cwd=REPO, dynamodb=moto_endpoint
-    ) == (f"{shown} -m server token --user <user id>")
+        [sys.executable, "-m", "cli"], cwd=REPO, dynamodb=moto_endpoint
+    ) == (f"{shown} -m cli token --user <user id>")
 
 
 def _free_port() -> int:
@@ -209,7 +210,7 @@ def test_serve_answers_readyz_and_stops_dynamodb_on_sigterm(tmp_path: Path) -> N
         "LOC_DATA_DIR": str(tmp_path / "data"),
     }
     server = _serve(
-        [sys.executable, "-m", "server"],
+        [sys.executable, "-m", "cli"],
         cwd=REPO,
         environment=environment,
         stderr=subprocess.STDOUT,

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from graphql import build_schema as build_sdl
 
-from schema.evolution import Document, refusals
-from server.cli import main
-from server.schema_command import (
+from cli.main import main
+from cli.schema_command import (
     MANIFESTS,
     RULE_FILE,
     SNAPSHOT,
@@ -23,6 +22,7 @@ from server.schema_command import (
     committed_documents,
     history_refusals,
 )
+from schema.evolution import Document, refusals
 
 REPO = Path(__file__).resolve().parents[2]
 CURRENT = (REPO / SNAPSHOT).read_text()

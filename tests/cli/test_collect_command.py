@@ -13,11 +13,11 @@ from typing import Any
 import boto3
 import pytest
 
+from cli.main import main
 from datasource import DynamoConfig
 from datasource.items import primary_key, to_item
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.payment import Payment
-from server.cli import main
 from tests.backends import TEST_KEY
 from tests.jobs.collect_runs import MAX_ATTEMPTS
 from tests.payment_samples import payment_in

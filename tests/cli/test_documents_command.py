@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.cli import main
+from cli.main import main
 
 LOAN = 'query Loan { loan(loanId: "loan-1") { loanId } }'
 INVALID = "query Nope { nope }"

@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from jobs.collect_command import add_paging_arguments
+from cli.collect_command import add_paging_arguments
 from jobs.reshard import DEFAULT_CONCURRENCY, ReshardCounts, reshard_with_settings
 from server.bootstrap import dynamodb_endpoint
 from server.logs import configure_logging
