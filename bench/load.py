@@ -39,14 +39,27 @@ HOST = "127.0.0.1"
 LOAD_CORE, SERVER_CORE = 0, 1
 TIMEOUT = 30  # before wrk counts a request as timed out
 LONGEST_RUN_SECONDS = 8.0
-# wrk prints this line last, from the script's `done` hook.
+# wrk prints this line last, from the script's `done` hook; `failed` counts what the `response`
+# hook of a GraphQL run (`_GRAPHQL`) found, in each thread's own Lua state.
 _REPORT = """
+local threads = {}
+setup = function(thread) table.insert(threads, thread) end
 done = function(summary, latency, requests)
-  local e = summary.errors
+  local e, failed = summary.errors, 0
+  for _, thread in ipairs(threads) do failed = failed + (thread:get("failed") or 0) end
   io.write(string.format(
     '\\n{"requests": %d, "duration_us": %d, "errors": %d, "p50_us": %d, "p99_us": %d}\\n',
-    summary.requests, summary.duration, e.status + e.connect + e.read + e.write + e.timeout,
+    summary.requests, summary.duration,
+    e.status + e.connect + e.read + e.write + e.timeout + failed,
     latency:percentile(50), latency:percentile(99)))
+end
+"""
+# A GraphQL error comes in a 200 (a deadline past, the breaker open): an answer holding
+# `"errors"` is a failed request, or a server failing fast would read as a fast one.
+_GRAPHQL = """
+failed = 0
+response = function(status, headers, body)
+  if status < 400 and body:find('"errors"', 1, true) then failed = failed + 1 end
 end
 """
 
@@ -142,7 +155,8 @@ def check_served(load: Load, what: str) -> None:
     if load.errors:
         raise RuntimeError(
             f"{what}: {load.errors} of {load.requests} requests failed or were refused "
-            "(a 429 THROTTLED is one: is the bench's client over its budget, "
+            "(an answer with GraphQL errors is one: is DynamoDB answering in time? "
+            "A 429 THROTTLED is one: is the bench's client over its budget, "
             f"LOC_BUDGET_OVERRIDES={BUDGET_OVERRIDES}?)"
         )
 
@@ -200,9 +214,11 @@ async def run_load(
     connections: int,
     seconds: float,
     core: int | None = None,
+    graphql: bool = False,
 ) -> Load:
-    """`connections` requests kept in flight for `seconds`, wrk on `core` if given. A run too
-    short for one answer is made again, twice as long, up to LONGEST_RUN_SECONDS."""
+    """`connections` requests kept in flight for `seconds`, wrk on `core` if given; a `graphql`
+    answer holding `"errors"` counts as an error. A run too short for one answer is made again,
+    twice as long, up to LONGEST_RUN_SECONDS."""
     command = shutil.which("wrk")
     if command is None:
         raise RuntimeError(
@@ -213,7 +229,7 @@ async def run_load(
     lines = ['wrk.method = "POST"', f"wrk.body = {_lua(body)}"]
     lines += [f"wrk.headers[{_lua(k.encode())}] = {_lua(v.encode())}" for k, v in headers.items()]
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write("\n".join(lines) + _REPORT)
+        script.write("\n".join(lines) + (_GRAPHQL if graphql else "") + _REPORT)
     try:
         while True:
             cpu_before, pipe = _children_cpu(), asyncio.subprocess.PIPE
@@ -254,7 +270,9 @@ async def timed_run(
     """`workload` sent to `server` for `seconds` on `connections`, with the server's CPU time."""
     cpu, url = server.cpu_seconds(), f"http://{HOST}:{server.port}/graphql"
     headers = {"Content-Type": "application/json", **headers}
-    load = await run_load(url, workload.body, headers, connections=connections, seconds=seconds)
+    load = await run_load(
+        url, workload.body, headers, connections=connections, seconds=seconds, graphql=True
+    )
     check_served(load, f"{server.name}, {workload.name} on {connections} connections")
     return Run(
         **asdict(load),

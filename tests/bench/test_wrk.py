@@ -74,3 +74,29 @@ async def test_a_run_answered_429_throttled_stops_the_bench() -> None:
         assert load.errors == load.requests > 0
         with pytest.raises(RuntimeError, match=r"THROTTLED.*LOC_BUDGET_OVERRIDES=bench-service="):
             check_served(load, "P3, loan_page on 16 connections")
+
+
+async def test_a_graphql_answer_with_errors_is_not_a_request_served() -> None:
+    """A GraphQL error comes in a 200 (a deadline past, the breaker open): counted as served, a
+    server failing fast would read as a fast one. Runs against a GraphQL server look for
+    `"errors"` in each answer's body."""
+    loop = asyncio.get_running_loop()
+    body = b'{"errors": [{"message": "DynamoDB did not answer in time"}], "data": null}'
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    class Failing(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            self.transport.write(answer)
+
+    server = await loop.create_server(Failing, "127.0.0.1", 0)
+    async with server:
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/graphql"
+        load = await run_load(url, b"{}", {}, connections=1, seconds=0.3, graphql=True)
+        assert load.errors == load.requests > 0
+        # Over raw HTTP (DynamoDB's answers), only the status counts.
+        raw = await run_load(url, b"{}", {}, connections=1, seconds=0.3)
+        assert raw.errors == 0 and raw.requests > 0
