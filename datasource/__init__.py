@@ -1,4 +1,4 @@
-"""The only code that talks to DynamoDB."""
+"""The only code that talks to the stores: DynamoDB and the Redis broker."""
 
 from datasource.accounting import CallCount, count_calls
 from datasource.config import DynamoConfig

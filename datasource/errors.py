@@ -1,8 +1,14 @@
-"""botocore's errors become domain errors here, so nothing above the datasource sees them.
+"""The stores' errors become domain errors here, so nothing above the datasource sees them.
+
+DynamoDB (botocore), in `storage_errors`:
 
     throttling, 5xx, timeouts, lost connections  -> StorageUnavailable (after botocore's retries)
     the table does not exist (yet)               -> StorageUnavailable
     anything else DynamoDB refuses               -> PaymentsError (code INTERNAL): a bug of ours
+
+The Redis broker (redis-py), in `broker_errors`:
+
+    any RedisError, a socket's error, a timeout  -> StorageUnavailable: callers go on without it
 
 A failed condition is not handled here: each conditional write reads its own answer from it.
 """
@@ -18,6 +24,7 @@ from botocore.exceptions import (
     HTTPClientError,
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
+from redis.exceptions import RedisError
 
 from domain.errors import PaymentsError, StorageUnavailable
 
@@ -55,3 +62,13 @@ def storage_errors() -> Iterator[None]:
         raise StorageUnavailable() from error
     except BotoCoreError as error:
         raise PaymentsError(f"the DynamoDB client failed ({type(error).__name__})") from error
+
+
+@contextmanager
+def broker_errors(broker: str) -> Iterator[None]:
+    """`broker` names it in the error (`the live updates' broker`). A timeout is the caller's
+    (`asyncio.timeout`) or the client's: either way the broker did not answer in time."""
+    try:
+        yield
+    except (RedisError, OSError, TimeoutError) as error:
+        raise StorageUnavailable(f"{broker}: {type(error).__name__}") from error

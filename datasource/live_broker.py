@@ -21,18 +21,24 @@ written and so publishes nothing twice and skips nothing. An entry's `seq` is th
 plus one: a reader of the stream that sees another (a restart lost the stream, a failover lost its
 tail, or `MAXLEN` trimmed what it had not read) knows it missed events. `epoch` changes when the
 broker lost everything (a restart without persistence).
+
+Redis's errors, a lost connection and a timeout become `StorageUnavailable` (the fleet's tasks
+retry); `LeaseLost` says the lease is another's.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from redis.asyncio import Redis
 
+from datasource.broker_client import open_broker_client
+from datasource.errors import broker_errors
 from datasource.streams import ShardPosition
 
 # The JSON of a checkpoint's position, and of an event's item (its DynamoDB image).
@@ -59,6 +65,7 @@ redis.call('DEL', KEYS[1], KEYS[2])
 return 1
 """
 EVENT, ROUND = "event", "round"
+BROKER = "the live updates' broker"
 
 
 class LeaseLost(Exception):
@@ -95,19 +102,23 @@ class RedisBroker:
     # The lease of the one stream reader.
 
     async def acquire(self, token: str, ttl_ms: int) -> bool:
-        return bool(await self._client.set(self.lease_key, token, nx=True, px=ttl_ms))
+        with broker_errors(BROKER):
+            return bool(await self._client.set(self.lease_key, token, nx=True, px=ttl_ms))
 
     async def renew(self, token: str, ttl_ms: int, *, reading: bool) -> bool:
         """Extend the lease if `token` still holds it; `reading`: say the reader is ready."""
         keys = [self.lease_key, self._reading]
-        return bool(await self._renew(keys=keys, args=[token, ttl_ms, "1" if reading else "0"]))
+        with broker_errors(BROKER):
+            return bool(await self._renew(keys=keys, args=[token, ttl_ms, "1" if reading else "0"]))
 
     async def release(self, token: str) -> None:
-        await self._release(keys=[self.lease_key, self._reading], args=[token])
+        with broker_errors(BROKER):
+            await self._release(keys=[self.lease_key, self._reading], args=[token])
 
     async def reader_ready(self) -> bool:
         """Whether some instance holds the lease with its reader ready."""
-        return bool(await self._client.exists(self._reading))
+        with broker_errors(BROKER):
+            return bool(await self._client.exists(self._reading))
 
     # The reader's writes, each fenced by its token.
 
@@ -143,11 +154,14 @@ class RedisBroker:
     ) -> None:
         keys = [self.lease_key, self._seq, self.events_key, self._checkpoints]
         args: list[str | bytes | int] = [token, self._max_length, shard_id, position, kind]
-        if await self._publish(keys=keys, args=[*args, *values]) == -1:
+        with broker_errors(BROKER):
+            seq = await self._publish(keys=keys, args=[*args, *values])
+        if seq == -1:
             raise LeaseLost
 
     async def checkpoints(self) -> dict[str, ShardPosition]:
-        stored: Any = await self._client.hgetall(self._checkpoints)
+        with broker_errors(BROKER):
+            stored: Any = await self._client.hgetall(self._checkpoints)
         positions = {}
         for shard_id, value in stored.items():
             position = orjson.loads(value)
@@ -159,33 +173,38 @@ class RedisBroker:
         return positions
 
     async def rounds_requested(self) -> int:
-        return int(await self._client.get(self._rounds) or 0)
+        with broker_errors(BROKER):
+            return int(await self._client.get(self._rounds) or 0)
 
     # Every instance's reads.
 
     async def request_round(self) -> int:
         """Ask the reader for a round begun from now on: it announces it with this count."""
-        return int(await self._client.incr(self._rounds))
+        with broker_errors(BROKER):
+            return int(await self._client.incr(self._rounds))
 
     async def epoch(self) -> str:
         """The broker's epoch: the same until it loses everything."""
-        await self._client.set(self._epoch, uuid.uuid4().hex, nx=True)
-        epoch: Any = await self._client.get(self._epoch)
+        with broker_errors(BROKER):
+            await self._client.set(self._epoch, uuid.uuid4().hex, nx=True)
+            epoch: Any = await self._client.get(self._epoch)
         return epoch.decode() if epoch else ""
 
     async def last(self) -> tuple[str, int]:
         """The stream's last entry id (`0-0` if none) and seq (the counter's, if none)."""
-        entries: Any = await self._client.xrevrange(self.events_key, count=1)
-        if entries:
-            entry_id, fields = entries[0]
-            return entry_id.decode(), int(fields[b"seq"])
-        return "0-0", int(await self._client.get(self._seq) or 0)
+        with broker_errors(BROKER):
+            entries: Any = await self._client.xrevrange(self.events_key, count=1)
+            if entries:
+                entry_id, fields = entries[0]
+                return entry_id.decode(), int(fields[b"seq"])
+            return "0-0", int(await self._client.get(self._seq) or 0)
 
     async def read(self, after: str, *, block_ms: int, count: int = 1000) -> list[Entry]:
         """The entries after id `after`, waiting up to `block_ms` for one."""
-        answer: Any = await self._client.xread(
-            {self.events_key: after}, count=count, block=block_ms
-        )
+        with broker_errors(BROKER):
+            answer: Any = await self._client.xread(
+                {self.events_key: after}, count=count, block=block_ms
+            )
         entries = []
         for _stream, found in answer or ():
             for entry_id, fields in found:
@@ -200,3 +219,16 @@ class RedisBroker:
                     )
                 )
         return entries
+
+
+@asynccontextmanager
+async def open_live_broker(
+    url: str, *, table_name: str, max_length: int, command_timeout: float, read_block: float
+) -> AsyncIterator[RedisBroker]:
+    """The broker at `url` (`redis://`, `rediss://`) for the table's live updates, its client
+    closed at the end. `command_timeout`: the seconds a command may take before the broker counts as
+    unreachable; a blocking read waits up to `read_block` seconds beyond it."""
+    async with open_broker_client(
+        url, connect_timeout=command_timeout, read_timeout=command_timeout + read_block
+    ) as client:
+        yield RedisBroker(client, table_name=table_name, max_length=max_length)

@@ -4,7 +4,8 @@ One script call a request (`EVALSHA`; redis-py loads the script and calls again 
 it refunds what the caller's previous operation did not use, charges this one by the GCRA of
 `domain.budgets` on Redis's own clock (`TIME`, so the instances' clocks do not matter), and keeps
 the caller's TAT under `loc-payments:budget:<caller>` expiring when the budget is full again.
-Redis's errors and a call slower than the timeout become `StorageUnavailable` here.
+Redis's errors and a call slower than the timeout become `StorageUnavailable`
+(`datasource.errors.broker_errors`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
+from datasource.broker_client import open_broker_client
+from datasource.errors import broker_errors
 from domain.budgets import Limit, Verdict
-from domain.errors import StorageUnavailable
 
 # In microseconds, integers up to 2^53 exactly in Lua's doubles. Floats go back as strings: Redis
 # would truncate a Lua number to an integer.
@@ -60,11 +61,9 @@ class SharedBudgets:
         """Refund, then charge `cost` to the budget `key` (`domain.budgets.gcra`), in one call;
         StorageUnavailable if the broker does not answer within the timeout."""
         args = [repr(float(cost)), repr(float(refund)), repr(limit.rate), repr(limit.burst)]
-        try:
+        with broker_errors("the budgets' broker"):
             async with asyncio.timeout(self._timeout):
                 answer: Any = await self._charge(keys=[KEY_PREFIX + key], args=args)
-        except (RedisError, OSError, TimeoutError) as error:
-            raise StorageUnavailable(f"the budgets' broker: {type(error).__name__}") from error
         admitted, available, retry_after = answer
         return Verdict(bool(admitted), float(available), float(retry_after))
 
@@ -73,8 +72,5 @@ class SharedBudgets:
 async def open_shared_budgets(url: str, *, charge_within: float) -> AsyncIterator[SharedBudgets]:
     """Budgets in the broker at `url` (`redis://`, `rediss://`), its client closed at the end."""
     # A charge's timeout bounds its connecting too; this one only ends a connect left behind.
-    client = Redis.from_url(url, socket_connect_timeout=1.0)
-    try:
+    async with open_broker_client(url, connect_timeout=1.0) as client:
         yield SharedBudgets(client, timeout=charge_within)
-    finally:
-        await client.aclose()

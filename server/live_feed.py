@@ -15,15 +15,13 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
-
 from datasource import PaymentStore
 from datasource.client import open_streams_client
-from datasource.live_broker import RedisBroker
+from datasource.live_broker import open_live_broker
 from datasource.streams import DynamoDBStreamSource, Received, ShardPosition
 from resolvers.event_hub import EventHub
 from server.background import running
-from server.live_fleet import BrokerFollower, StreamReader
+from server.live_fleet import READ_BLOCK_MS, BrokerFollower, StreamReader
 from server.settings import Settings
 
 # Seconds a broker command may take before the broker counts as unreachable; a blocking read
@@ -114,7 +112,13 @@ async def live_feed(
                 finally:
                     feed.close()
             return
-        async with _broker(settings) as broker:
+        async with open_live_broker(
+            settings.live_broker_url.get_secret_value(),
+            table_name=settings.table_name,
+            max_length=settings.live_broker_stream_length,
+            command_timeout=BROKER_TIMEOUT,
+            read_block=READ_BLOCK_MS / 1000,
+        ) as broker:
             follower = BrokerFollower(broker, hub)
             reader = StreamReader(broker, source, lease_seconds=settings.live_lease_seconds)
             async with running(follower.run()), running(reader.run()):
@@ -123,19 +127,3 @@ async def live_feed(
                     yield feed
                 finally:
                     feed.close()
-
-
-@contextlib.asynccontextmanager
-async def _broker(settings: Settings) -> AsyncIterator[RedisBroker]:
-    assert settings.live_broker_url is not None
-    client = Redis.from_url(
-        settings.live_broker_url.get_secret_value(),
-        socket_connect_timeout=BROKER_TIMEOUT,
-        socket_timeout=BROKER_TIMEOUT + 1.0,  # beyond a blocking read's wait
-    )
-    try:
-        yield RedisBroker(
-            client, table_name=settings.table_name, max_length=settings.live_broker_stream_length
-        )
-    finally:
-        await client.aclose()

@@ -34,8 +34,6 @@ import random
 import uuid
 from collections.abc import Callable, Sequence
 
-from redis.exceptions import RedisError
-
 from datasource.history import event_from_item
 from datasource.live_broker import Entry, LeaseLost, RedisBroker
 from datasource.streams import (
@@ -44,7 +42,7 @@ from datasource.streams import (
     ShardPosition,
     SinkRefused,
 )
-from domain.errors import PaymentsError
+from domain.errors import PaymentsError, StorageUnavailable
 from resolvers.event_hub import FEED_GAP_REASON, EventHub
 
 logger = logging.getLogger("loc_payments.live")
@@ -53,7 +51,6 @@ logger = logging.getLogger("loc_payments.live")
 # between two tries while the broker cannot be reached, in seconds.
 READ_BLOCK_MS = 1000
 MAX_RETRY_DELAY = 2.0
-_BROKER_DOWN = (RedisError, OSError)
 
 
 class BrokerSink:
@@ -68,8 +65,8 @@ class BrokerSink:
     async def round_started(self) -> None:
         try:
             self._requested = await self._broker.rounds_requested()
-        except _BROKER_DOWN as error:
-            raise SinkRefused(f"the broker: {error}") from error
+        except StorageUnavailable as error:
+            raise SinkRefused(str(error)) from error
 
     async def deliver(
         self, shard_id: str, events: Sequence[Received], position: ShardPosition
@@ -81,16 +78,16 @@ class BrokerSink:
                 position=position,
                 images=[received.image for received in events],
             )
-        except _BROKER_DOWN as error:
-            raise SinkRefused(f"the broker: {error}") from error
+        except StorageUnavailable as error:
+            raise SinkRefused(str(error)) from error
 
     async def round_finished(self) -> None:
         if self._requested <= self._announced:
             return
         try:
             await self._broker.announce_round(self._token, self._requested)
-        except _BROKER_DOWN as error:
-            raise SinkRefused(f"the broker: {error}") from error
+        except StorageUnavailable as error:
+            raise SinkRefused(str(error)) from error
         self._announced = self._requested
 
 
@@ -118,7 +115,7 @@ class StreamReader:
             try:
                 if await self._broker.acquire(token, self._ttl_ms):
                     await self._hold(token)
-            except _BROKER_DOWN as error:
+            except StorageUnavailable as error:
                 logger.warning("cannot compete for the stream reader's lease (%s)", error)
             except Exception:
                 # Whatever ended the reading, this instance competes again (its lease is freed).
@@ -140,7 +137,7 @@ class StreamReader:
             self.holding, self.source = False, None
             # Stopping (or failing) while it holds: hand the lease over at once, not after its
             # time. A token that lost it releases nothing.
-            with contextlib.suppress(*_BROKER_DOWN, TimeoutError):
+            with contextlib.suppress(StorageUnavailable, TimeoutError):
                 async with asyncio.timeout(1.0):
                     await self._broker.release(token)
 
@@ -153,7 +150,7 @@ class StreamReader:
             await asyncio.sleep(self._period)
             try:
                 held = await self._broker.renew(token, self._ttl_ms, reading=source.ready.is_set())
-            except _BROKER_DOWN as error:
+            except StorageUnavailable as error:
                 logger.warning("cannot renew the stream reader's lease (%s)", error)
                 if loop.time() - renewed > self._ttl_ms / 1000 - self._period:
                     raise LeaseLost from error
@@ -189,7 +186,7 @@ class BrokerFollower:
                 failures = 0
                 while True:
                     await self._follow()
-            except _BROKER_DOWN as error:
+            except StorageUnavailable as error:
                 if self.connected:
                     logger.warning("lost the live updates' broker (%s)", error)
                 self.connected = self.reader_ready = False

@@ -133,3 +133,44 @@ def test_the_layer_check_finds_an_import_up_or_across() -> None:
         "top.a": {"low.a", "mid.a", "side.a"},
     }
     assert _upward(graph, layers) == {"mid.a": ["side.a"], "side.a": ["top.a"]}
+
+
+# The outside stores' client libraries, which only `datasource` may import (STYLE: it builds
+# their clients and turns their errors into the domain's).
+STORE_CLIENTS = {"redis", "aioboto3", "aiobotocore", "boto3", "botocore"}
+# What runs the stores for the tests and the bench, not the service.
+STORE_TOOLS = {"harness", "bench"}
+
+
+def _store_imports(paths: dict[str, Path]) -> dict[str, list[str]]:
+    """Each module that imports a store's client library, with those it imports."""
+    found: dict[str, list[str]] = {}
+    for name, path in paths.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+            else:
+                continue
+            found.setdefault(name, []).extend(
+                t for t in targets if t.split(".")[0] in STORE_CLIENTS
+            )
+    return {name: sorted(set(targets)) for name, targets in found.items() if targets}
+
+
+def test_only_the_datasource_talks_to_the_stores() -> None:
+    """Redis as DynamoDB: no module of the service outside `datasource` imports a store's client
+    or catches its errors."""
+    service = {
+        name: path
+        for name, path in _modules().items()
+        if name.split(".")[0] not in STORE_TOOLS | {"datasource"}
+    }
+    assert _store_imports(service) == {}
+
+
+def test_the_store_check_finds_an_import_of_a_client(tmp_path: Path) -> None:
+    module = tmp_path / "live.py"
+    module.write_text("from redis.exceptions import RedisError\nimport orjson\n")
+    assert _store_imports({"server.live": module}) == {"server.live": ["redis.exceptions"]}

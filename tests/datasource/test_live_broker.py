@@ -9,11 +9,10 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
-from redis.asyncio import Redis
-from redis.exceptions import ConnectionError
 
-from datasource.live_broker import LeaseLost, RedisBroker
+from datasource.live_broker import LeaseLost, RedisBroker, open_live_broker
 from datasource.streams import ShardPosition
+from domain.errors import StorageUnavailable
 from harness.redis_server import RedisServer
 
 ITEM = {"PK": {"S": "USER#u"}, "SK": {"S": "HISTORY#LOAN#l#PAYMENT#p#V#000001"}}
@@ -21,11 +20,14 @@ ITEM = {"PK": {"S": "USER#u"}, "SK": {"S": "HISTORY#LOAN#l#PAYMENT#p#V#000001"}}
 
 @pytest.fixture
 async def broker(redis_server: RedisServer) -> AsyncIterator[RedisBroker]:
-    client = Redis.from_url(redis_server.redis_url)
-    try:
-        yield RedisBroker(client, table_name="test-table", max_length=1000)
-    finally:
-        await client.aclose()
+    async with open_live_broker(
+        redis_server.redis_url,
+        table_name="test-table",
+        max_length=1000,
+        command_timeout=1.0,
+        read_block=0,
+    ) as broker:
+        yield broker
 
 
 async def test_only_the_lease_holder_appends(broker: RedisBroker) -> None:
@@ -84,7 +86,20 @@ async def test_the_epoch_stays_until_the_broker_loses_everything(
     redis_server.start()
     # The pooled connection died with the server: its first use fails, as the follower's does
     # before it syncs again.
-    with contextlib.suppress(ConnectionError):
+    with contextlib.suppress(StorageUnavailable):
         await broker.epoch()
 
     assert await broker.epoch() != first
+
+
+async def test_a_broker_that_cannot_be_reached_is_unavailable(
+    broker: RedisBroker, redis_server: RedisServer
+) -> None:
+    """Redis's errors stay in the datasource: the fleet's tasks handle the storage error."""
+    redis_server.kill()
+    with pytest.raises(StorageUnavailable, match="the live updates' broker"):
+        await broker.epoch()
+    with pytest.raises(StorageUnavailable):
+        await broker.acquire("holder", 60_000)
+    with pytest.raises(StorageUnavailable):
+        await broker.read("0-0", block_ms=10)
