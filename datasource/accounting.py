@@ -1,35 +1,14 @@
 """Request accounting (SPEC §8, §11): the DynamoDB calls one GraphQL operation made, and the
 capacity they consumed.
 
-``count_calls`` puts a ``CallCount`` in a context variable; ``attach_accounting`` puts three
-botocore hooks on the store's client, which add to it:
+``count_calls`` puts a ``CallCount`` in a context variable (tasks created inside the ``with``
+share it: a DataLoader's batch counts toward the request that caused it), and
+``attach_accounting`` puts botocore hooks on the store's client that ask each data call for its
+consumed capacity per table and index, count each API call once (however often botocore
+retried it) with its final outcome, and add the capacity DynamoDB reports, as it reports it.
+``throttled`` counts each attempt DynamoDB throttled.
 
-    before-parameter-build  asks each data call (`READ_OPERATIONS`, `WRITE_OPERATIONS`) for its
-                            consumed capacity, per table and index (`ReturnConsumedCapacity`
-                            INDEXES), unless the caller asked otherwise; the control plane
-                            (DescribeTable) refuses the parameter and is not asked
-    before-call             counts the call: botocore emits it once per API call, before its own
-                            retry loop, so a retried call counts once
-    after-call              counts the final answer ("ok" or the error code) and adds the
-                            capacity it reports
-
-Tasks created inside the ``with`` copy the context and so share the same ``CallCount``: a
-DataLoader's batch counts toward the request that caused it.
-
-Capacity is what DynamoDB reports, as it reports it. An answer's `ConsumedCapacity` is one entry
-(GetItem, PutItem, UpdateItem, DeleteItem, Query, Scan) or a list of one per table (the Batch and
-Transact operations). An entry's units are reads or writes as its `ReadCapacityUnits` and
-`WriteCapacityUnits` say, the one left out being the rest of its `CapacityUnits`; with
-`CapacityUnits` alone, they are what the operation is (a read or a write). Per table and index:
-the entry's `Table` under the table's name, each of its `GlobalSecondaryIndexes` and
-`LocalSecondaryIndexes` under `<table>/<index>` (a table name holds no `/`), an entry without
-those parts under the table's name, and a part that consumed nothing not at all.
-
-An error answer carries no `ConsumedCapacity` (a failed condition, a cancelled transaction,
-throttling; on AWS and on DynamoDB Local alike), though AWS bills a failed conditional write: such
-a call counts as a call, with no units. Attempts that were retried are not seen either, only
-the final answer; but each attempt DynamoDB throttled is counted, per operation and index
-(`throttled`, called by `datasource.retries.Throttles.add`).
+What is counted and what cannot be: docs/scale-and-cost.md#how-calls-are-counted.
 """
 
 from __future__ import annotations

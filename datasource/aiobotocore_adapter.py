@@ -1,25 +1,15 @@
 """DynamoDB's successful answers decoded by orjson, without botocore's shape walker.
 
-botocore parses a JSON answer twice over: `json.loads`, then a walk of the service model that
-visits every attribute value of every item, shape by shape, to convert the few types JSON cannot
-carry (blobs, timestamps). The data operations below answer in DynamoDB JSON whose only such type
-is a binary attribute value (`B`, `BS`), which this service never stores; for them the walk changes
-nothing and costs most of a read's CPU (aiobotocore #1132). So a successful answer of one of them
-is `orjson.loads` of the body, as it is: attribute values stay `{"S": ...}` / `{"N": "..."}`, and
-`datasource.items` turns them into domain objects in one pass (numbers with `int`, never a float).
+For the data operations of `FAST_OPERATIONS`, a successful answer is `orjson.loads` of the body
+as it is (attribute values stay `{"S": ...}` / `{"N": "..."}` for `datasource.items`); error
+answers, the control plane and any other operation keep botocore's parsing exactly. The parser
+comes in through the session's `response_parser_factory` component (`fast_session`, which also
+shares one loader of botocore's data files between sessions). This is the one module that names
+aiobotocore's and botocore's private attributes; `check_fast_parsing` refuses a client without
+the parser or an aiobotocore outside `TESTED_RELEASE`, so an upgrade that moves the hook stops
+the service at start instead of leaving it slow.
 
-Everything else keeps botocore's parsing exactly: error answers (conditional-check failures with
-their `ALL_OLD` item, transaction cancellation reasons, throttling, which the retry handlers
-read), the control plane (DescribeTable's timestamps), and any operation not listed. The parser
-comes in through aiobotocore's own extension point, the session's `response_parser_factory`
-component; `check_fast_parsing` refuses a client on which it is not in place, so an upgrade that
-moves the hook stops the service at start instead of leaving it slow.
-
-This is the one module that names aiobotocore's and botocore's private attributes
-(`_do_parse`, `_inject_response_metadata`, `_defaults`, `client._endpoint`, the http session's
-`_verify`); `check_fast_parsing` also refuses an aiobotocore outside the release line it was
-tested with (`TESTED_RELEASE`). It also shares one loader of botocore's data files between sessions
-(`fast_session`), through botocore's public `data_loader` component.
+Why: docs/performance.md#what-makes-the-service-fast ("decoded by orjson").
 """
 
 from __future__ import annotations

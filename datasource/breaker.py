@@ -1,22 +1,12 @@
 """The circuit breaker of the store's client: while DynamoDB does not answer, fail at once.
 
-    closed  every call goes out; each attempt botocore makes is watched (its `needs-retry`
-            event): an attempt that got no answer (refused, reset, timed out) is a failure,
-            one that got any answer (even an error) a success. A call that waited out its
-            operation's whole time budget without a single answer is a failure too (a DynamoDB
-            that accepts connections and never answers: its attempts would time out only after
-            the budget). `failures` failures in a row open the breaker; one slow call alone
-            (a pause) does not.
-    open    every call is refused before it is sent (`StorageUnavailable`, within
-            microseconds), and a probe asks DynamoDB for the table every `probe_interval`
-            seconds; the first answer closes the breaker, so traffic is back as soon as
-            DynamoDB answers, without waiting for a request to risk it.
+`attach` watches every attempt botocore makes: `failures` attempts in a row without an answer
+(refused, reset, timed out), or a call that waited out its whole budget without one, open it;
+any answer, even an error, is a success, and one slow call alone does not open it. While open,
+every call is refused before it is sent (`StorageUnavailable`, within microseconds), and a probe
+asks DynamoDB for the table every `probe_interval` seconds; the first answer closes it.
 
-Why our own and not pybreaker or purgatory: both guard a call they wrap, and count what it raises;
-here the signals come from inside botocore's retry loop (an attempt, not a call), the refusal must
-happen inside the client (every call site of the store at once), and the way back is a probe of
-our own choosing rather than a caller's request let through. What the libraries add over this
-module (a state machine of three states and a counter) would not be used.
+Why our own and not pybreaker's: docs/operations.md#reliability ("A circuit breaker").
 """
 
 from __future__ import annotations

@@ -1,31 +1,14 @@
 """Lookups by key, coalesced across requests.
 
-Each request batches its own lookups (its DataLoader), but many requests at once would still make
-one `GetItem` each, and on a one-payment request the SDK's work for that call (building,
-validating, signing and sending it) is most of the request's CPU. So the lookups that reach the
-store within two turns of the event loop go out together: one `GetItem` for one key, one
-`BatchGetItem` for up to 100, and each caller is handed its own keys' items. DynamoDB counts a
-batch's read units item by item, so the units are those of the separate calls.
+A `Coalescer` sends the lookups that reach the store within two turns of the event loop together
+(one `GetItem` for one key, one `BatchGetItem` for up to 100) and hands each caller its own keys'
+items. Each caller keeps what a call of its own would give it: its deadline (it stops waiting
+when its budget runs out; the call is cancelled once nobody waits), a breaker failure when its
+budget ran out unanswered, the call counted as one of its own with a share of the capacity in
+proportion to its keys, the call's error, and with a tracer a span linked to the shared call's.
+Strong and eventual reads never share a call.
 
-What stays each request's own:
-    deadline    a caller waits for the shared call within its own operation's budget, and
-                answers UNAVAILABLE when that runs out, as with a call of its own; the call
-                carries no deadline, and is cancelled once its last caller has stopped waiting.
-    breaker     a caller whose budget ran out while no attempt of the shared call had an answer
-                counts one failure, as its own call would have (`breaker.budget_ran_out`, in the
-                call's context).
-    accounting  a caller counts the shared call as one call of its API and outcome (its
-                `extensions.dynamodb`, its log line), and a share of the call's capacity in
-                proportion to the keys it asked (a key two callers asked is shared by both);
-                the shares add up to what DynamoDB reported. (Exact when the items are of one
-                size class, as payments are: DynamoDB rounds each item up to 4 KB.)
-    errors      a failed call fails each of its callers with its error.
-    traces      with a tracer, a call shared by several callers is a span of its own
-                (`coalesced lookup`), a child of the first caller's current span (its DataLoader
-                batch) and linked to every caller's; each caller's span is linked back to it. A
-                call of one caller is that caller's own: its DynamoDB span is the caller's child.
-
-Reads of one consistency go together: a strong read is never answered by an eventual one.
+Why: docs/performance.md#what-makes-the-service-fast ("Lookups coalesced across requests").
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """Payment events as items, and the page of a payment's history.
 
-    PK = USER#<user_id>, SK = HISTORY#LOAN#<loan_id>#PAYMENT#<payment_id>#V#<version, 6 digits>
-    loc_user_id, loc_loan_id, loc_payment_id   the payment the event is of
-    loc_version                  N  the version the write produced
-    loc_from_status              S  the status before the write; absent on the creation's event
-    loc_to_status                S  the status after it
-    loc_event_date               S  when (RFC 3339), the payment's `loc_last_updated` of the write
-    loc_update_reason            S  why
-    loc_return_code              S  the ACH return code this write recorded, if it did
-    loc_confirmation_id          S  the confirmation id this write gave the payment, if it did
-    loc_actor_kind               S  CUSTOMER, SERVICE or JOB
-    loc_actor_id                 S  the token's subject, or the job's name
-    loc_request_id               S  the API request that wrote, if any
-    loc_trace_parent             S  the W3C `traceparent` of the span that wrote it, when traced
-    loc_payment                  M  the payment as the write left it (its `loc_*` attributes but
-                                    those the event holds alike: ids, version, time, reason), what
-                                    a webhook carries
-    GSI4PK / GSI4SK              S  EVENTS / <time>#USER#<u>#<its SK>: the events feed (GSI4)
+An event (`USER#<user_id>` / `HISTORY#LOAN#<loan_id>#PAYMENT#<payment_id>#V#<version>`) records
+one write of a payment: the statuses before and after, when, why, who (`loc_actor_kind`,
+`loc_actor_id`, the request and its trace), and the payment as the write left it less what the
+event holds alike (`event_item`; `event_from_item` puts it back). It is put in the write's own
+transaction on the condition that it is new (`event_put`): never overwritten. Its only index keys
+are GSI4's, the events feed; no payment access pattern sees it. `history_query` pages a payment's
+events, oldest first.
 
-GSI4's keys only (the feed's sparse index), and a sort key that no payment prefix matches: no
-payment access pattern sees an event. An event is put in the same transaction as the write it
-records, on the condition that it is new: an event is never overwritten.
+Every attribute, and what an event costs: docs/data-model.md#the-item.
 """
 
 from __future__ import annotations

@@ -1,37 +1,16 @@
 """Idempotency records: written in the same transaction as the write they name, read back when
 a request with the same key comes again.
 
-    PK = USER#<user_id>, SK = IDEMPOTENCY#<CUSTOMER or SERVICE>#<sha256 of the key, hex>
-    loc_user_id, loc_loan_id, loc_payment_id   the payment the request wrote
-    loc_version                  N  the version that write produced (1: a creation)
-    loc_request_fingerprint      S  a digest of the request (`domain.idempotency`)
-    loc_created_date             S  when the write happened (RFC 3339)
-    loc_expires_at               N  epoch seconds, the table's TTL attribute: 24 h later
+A record (`USER#<user_id>` / `IDEMPOTENCY#<caller's kind>#<sha256 of the key>`, no index keys,
+24 h of TTL) is put on the condition that no live record holds the key. When one does, the same
+request is answered with the payment as it is now and nothing is written; another request is
+`IdempotencyMismatch`. `put_new_with_key` writes a creation with its record, trying a cancelled
+transaction (a conflict, a throttle) again within the operation's budget; a move's record rides in
+its own transaction (`datasource.writes`), and `replayed_move` answers a resend of a move already
+made. A live record of the earlier, user-scoped form answers as the new one would
+(`user_scoped_answer`), only to the kind of caller that wrote it.
 
-The record carries no index keys, so no access pattern ever sees it. It is put on the condition
-that no live record holds the key (none, or one whose time is up, even before DynamoDB's TTL sweep
-deletes it); when one does the transaction is cancelled, and the record (`ALL_OLD`) says whether
-the request is the same: then its answer is the payment as it is now, and nothing was written;
-if not, `IdempotencyMismatch`.
-
-Before keys were scoped by the caller's kind (issue 55) the same record was written under
-`IDEMPOTENCY#<sha256 of the key, hex>`. No such record is written any more, but one may still be
-live for 24 hours after the change: a keyed write first reads the key in that form (one strongly
-consistent GetItem; a refused move's resend reads it with the new form), and a live one answers
-as the new form would, but only the kind of caller that wrote it, as the event of the write it
-names records (a customer, or the service or its jobs; no event: either kind, as before). So a
-customer's old record never blocks the service, and the service's never a customer. Nothing
-writes the old form now, so what the read finds stays so; two writes with one key and no record
-of either form race on the new form's condition alone, as before. (While a fleet runs both
-versions during the deploy, an instance of the old one checks the old form alone: a resend that
-reaches the other version may be written twice.)
-
-Creation: concurrent creations under one key can cancel each other (``TransactionConflict``),
-and a throttle cancels a transaction too (``ThrottlingError``); those are tried again after a
-jittered wait, a bounded number of times, within the operation's budget
-(`datasource.transactions`). Moves: `datasource.writes` adds the record to the move's
-transaction; `replayed_move` reads a record for a move that was refused before any write was
-tried (it had already happened).
+The record's attributes, and the earlier form until it can go: docs/data-model.md#the-item.
 """
 
 from __future__ import annotations

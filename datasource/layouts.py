@@ -1,20 +1,12 @@
 """Which layouts hold data (SPEC §20): the table's layout record, and an instance's view of it.
 
-The record is one item (`keys.LAYOUT_PARTITION` / `keys.LAYOUT_SORT_KEY`):
+`LayoutRecord` is the one item (`keys.LAYOUT_PARTITION` / `keys.LAYOUT_SORT_KEY`) that says which
+GSI2 layouts may hold payments and GSI4's layout from each feed position on; every change is
+conditional on the version read. With no record a table is in the seed's one-shard layouts, and
+the first instance to start records it (`establish`). Events are never rewritten, so a
+feed layout changes from a position ahead of every instance's clock (`switch_at`).
 
-    loc_status_layouts  NS  the GSI2 layouts (shard counts) that may hold payments: every
-                            instance adds the one it writes before writing it; a reshard sets
-                            it to the one it moved them all to when it ends
-    loc_feed_layout     L   GSI4's layout by feed position: [{from: S, shards: N}], ascending;
-                            the first from the feed's start. Events are immutable, so a change
-                            applies from a position ahead of every instance's clock (`switch_at`)
-    loc_version         N   bumped by every change, the condition of the next
-
-With no record, the table is the seed's one-shard layout (`PAYMENT`, `EVENTS`): the first
-instance to start records it (`establish`), with a conditional write. An empty table is recorded
-in the instance's layouts at once; a table holding data keeps the one-shard GSI2 layout among
-those read (until `loc-payments reshard` moves its payments and records the end) and the feed's
-one shard until a position far enough ahead that every instance writes the new layout from it.
+The record's attributes and how a table changes layout: docs/data-model.md#the-layout-record.
 """
 
 from __future__ import annotations

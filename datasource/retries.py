@@ -1,26 +1,15 @@
 """Retries of DynamoDB calls fit for DynamoDB: a throttle or a 5xx is tried again after tens of
 milliseconds, never past the operation's time budget.
 
-botocore's `standard` mode waits up to 1, 2, 4 … seconds between attempts (a base meant for the
-control plane), so three throttles in a row spent an operation's whole budget. Here each client
-has botocore's own retries off (`total_max_attempts` 1) and `RetryPolicy.attach` puts one
-`needs-retry` handler in their place, which retries
+`RetryPolicy.attach` turns botocore's own retries off on a client and puts one `needs-retry`
+handler in their place: a throttle (`THROTTLE_CODES`), a 5xx, `TransactionInProgressException` or
+an attempt without an answer is tried again after a wait drawn with full jitter (`Backoff`), at
+most `attempts` attempts in all, and never when the wait and another attempt as long as the last
+would not end within the operation's deadline (`datasource.deadline`): the call then fails at once
+with the answer it has. Each throttled attempt is counted in the client's `Throttles`
+(`throttles_of`) and in the request's count (`datasource.accounting`).
 
-    throttles         ProvisionedThroughputExceededException, ThrottlingException,
-                      RequestLimitExceeded
-    transient errors  any 5xx answer (InternalServerError, ServiceUnavailable, …),
-                      TransactionInProgressException, and an attempt that got no answer (a
-                      refused, reset or timed-out connection)
-
-after a wait drawn with full jitter (`Backoff`: up to base * 2**attempt, capped), at most
-`attempts` attempts in all; and a retry that could not finish within the operation's deadline
-(`datasource.deadline`: the wait plus as long again as the attempt just made) is not started, so
-the call fails at once with the answer it has. A transaction cancelled for a throttle is retried
-by `datasource.transactions`, on the same plan.
-
-Each attempt throttled is counted in the client's `Throttles` (`throttles_of`; by API and index,
-`loc_payments_dynamodb_throttles_total`, and in the status line) and in the request's count
-(`datasource.accounting`, its log line).
+Why not botocore's modes: docs/operations.md#reliability ("Throttles absorbed").
 """
 
 from __future__ import annotations

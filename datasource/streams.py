@@ -1,38 +1,15 @@
 """Live payment events from the table's DynamoDB Stream, for GraphQL subscriptions.
 
-Every write of a payment puts its event item (`datasource.history`) in the same transaction, so
-the stream's INSERT of an item whose sort key begins ``HISTORY#`` is one new `PaymentEvent`.
-Everything else the stream carries (payments, idempotency records, confirmation claims, every
-MODIFY and REMOVE) is skipped. With a tracer, each event published is a span linked to the
-request that wrote it (`tracing.received`, from the item's `loc_trace_parent`).
+`DynamoDBStreamSource.run` follows every shard of the stream, children after their parents, and
+hands its `StreamSink` each INSERT of an event item (sort key ``HISTORY#``) as a `PaymentEvent`,
+in the order each payment's were written, together with the shard's new `ShardPosition`: a sink
+that keeps both in one step can hand the reading over to a process that resumes there
+(`positions`). A delivery the sink refuses is offered again; the sink hears when each round begins
+and when one has read every shard to its head. Everything else the stream carries is skipped.
+With a tracer each event is a span linked to the write. A failure marks the source unhealthy and
+the round is tried again, with a capped backoff, until cancelled.
 
-Reading model: the stream is a set of shards; a shard holds the writes of some keys in order,
-closes after a while (its `NextShardIterator` ends) and is followed by child shards. Each round
-`DynamoDBStreamSource` calls GetRecords once on every open shard, concurrently, then sleeps
-`poll_interval` seconds. The shards open when it starts are read from LATEST: only what is written
-after the service started is live, and what came before is in each payment's stored history. A
-shard found later (the child of a closed one, or a new one) is read from TRIM_HORIZON, and only
-once its parent is read to its end, so a payment's events come out in the order they were written.
-Each shard's last sequence number is kept: an iterator that expired (unused for 15 minutes, after
-an outage) is re-opened right after it, so nothing is lost or repeated (a shard that gave no
-record yet is re-opened at LATEST: what was written while it could not be read is lost). Any
-other failure marks the source unhealthy; it waits (a capped backoff) and tries the same round
-again until cancelled.
-
-What it reads goes to a `StreamSink` (`run`): after each GetRecords call, the payment events it
-read and where the shard now stands (`ShardPosition`), together, so that a sink that keeps the
-positions (a checkpoint) and the events in one step can hand the reading over to another process
-that resumes exactly there (`positions`, SPEC §17). A sink that refuses a delivery (raises) gets
-the same records again. The sink is also told when each round begins, and when a round has
-finished having read every open shard to its head (each call gave fewer records than it may;
-none closed), so that everything the stream held when the round began is delivered: a live
-subscription that starts at the stream's head waits for one such round begun after it.
-
-Limits: DynamoDB advises at most two simultaneous readers per shard and allows 5 GetRecords calls
-per second per shard. One source polling every `poll_interval` seconds makes 1 / `poll_interval`
-calls per second per shard. Without a broker every instance runs one (keep N / `poll_interval`
-under 5: two instances at 0.5 s); with one (`server.live_fleet`) a single instance of the fleet
-does, holding a lease, whatever the number of instances.
+How it reads, and why: docs/operations.md#reading-the-stream.
 """
 
 from __future__ import annotations

@@ -1,35 +1,14 @@
 """Traces of the DynamoDB calls (OpenTelemetry's AWS SDK conventions), and the trace context an
 event item carries from the request that wrote it to the instances that read it.
 
-One CLIENT span per DynamoDB call made for a traced operation (a sampled span is current: an
-API operation, a DataLoader batch, a coalesced lookup, a job's run), from botocore hooks beside
-those of the request accounting (`datasource.accounting`):
+`CallSpans.attach` puts botocore hooks on the client that make one CLIENT span per DynamoDB call
+made under a sampled span (an operation, a DataLoader batch, a coalesced lookup, a job's run),
+ended with DynamoDB's answer or error; `abandoned` ends one that no answer ended (refused,
+out of budget, cancelled). `current_traceparent` is what an event item stores, and `received`
+and `write_link` link a reader's spans back to the write. Keys, items and expression values are
+never recorded: they hold user ids. Without a tracer nothing is attached.
 
-    before-parameter-build  starts `DynamoDB.<Operation>`: rpc.system `aws-api`, rpc.service
-                            `DynamoDB`, rpc.method, aws.dynamodb.table_names, and from the
-                            request the index, consistency, limit and direction, and the number
-                            of keys or items of a batch or transaction (loc.dynamodb.items)
-    before-call             a call the circuit breaker refuses: loc.dynamodb.breaker_refused
-    needs-retry             an event per attempt that failed (`dynamodb.attempt_failed`), and
-                            the attempts so far (loc.dynamodb.attempts)
-    after-call              ends it with DynamoDB's answer: aws.request_id,
-                            aws.dynamodb.consumed_capacity and count, the retries botocore made
-                            (loc.dynamodb.retries, when it made any); an error answer sets
-                            http.response.status_code, error.type (DynamoDB's code) and the
-                            status ERROR
-    after-call-error        ends it without an answer (the connection failed, retries spent)
-
-Each attribute costs every span its share of the export (about 5 µs to encode, on the bench's
-machine), so what is the same for every call of the process (the region, the endpoint) is on
-the resource instead (`server.tracing`), and what is usually nothing (no retry, a 200) is left
-out.
-
-A call that ends through none of these (refused by the breaker, stopped by the operation's time
-budget, cancelled) is ended by `storage_call`, in which every call runs (`abandoned`). Keys,
-items and expression values are never recorded: they hold user ids.
-
-Without a tracer none of this is attached; what remains is a context variable read when a call
-fails, and `current_traceparent` (one read of the current span) per event item written.
+The spans and their attributes: docs/operations.md#operating-it ("What a trace holds").
 """
 
 from __future__ import annotations

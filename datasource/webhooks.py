@@ -1,26 +1,14 @@
 """Webhook endpoints, their delivery attempts and due retries, as items of the one table.
 
-    endpoint   PK = WEBHOOKS, SK = ENDPOINT#<id>
-        loc_endpoint_id, loc_url, loc_event_types (L, absent: every payment type), loc_description,
-        loc_status (ENABLED | FAILING | DISABLED), loc_created_date, loc_secret, loc_previous_secret
-        and loc_previous_secret_until (while a rotation's grace lasts), loc_secret_rotated_date,
-        loc_feed_from (S, the feed's lower bound: the creation's time, or an enabling's from now)
-        and loc_feed_key (M, the GSI4 key of the last event handled): where the endpoint's
-        deliveries have reached; loc_lease_owner, loc_lease_until (N, epoch ms): the instance
-        delivering its events; loc_failing_since (S, the first failed attempt since the last 2xx),
-        loc_disabled_date and loc_disabled_reason (while DISABLED), loc_delivers_from (S, an
-        enabling from now: older events' retries are dropped), loc_retries_changed (S, when a
-        retry was scheduled from outside its delivery: a resend, an operational event).
-    attempt    PK = WEBHOOK#<id>, SK = DELIVERY#<time>#<event id>#<attempt>   (30 days, then TTL)
-        loc_event_id, loc_event_type, loc_attempt, loc_attempted_date, loc_duration_ms,
-        loc_status_code or loc_error, loc_response_body (a failed attempt's answer, its first 2 KB)
-    retry      PK = WEBHOOK#<id>, SK = RETRY#<due time>#<event id>  (TTL a week after it is due)
-        loc_event_id, loc_attempt (the attempt it will be), loc_body (an operational event's JSON)
+`WebhookStore` keeps an endpoint (`WEBHOOKS` / `ENDPOINT#<id>`: its URL, types, status, secrets,
+where its deliveries have reached in the feed, and the lease of the instance delivering it) and,
+under `WEBHOOK#<id>`, its attempts (kept 30 days) and due retries. Attempts and retries are written
+plainly (`write_plainly`); `commit` then moves the endpoint's position past them, once per batch,
+on the condition that the writer still holds the lease and no enabling moved the position
+meanwhile: an instance that lost it writes no position, and what it sends again is at most its
+window (at least once).
 
-Attempts and retries are written plainly (BatchWriteItem); the endpoint's position moves past them
-afterwards, once per batch, on the condition that the writer still holds the lease (and that no
-enabling moved the position meanwhile): an instance that lost it writes no position, and what it
-sent again is at most its window (at least once).
+Every attribute: docs/data-model.md#the-item.
 """
 
 from __future__ import annotations

@@ -1,59 +1,21 @@
 """The key schema of the one table: the only place that builds a key string.
 
-    table  PK     = USER#<user_id>
-           SK     = LOAN#<loan_id>#PAYMENT#<payment_id>
-    GSI1   GSI1PK = USER#<user_id>
-           GSI1SK = LOAN#<loan_id>#STATUS#<status>#PAYMENT#<payment_id>
-    GSI2   GSI2PK = PAYMENT                              (one shard, the seed's layout)
-                  | PAYMENT#<k>                          (N shards: k from the payment id)
-           GSI2SK = STATUS#<status>#PAYMENT#<payment_id>
-    GSI3   GSI3PK = USER#<user_id>                       (only once a confirmation id exists)
-           GSI3SK = CONFIRMATION#<confirmation_id>
-    GSI4   GSI4PK = EVENTS                               (payment events only: the events feed;
-                                                          one shard, the first layout)
-                  | EVENTS#<k>                           (N shards: k from the payment id, as
-                                                          GSI2's, so a payment's events share one)
-           GSI4SK = <event time, RFC 3339 ms>#USER#<u>#LOAN#<l>#PAYMENT#<p>#V#<version, 6 digits>
+    item          PK / GSInPK          SK / GSInSK
+    payment       USER#<u>             LOAN#<l>#PAYMENT#<p>
+      GSI1        USER#<u>             LOAN#<l>#STATUS#<s>#PAYMENT#<p>
+      GSI2        PAYMENT[#<k>]        STATUS#<s>#PAYMENT#<p>         k: a shard of p's hash
+      GSI3        USER#<u>             CONFIRMATION#<c>               once c exists
+    event         USER#<u>             HISTORY#LOAN#<l>#PAYMENT#<p>#V#<version, 6 digits>
+      GSI4        EVENTS[#<k>]         <time>#USER#<u>#<the event's SK>
+    idempotency   USER#<u>             IDEMPOTENCY#<CUSTOMER|SERVICE>#<sha256 of the key>
+    claim         USER#<u>             CONFIRMATION#<c>
+    endpoint      WEBHOOKS             ENDPOINT#<e>
+    attempt       WEBHOOK#<e>          DELIVERY#<time>#<event id>
+    retry due     WEBHOOK#<e>          RETRY#<due time>#<event id>
+    layout        LAYOUT               LAYOUT
 
-Access patterns (each a GraphQL field):
-    payment by loan and payment id    table  PK = USER#u, SK = LOAN#l#PAYMENT#p
-    all payments of a loan            table  PK = USER#u, SK begins_with LOAN#l#PAYMENT#
-    a loan's payments in one status   GSI1   GSI1PK = USER#u, GSI1SK begins_with LOAN#l#STATUS#s#
-    all payments in one status        GSI2   GSI2PK = PAYMENT, GSI2SK begins_with STATUS#s#
-                                             (N shards: the same on each PAYMENT#k, merged)
-    payment by confirmation id        GSI3   GSI3PK = USER#u, GSI3SK = CONFIRMATION#c
-    every user's events (services)    GSI4   GSI4PK = EVENTS, GSI4SK BETWEEN <after> AND <settled>
-                                             (N shards: the same on each EVENTS#k, merged; each
-                                             range of positions in the layout it was written in)
-    where a live subscription starts  table  PK = USER#u, SK begins_with LOAN# (every payment
-                                             of a user) or LOAN#l#PAYMENT# (of a loan): the
-                                             versions stored when it is accepted
-
-Items of other kinds, outside every access pattern (no GSI keys, and a sort key that no payment
-prefix matches):
-    idempotency record     PK = USER#<user_id>,
-                           SK = IDEMPOTENCY#<CUSTOMER or SERVICE>#<sha256 of the key, hex>
-                           (the caller's kind: a customer's key is not the service's; records
-                           written before that, SK = IDEMPOTENCY#<sha256 of the key, hex>, are
-                           read for their 24 h, never written)
-    confirmation claim     PK = USER#<user_id>, SK = CONFIRMATION#<confirmation_id>
-                           (a confirmation id names one payment of a user: the claim, written in
-                           the same transaction as the move that takes the id, says which)
-    payment event          PK = USER#<user_id>,
-                           SK = HISTORY#LOAN#<loan_id>#PAYMENT#<payment_id>#V#<version, 6 digits>
-                           (one per write of the payment, written in the write's transaction;
-                           the zero-padded version sorts a payment's events oldest first; its
-                           GSI4 keys put it in the events feed, the one index it is in)
-    webhook endpoint       PK = WEBHOOKS, SK = ENDPOINT#<endpoint_id>
-    delivery attempt       PK = WEBHOOK#<endpoint_id>, SK = DELIVERY#<time>#<event id>
-    retry due              PK = WEBHOOK#<endpoint_id>, SK = RETRY#<due time>#<event id>
-    layout record          PK = LAYOUT, SK = LAYOUT
-                           (which GSI2 layouts hold payments, and GSI4's layout from each feed
-                           position on: `datasource.layouts`)
-
-Every begins_with prefix ends in the `#` delimiter, so loan `12` never matches loan `123`. Ids are
-validated to hold no `#`, which keeps each key unambiguous. The lists ask for a prefix as the
-range `BETWEEN prefix AND prefix_end(prefix)` (see `prefix_end`).
+Every prefix ends in `#` and ids hold no `#`; a begins_with is asked as the range
+`BETWEEN prefix AND prefix_end(prefix)`. The items and access patterns: docs/data-model.md.
 """
 
 from __future__ import annotations
