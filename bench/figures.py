@@ -1,29 +1,13 @@
 """The benchmark's figures in the pages, written into the Markdown from `bench/results/latest.json`:
 `make bench` does it after each run, `python -m bench.figures` again from the file as it is.
 
-A page holds a pair of markers, and what the run says goes between them:
-
-    <!-- bench:NAME -->…<!-- /bench:NAME -->
-
-so the figures are in the page wherever it is read (GitHub's view of the file, the site), and no
-figure in prose outlives the run it came from. A pair whose first marker opens its line holds a
-block (a table, or a paragraph of its own) on lines of their own; a pair within a line, a sentence
-of its paragraph. The docs build refuses a page whose figures are not what the file renders
+`render` puts what a run says between each pair of markers of a page,
+`<!-- bench:NAME -->…<!-- /bench:NAME -->`, NAME one of `RENDERERS`: a block on lines of its own
+when the first marker opens its line, a sentence otherwise; a pass the run did not make is said
+so. The docs build refuses a page whose figures are not what the file renders
 (`docs/hooks/bench_figures.py`).
 
-| marker       | renders                                                          | from the JSON  |
-|--------------|------------------------------------------------------------------|----------------|
-| `run`        | command, commit, duration, machine, its load; the targets missed | `machine`, …   |
-| `table`      | the table `make bench` prints (`bench.report.render`)            | the whole run  |
-| `live`       | the live-updates pass, in a sentence                             | `live`         |
-| `live_fleet` | the fleet's live-updates pass beside it, in a sentence           | `live_fleet`   |
-| `tracing`    | CPU per request with traces off and exported, and its target     | `tracing`      |
-| `documents`  | CPU per request by trusted-document id and by text               | `documents`    |
-| `field_usage`| what counting field usage costs a loan's page, and its target    | `field_usage`  |
-| `webhooks`   | a payment write with one webhook endpoint, beside none           | `webhooks`     |
-| `storm`      | the throttling storms, each retry mode, and the storm's targets  | `storm`        |
-
-A pass the run did not make (`--no-local`, or a run older than the pass) is said so in the page.
+Why markers: docs/developing.md.
 """
 
 from __future__ import annotations

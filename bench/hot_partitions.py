@@ -1,28 +1,15 @@
 """`python -m bench.hot_partitions`: the proof by simulation of SPEC §20 (issue 56), since this
 machine cannot write 10,000 payments a second.
 
-    1. R: the payment writes a second an autopay burst (`harness.autopay`) gets through the real
-       service (`python -m cli serve`) on DynamoDB Local, through the tests' proxy, as fast as
-       a few clients go
-    2. L = 1,000 x R / 10,000 write units a second per partition key: DynamoDB's limit, scaled as
-       R is to 10,000; each key's bucket holds `BUCKET_SECONDS` of L, and at least
-       `BUCKET_UNITS` (see below)
-    3. the burst at R, the proxy throttling every partition key of the table and its indexes at
-       L (`Proxy.throttle_partitions`): once with one shard (GSI2 and the events feed), once at
-       the defaults
+It measures R, the payment writes a second an autopay burst (`harness.autopay`) gets through
+`python -m cli serve` on DynamoDB Local behind the tests' proxy; sets L = 1,000 x R / 10,000 write
+units a second per partition key (each key's bucket `BUCKET_SECONDS` of L, at least
+`BUCKET_UNITS`); and runs the burst at R with the proxy throttling every partition key at L
+(`Proxy.throttle_partitions`), once with one shard and once at the defaults. For each run: the
+throttles by index (the proxy's and the service's count), the writes done and refused, and each
+index's busiest key with its share of the units.
 
-and for each run the throttles the proxy answered (by index), those the service counted
-(`loc_payments_dynamodb_throttles_total`), the writes done and refused, and the busiest key of
-each index with its share of the units.
-
-The bucket. Slowing DynamoDB down 10,000 / R times exactly would keep a real second's 1,000
-units in each bucket; a layout would then throttle only once its busiest key had taken 1,000
-units beyond L, minutes at this R. A bucket of `BUCKET_SECONDS` of L throttles, within a burst of
-T seconds, a key that takes more than L x (1 + BUCKET_SECONDS / T) a second (3.5 L in the test's 4
-s, 1.5 L in a 20 s run), and absorbs what a short burst adds that 10,000 writes a second would
-not: its few payments per shard arrive in clumps (each payment puts its creation and submission,
-6 units, on one GSI2 shard at once), and one borrower's key takes 14 units at once, however
-slow R is (hence at least `BUCKET_UNITS`).
+Why the bucket is not a real second's: docs/scale-and-cost.md#a-capacity-model.
 """
 
 from __future__ import annotations

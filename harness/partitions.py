@@ -1,28 +1,15 @@
 """DynamoDB's per-partition write limit, for the tests' proxy (`harness.proxy`): which partition
 keys a write puts units on, how many, and a token bucket per key.
 
-A write's keys and units come from the items it carries, by the table's definition
-(`datasource.table`) and AWS's rules:
+A `Write`'s keys and units come from the items it carries, by the table's definition
+(`datasource.table`) and AWS's rules: the table's key, and each index the item is in (a new, moved,
+changed or removed entry), each its size in KB begun, twice in a transaction. An UpdateItem's
+result is computed from the item before it (the proxy reads it first) and the `SET`/`REMOVE`
+forms the service writes. `Limits` keeps a bucket of `units_per_second` per (index, partition
+key), holding at most `burst_units`; a write that would overdraw one is throttled whole and takes
+nothing.
 
-    table    the item's PK: the larger of its old and new size, 1 unit per KB begun
-    an index its partition key, when the item has the index's key attributes (a sparse index
-             holds only those that do): a new entry is a put on the new key; an entry whose key
-             attributes change is a delete on the old key and a put on the new one; one whose
-             projected attributes change, a put; one whose item goes, a delete. An entry's
-             size is what the index projects (ALL: the item; INCLUDE: the keys and the names
-             listed)
-    in a transaction every unit counts twice
-
-What an UpdateItem leaves is computed from the item before it (read from DynamoDB by the proxy,
-strongly consistent, just before the write is sent on) and its `SET`/`REMOVE` clauses, the forms
-the service writes: `name = :value` and `name = if_not_exists(name, :value)`; any other
-right-hand side leaves the attribute as it was, and an `ADD`/`DELETE` clause changes nothing
-here. A write that races another write of the same item between the read and the write is
-costed as of the read. A PutItem conditional on `attribute_not_exists(PK)` creates (no read).
-
-`Limits` keeps a bucket of `units_per_second` per (index, partition key), holding at most
-`burst_units`; a write that would take more than some bucket holds is throttled whole and takes
-nothing from any (DynamoDB consumes no capacity for a throttled request).
+The rules in full, and what the simulation proves: docs/scale-and-cost.md#a-capacity-model.
 """
 
 from __future__ import annotations

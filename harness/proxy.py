@@ -1,38 +1,15 @@
 """A TCP proxy in front of DynamoDB that can stop answering or throttle: for the tests of the
 circuit breaker and of throttling, and the bench's storm.
 
-    forward   bytes pass both ways
-    hang      connections are accepted and kept, and nothing is answered (a network partition,
-              a DynamoDB that accepts and never replies)
-    reset     every connection is cut as soon as it is used (a refused or dropped connection)
-
-The mode applies at once to open connections too (the client's pool keeps them alive). Every
-request is counted by its `X-Amz-Target` (`calls`, e.g. `DynamoDBStreams_20120810.GetRecords`).
-`retarget` sends new connections elsewhere (a Redis primary endpoint after a failover: the proxy
-carries any TCP protocol). Beside the mode, by DynamoDB operation, whatever the mode:
-
-    lose_answers_to   the request reaches DynamoDB, which applies it; its answer never comes back
-    hold              the request waits in the proxy until `release()`, then goes on: DynamoDB
-                      applies it late, after the client has given up on it
-
-and `throttle(fraction)`: that fraction of the data calls (`THROTTLED_OPERATIONS`), drawn at
-random, is answered by the proxy exactly as DynamoDB answers a throttle, and never reaches
-DynamoDB; or `throttle(capacity=N)`: the calls beyond N a second are (a table at its capacity,
-whose throttles fall as its callers slow down). The answer is
-`ProvisionedThroughputExceededException` (400) for a read or a single write;
-`TransactionCanceledException` whose `CancellationReasons` hold, one per item, a
-`ThrottlingError` for one item drawn at random and "None" for the others, for a
-`TransactWriteItems`. `throttled` counts them by operation.
-
-`throttle_partitions(units_per_second)` throttles as DynamoDB does per partition: each write
-(PutItem, UpdateItem, DeleteItem, TransactWriteItems, BatchWriteItem) puts units on the partition
-keys of the table and of each index its items touch (`harness.partitions`: the keys and units
-from the items, the item before each update or delete read from DynamoDB first), a token bucket
-per key, and a write that would overdraw one is answered as a throttle without being sent on: a
-transaction's `ThrottlingError` at the item that overdraws. `partitions.admitted` and
-`partitions.throttled` count units and throttles by (index, partition key). A BatchWriteItem is
-throttled whole (DynamoDB would send back its throttled items as unprocessed; the service sends
-none).
+`Proxy.mode` is `forward`, `hang` (connections accepted, nothing answered) or `reset` (each cut
+as soon as it is used), applied at once to open connections too; `calls` counts requests by
+`X-Amz-Target`; `retarget` sends new connections elsewhere (it carries any TCP protocol, a Redis
+failover too). Whatever the mode, by DynamoDB operation: `lose_answers_to` (applied, its answer
+never back) and `hold` (applied late, after `release()`). `throttle(fraction)` or
+`throttle(capacity=N)` answers data calls as DynamoDB answers a throttle (a
+`ProvisionedThroughputExceededException`, or a transaction's `ThrottlingError` at one item) without
+sending them on; `throttle_partitions` throttles per partition key as DynamoDB does, its units
+from `harness.partitions`. `throttled` and `partitions` count what was throttled.
 """
 
 from __future__ import annotations

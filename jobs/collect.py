@@ -2,23 +2,13 @@
 
 A payment that may no longer be presented (`domain.ach_returns.retry_eligibility`) moves to
 FAILED through the one workflow of every write (`resolvers.workflow.move_payment`); one that may
-is reported to the submitter as a JSON line. The job reads GSI2 (`STATUS#RETRY#PAYMENT#<id>`,
-newest first) a page at a time, and for each page:
+is reported to the submitter as a JSON line (`eligible_line`). It reads GSI2's RETRY payments a
+page at a time, reads each page again from the table (the index may lag), decides it, flushes
+the page's lines, then saves the checkpoint (the cursor, the counts, the report's length): a
+resumed run neither skips nor repeats a payment, and the counts of finished pages are exact.
 
-    1. reads the page's payments again from the table (consistent: the index may lag),
-    2. decides them, a few at a time, failing the ones the rules close,
-    3. writes the eligible ones' lines and flushes them to disk,
-    4. saves the checkpoint: the cursor of the page's last payment, the counts, the report's length.
-
-Why a resumed run neither skips nor repeats a payment: a cursor is a position in the index (the
-key of the last payment listed), not the payment itself. DynamoDB continues after that key
-whether or not an item still holds it, so the payments that left RETRY behind the position (failed
-by the job, or presented by the submitter) do not move it: everything before it was decided in a
-finished page, nothing after it was. A run that stops mid-page is resumed from the previous
-page's cursor; the payments it failed have left the index (or are read back as no longer in
-RETRY, and skipped), the eligible ones are still there, and their lines, cut from the report with
-the unfinished page, are written once by the resumed run. The counts of a finished page are
-exact; the failures made by a page that did not finish are in the audit trail, not in the counts.
+How to run it, and why a resumed run is safe: docs/operations.md#operating-it ("The collection
+job").
 """
 
 from __future__ import annotations

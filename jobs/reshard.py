@@ -1,27 +1,14 @@
 """The reshard job (`loc-payments reshard`): every payment into its GSI2 partition of the layout
-written now (`LOC_GSI2_SHARDS`), from the layouts it may still be in (those the table's layout
-record names, and `LOC_GSI2_READ_SHARDS`); and the events feed into `LOC_EVENTS_SHARDS` shards
-from a feed position a little ahead on (`datasource.layouts.switch_at`: events are immutable, and
-those before it stay where they are).
+written now (`LOC_GSI2_SHARDS`), from the layouts it may still be in (those the layout record
+names, and `LOC_GSI2_READ_SHARDS`); and the events feed into `LOC_EVENTS_SHARDS` shards from a
+feed position a little ahead on (`reshard_feed`; events before it stay where they are).
 
-The service reads every partition of both while the job runs, so lists stay complete; each of
-its writes already puts the payment where the new layout wants it. The job reads the old
-layouts' partitions on GSI2 a page at a time, and for each page:
+Page by page, it rewrites the GSI2PK of each payment that belongs elsewhere, each conditional on
+the partition it was listed in, then saves the checkpoint (the partition and the key after the
+page): a resumed run loses and repeats nothing, and the counts of finished pages are exact. A
+finished run records the new layout in the layout record (`record_status_end`).
 
-    1. rewrites the GSI2PK of each payment that belongs elsewhere, a few at a time, each
-       conditional on the partition it was listed in (`datasource.shards`),
-    2. saves the checkpoint: the partition being read and the key after the page's last payment.
-
-Why a resumed run loses and repeats nothing: a position in a partition is a key, and DynamoDB
-continues after that key whether or not an item still holds it; the payments of a page that did
-not finish are either moved (gone from the partition, so not listed again) or still there (and
-moved by the resumed run). A move is a conditional rewrite of one attribute, so doing one twice
-is impossible and missing one leaves the payment listed where the service still reads it. The
-counts of finished pages are exact; moves made by a page that did not finish are not counted.
-
-When a run finishes, every payment is in the new layout: the job records that in the layout
-record (the service reads it again within `LOC_LAYOUT_REFRESH_SECONDS` and stops reading the old
-layouts), and `LOC_GSI2_READ_SHARDS` can be dropped.
+How to run it, and why a resumed run is safe: docs/operations.md#operating-it ("Resharding").
 """
 
 from __future__ import annotations
