@@ -1,24 +1,14 @@
 """Live updates: where a subscription starts, and what it yields (the fan-out of this
 instance's events to its subscribers is `resolvers.event_hub`).
 
-`payment_events` is what the GraphQL subscription yields, and where it starts (SPEC §10):
+`payment_events` is what the GraphQL subscription yields (SPEC §10). With `afterVersion`, the
+payment's stored events after it, then the live ones, deduplicated by version. Otherwise, the
+events stored after the subscription was accepted: with a user named it registers with the hub,
+reads the stored versions of the payments it covers (strongly consistent) and skips every event
+at or below them; with none (a service's, every user's) it waits until the change feed finishes
+a round begun after it registered (`EventHub.round_finished`).
 
-    afterVersion     the payment's stored events after that version (its history, strongly
-                     consistent), then the live ones, deduplicated by version: nothing is missed
-                     or repeated across the switch
-    a user named     (every customer's; a service's with `userId`) the events stored after the
-                     subscription was accepted: it registers with the hub, then reads the
-                     versions stored of the payments its filter covers (strongly consistent),
-                     and skips every live event at or below its payment's version there
-    no user          (a service's, every user's) the events the change feed reads after it was
-                     accepted: it registers pending, and takes events once the feed has finished
-                     a round of reads begun after it registered (`EventHub.round_finished`), so
-                     what the stream held when it subscribed is behind it
-
-The feed reads late (up to its poll interval), so events stored just before a subscription are
-still to come when it registers: these are what the versions, or the round, leave out. With a
-user named this is exact; with none it is exact where the stream shows a write once it is
-stored, as DynamoDB Local's does (DynamoDB's shows it in near-real time).
+Why, and where it is exact: docs/operations.md#live-updates ("From now, exactly").
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """The schema as an Apollo Federation 2 subgraph (SPEC §15), by Strawberry's own federation.
 
-    Payment      @key(fields: "id")                                resolved here, through the
-                                                                   payments loader
-    Loan         @key(fields: "userId loanId")                     resolved here: a loan is its
-                                                                   ids (no read)
-    Installment  @key(fields: "installmentId", resolvable: false)  named by
-                                                                   PaymentApplication.installment,
-                                                                   resolved by the loans service
+`Payment` (`@key(fields: "id")`, read through the payments loader) and `Loan` (`@key(fields:
+"userId loanId")`, its ids: no read) are resolved here; `Installment` is a key the loans service
+resolves. `_entities` answers by the rules of `node`: another user's payment or loan, or one that
+does not exist, is null; a malformed representation is INVALID_INPUT at its place in the list.
+Two schemas of one set of types: the subgraph (`/subgraph`; `subgraph_sdl`, pinned by
+schema.subgraph.graphql) and `public_schema` (`/graphql`; `public_sdl`, schema.graphql), the
+subgraph without federation's root fields, types and directives. `NoSubgraphSdlRule` refuses
+`_service` where introspection is refused.
 
-`_entities` resolves what a gateway sends by the rules of `node`: a customer's representation of
-another user's payment or loan is null, as is a payment that does not exist, and a malformed one
-is INVALID_INPUT at its place in the list. The payments of one `_entities` are read in one batch
-with the request's other lookups (`resolvers.loaders`).
-
-Two schemas of the one set of types (SPEC §6, §15): the subgraph, which `/subgraph` serves and
-`_service { sdl }` prints for a composer (`subgraph_sdl`, pinned by schema.subgraph.graphql), and
-the public schema (`public_schema`), which `/graphql` serves: the subgraph without federation's
-root fields, types and directives, so that introspection of `/graphql` is schema.graphql
-(`public_sdl`) and a client's code generator meets no name it did not ask for. In production
-`_service` is refused as introspection is (`NoSubgraphSdlRule`): a gateway there serves a
-supergraph composed from the pinned SDL, and needs only `_entities`.
+How a gateway uses it: docs/operations.md#federation.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Traces of GraphQL operations (OpenTelemetry's GraphQL conventions) and of live updates.
 
-    operation  one SERVER span per operation, over HTTP or WebSocket, begun before parsing and
-               ended with the answer: named `<type> <name>` (`query Payment`; `query` when
-               unnamed; `GraphQL Operation` when the document does not parse), a child of the
-               caller's trace (`Context.trace_parent`). graphql.operation.type and .name;
-               graphql.document only with LOC_OTEL_GRAPHQL_DOCUMENT, and never the variables;
-               loc.caller.kind (never the user id), loc.request_id; the outcome as the request
-               log has it (loc.graphql.outcome: OK or the first code), the codes of `errors[]`
-               (loc.graphql.error_codes) and of the UserError answers
-               (loc.graphql.user_error_codes), each when there are any. An unexpected error,
-               masked in the answer, is recorded with its exception, and the span's status is
-               ERROR, as it is for UNAVAILABLE; a caller's mistake (a refused document,
-               FORBIDDEN, a UserError) is an answer, not a failure of ours.
-    delivery   one PRODUCER span per live update a subscription sends, its own trace, linked to
-               the request that wrote the event (the event item's `loc_trace_parent`) and to
-               the subscription's operation; the reads that resolve its fields are its children.
+`operation_trace` makes one SERVER span per operation, HTTP or WebSocket, from before parsing to
+the answer (`<type> <name>`, a child of the caller's trace), with the operation's type and name,
+the caller's kind (never the user id), the request id and its outcome and codes; the document
+only with LOC_OTEL_GRAPHQL_DOCUMENT, never the variables. A masked error or UNAVAILABLE sets the
+status ERROR; a caller's mistake is an answer, not a failure. `delivery` makes one PRODUCER span
+per live update sent, a trace of its own linked to the write and to the subscription. No span
+per field; without a tracer each costs one check.
 
-No span per field: the operation's children are the DataLoader batches and DynamoDB calls.
-Without a tracer each costs one check.
+Every attribute: docs/operations.md#operating-it ("What a trace holds").
 """
 
 from __future__ import annotations
