@@ -1,33 +1,15 @@
 """GraphQL over HTTP, as the GraphQL Foundation's specification says (SPEC §13): the media type
 of an answer, what a request's envelope must hold, and the status of every answer.
 
-    Accept                                        the answer's media type
-    application/graphql-response+json             application/graphql-response+json
-    application/json, */*, application/*,         application/json
-      missing, or none of these (the header
-      is disregarded, the spec's second choice)
+`negotiate` picks the answer's media type from `Accept` (application/graphql-response+json when
+asked for, preferred at equal `q`; else application/json, whatever the header says);
+`post_envelope` and `get_envelope` read a request's envelope, raising `Refused` with its status
+(400, 405, 413) when it is malformed; `answer` gives an executed or refused operation its status
+(a refusal before execution: 200 in application/json, 400 in graphql-response+json) and body.
+Every answer, refusals included, is a GraphQL response in JSON: `{"errors": [{"message"}]}` when
+nothing ran.
 
-At equal `q`, application/graphql-response+json is preferred.
-
-    what happened                                 application/json     graphql-response+json
-    executed (the answer has a `data` entry)      200                  200
-    refused before execution: parse, validation,  200, no `data`       400, no `data`
-      query limits, variables, unknown operation
-    a malformed envelope (not JSON, not an        400                  400
-      object, a field of the wrong type, no
-      query, a content type other than JSON)
-    a trusted document refused (`schema.         200, no `data`       400, no `data`
-      document_policy`: not in the list, not
-      trusted, an APQ miss)
-    a mutation over GET, or a GET with text       405, Allow: POST     405, Allow: POST
-      in prod (GET takes document ids there)
-    a method other than GET and POST              405, Allow: GET, POST (or POST)
-    a body over the limit                         413                  413
-    over the caller's budget (`server.budgets`:   429, Retry-After     429, Retry-After
-      refused before execution, THROTTLED)
-
-Every answer, refusals included, is a GraphQL response in JSON: `{"errors": [{"message"}]}`
-when nothing ran.
+The status of every answer: docs/protocols.md#http-and-websocket.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
-"""Signing keys published by identity providers (SPEC §7, `LOC_AUTH_JWKS_URL`): Cognito, Auth0,
-Okta, Entra ID, Keycloak and any OpenID provider publish a JWKS, a JSON set of public keys, each
-named by its `kid`, and rotate them.
+"""Signing keys published by identity providers (SPEC §7, `LOC_AUTH_JWKS_URL`): a JWKS, a JSON set
+of public keys named by their `kid`, which the provider rotates.
 
-    keys        by kid, across every URL; each key is a PyJWT `PyJWK`, bound to one algorithm
-                (its `alg`, else what its type and curve imply), the only one it verifies
-    reading     in the background from the start (the start does not wait for it), again when
-                the answer's `Cache-Control: max-age` runs out, clamped to a floor and a
-                ceiling; after a failure, sooner (doubling from a second up to the floor)
-    unknown kid a token naming a kid not in the set reads the set again at once, but at most
-                one read per `refresh_interval`, however many such tokens come, together or one
-                after another (a flood of random kids is not a flood of reads), and waits for
-                a read under way at most `timeout`
-    body        read to its end, in however many pieces it comes, up to `MAX_BODY_BYTES` (4 MiB:
-                keys with `x5c` chains); a larger one is not read
-    outage      a URL that cannot be read keeps the keys it last gave; a read replaces them,
-                so a key the provider removed stops working then
-    bad keys    a key of a type PyJWT cannot use, or without a kid, is skipped and logged once
+`JwksKeys` holds the keys of every URL by kid, each a PyJWT `PyJWK` bound to one algorithm. It
+reads them in the background (`jwks_reading`; the start does not wait) and again as the answer's
+`Cache-Control: max-age` runs out, within `JwksPolicy`'s bounds, sooner after a failure. A token
+with an unknown kid reads the set again at once, at most once per `refresh_interval` however many
+come. A URL that cannot be read keeps its last keys; a body over `MAX_BODY_BYTES` is not read; a
+key PyJWT cannot use, or without a kid, is skipped and logged once. `generation` changes whenever
+the set does, so a removed key's remembered tokens are verified again, and refused.
 
-`generation` changes whenever the set does: verified tokens are remembered with it
-(`server.auth`), so a removed key's tokens are verified again, and refused.
+Why: docs/callers-and-errors.md#tokens-from-an-identity-provider.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """Tracing's setup (SPEC §16): the tracer of the process, what a request's trace comes from, and
 what the answer says of it.
 
-    LOC_OTEL_EXPORTER  none     no tracer provider at all (the default): every place that would
-                                make a span checks for a tracer and goes on
-                       otlp     OTLP over HTTP (protobuf) through a BatchSpanProcessor: spans
-                                are queued and sent by its thread, so a slow or absent collector
-                                never holds a request up (a full queue drops spans); endpoint,
-                                headers, timeout, compression by the standard
-                                OTEL_EXPORTER_OTLP_* variables, the batch by OTEL_BSP_*
-                       console  each span printed as JSON on stdout as it ends (development)
+`open_tracing` makes the tracer LOC_OTEL_EXPORTER asks for: none (the default: no provider, and
+every place that would make a span goes on), otlp (OTLP over HTTP through a batch processor, so
+a slow or absent collector never holds a request up; configured by the standard OTEL_*
+variables) or console. `incoming_trace` and `connection_trace` read a W3C `traceparent` /
+`tracestate` from a request's headers or a WebSocket's `connection_init` (one that does not parse
+is ignored); `trace_response` is the answer's `traceresponse`; `job_trace` is a job run's root.
 
-The resource is `service.name` `loc-payments` (OTEL_SERVICE_NAME wins), `service.version`,
-`deployment.environment.name` (LOC_ENV), `cloud.provider` and `cloud.region` (the DynamoDB
-calls'), with OTEL_RESOURCE_ATTRIBUTES; the sampler is the SDK's (parent-based, always on), or
-OTEL_TRACES_SAMPLER's.
-
-Propagation is W3C Trace Context: `traceparent`/`tracestate` from the request's headers, or
-for a WebSocket from `connection_init`'s payload (else its upgrade request's headers). One that
-does not parse is ignored: the operation starts a trace of its own. Each HTTP answer carries
-`traceresponse` (W3C Trace Context Level 2): `00-<trace id>-<the operation's span id>-<flags>`.
-
-The jobs (`collect`, `reshard`) start a trace per run (`job_trace`).
+Configuring it, and the resource: docs/operations.md#operating-it ("Traces").
 """
 
 from __future__ import annotations

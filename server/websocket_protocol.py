@@ -1,27 +1,15 @@
 """`/graphql` over WebSocket: Strawberry's protocol handlers, with what the protocol documents
 and SPEC §7 ask beyond them.
 
-graphql-transport-ws closes a socket with (Strawberry's handler, unless marked ours):
+`TransportWSHandler` (graphql-transport-ws) closes a socket with the protocol's codes (4400 a
+malformed message, 4401, 4403, 4406, 4408, 4409, 4429); beyond Strawberry's handler it checks
+each message's shape before Strawberry reads it (`malformed`: 4400, where Strawberry failed with
+a TypeError) and closes the socket with 4403 at the token's expiry, its operations ended first.
+A `subscribe` naming a document the policy refuses is answered with an `error` message carrying
+its code, the socket left open. `LegacyWSHandler` (graphql-ws) does the same at the token's
+expiry and names documents the same way.
 
-    4400  a malformed message: not a JSON object with a string `type`, a `subscribe` or
-          `complete` without a string `id`, a `subscribe` payload without a string `query`
-          (or a document id: `documentId`, `doc_id`, `extensions.persistedQuery`) or with a
-          field of the wrong type or a malformed document id (ours: checked before Strawberry
-          reads the message, which failed on them with a TypeError), a `connection_init`
-          payload not an object
-    4401  `subscribe` before `connection_ack`
-    4403  `connection_init` without a token the HTTP endpoint would accept; and (ours) the
-          token expiring: at its `exp` the socket closes, its operations ended first
-    4406  no subprotocol the server speaks
-    4408  no `connection_init` within the wait
-    4409  a `subscribe` with the id of an operation still running
-    4429  a second `connection_init`
-
-A `subscribe` that names a document the policy refuses (`engine.document_policy`) is answered
-with an `error` message carrying its code; the socket stays open.
-
-The legacy `graphql-ws` protocol closes at the token's `exp` the same way, and names documents
-the same way.
+Every close code and when: docs/protocols.md#http-and-websocket.
 """
 
 from __future__ import annotations
@@ -45,7 +33,7 @@ from strawberry.subscriptions.protocols.graphql_ws.types import (
 )
 from strawberry.subscriptions.protocols.graphql_ws.types import StartMessage
 
-from engine.document_policy import DocumentRefused, MalformedDocumentRequest
+from engine import DocumentRefused, MalformedDocumentRequest
 from resolvers.context import Context
 from server.graphql_over_http import Refused, envelope
 
