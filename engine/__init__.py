@@ -8,20 +8,40 @@ to each operation (a time budget, accounting, traces, error wording) comes in as
     result = await runner.run(query, variables=..., context=..., operation_name=...,
                               allowed=[OperationType.QUERY])
 
+What it raises is one tree, `EngineError`'s (drawn in `engine/errors.py`): a request refused
+before its operation runs (`RequestError`), an operation the service's `Hooks.admit` refused
+(`Refusal`), and what stops a service's start.
+
 `docs/engine.md` says what it does that graphql-core's `execute` does not, and what falls back
-to it. Everything not named here is internal.
+to it. A service may declare, per object type, the objects whose fields a plan reads from the
+records they carry (`StoredSource`, given to `compile_operation`). Everything not named here
+is internal.
 """
 
 from engine.compiler import Plan, compile_operation
 from engine.document_policy import (
+    DOCUMENT_NOT_TRUSTED,
+    PERSISTED_QUERY_NOT_FOUND,
     DocumentPolicy,
-    DocumentRefused,
     Documents,
-    MalformedDocumentRequest,
 )
-from engine.limits import QueryLimits
+from engine.errors import (
+    DocumentRefused,
+    EngineError,
+    MalformedDocumentRequest,
+    ManifestsRefused,
+    MissingQuery,
+    NoSuchOperation,
+    OperationTypeNotAllowed,
+    Refusal,
+    RequestError,
+    UntestedStrawberry,
+)
+from engine.limits import QueryLimits, actual_cost, operation_cost
 from engine.operations import (
     UNTRACED,
+    Admission,
+    Charge,
     Extensions,
     Hooks,
     Observed,
@@ -30,9 +50,9 @@ from engine.operations import (
     OperationRunner,
     Trace,
 )
-from engine.strawberry_adapter import graphql_schema
+from engine.stored import StoredField, StoredSource
+from engine.strawberry_adapter import check_version, describe_values, graphql_schema
 from engine.trusted_documents import (
-    ManifestsRefused,
     TrustedDocument,
     TrustedDocuments,
     load_trusted_documents,
@@ -41,26 +61,43 @@ from engine.trusted_documents import (
 from engine.usage import coordinates
 
 __all__ = [
+    "DOCUMENT_NOT_TRUSTED",
+    "PERSISTED_QUERY_NOT_FOUND",
     "UNTRACED",
+    "Admission",
+    "Charge",
     "DocumentPolicy",
     "DocumentRefused",
     "Documents",
+    "EngineError",
     "Extensions",
     "Hooks",
     "MalformedDocumentRequest",
     "ManifestsRefused",
+    "MissingQuery",
+    "NoSuchOperation",
     "Observed",
     "Observer",
     "OperationHook",
     "OperationRunner",
+    "OperationTypeNotAllowed",
     "Plan",
     "QueryLimits",
+    "Refusal",
+    "RequestError",
+    "StoredField",
+    "StoredSource",
     "Trace",
     "TrustedDocument",
     "TrustedDocuments",
+    "UntestedStrawberry",
+    "actual_cost",
+    "check_version",
     "compile_operation",
     "coordinates",
+    "describe_values",
     "graphql_schema",
     "load_trusted_documents",
+    "operation_cost",
     "read_manifest",
 ]

@@ -15,7 +15,10 @@ an awaitable check per field; anything unusual in it (a null where none may be, 
 not coerce, an object of another type, an attribute that fails, an awaitable) and it is completed
 again by the ordinary nodes, which report it where graphql-core does. The one pass reads
 attributes and coerces leaves, so doing it twice changes nothing; it asks an object type's
-`is_type_of` with no info (the ordinary nodes give it one).
+`is_type_of` with no info (the ordinary nodes give it one). An object of its type's stored
+source (`engine.stored`) has a one pass of its own, which reads the fields the source answers
+from the object's record; it may also hold fields the source answers where a plain object's
+holds only plain attributes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from graphql import (
 from graphql.execution import VariableValues, default_type_resolver, get_argument_values
 from graphql.pyutils import Path, Undefined, gather_with_cancel, inspect, is_iterable
 from strawberry.execution import optimized_is_awaitable
+
+from engine.stored import StoredField, StoredSource
 
 __all__: list[str] = []  # internal to the engine: its names are not its interface
 
@@ -572,7 +577,17 @@ def _no_pass(value: Any) -> Any:
 
 
 class ObjectCompleter(Completer):
-    __slots__ = ("fields", "generated", "is_type_of", "object_type", "plain")
+    __slots__ = (
+        "fields",
+        "from_record",
+        "generated",
+        "is_type_of",
+        "object_type",
+        "plain",
+        "source",
+        "stored",
+        "stored_kind",
+    )
 
     def __init__(self, field: FieldPlan, object_type: GraphQLObjectType) -> None:
         super().__init__(field)
@@ -584,25 +599,46 @@ class ObjectCompleter(Completer):
         self.plain: tuple[tuple[str, str | None, Completer], ...] | None = None
         # The one pass of a plain object, written for it (`engine._one_pass`).
         self.generated: Callable[[Any], Any] = _no_pass
+        # The type's stored source (`engine.stored`), and when every field is __typename, a
+        # plain attribute or one the source answers: (response key, attribute, the source's
+        # field or None, completer), and the one pass over an object of the source's kind.
+        self.source: StoredSource | None = None
+        self.stored: tuple[tuple[str, str | None, StoredField | None, Completer], ...] | None
+        self.stored = None
+        self.stored_kind: type | None = None
+        self.from_record: Callable[[Any], Any] = _no_pass
 
-    def set_fields(self, fields: tuple[FieldPlan, ...]) -> None:
+    def set_fields(self, fields: tuple[FieldPlan, ...], source: StoredSource | None = None) -> None:
         self.fields = fields
+        self.source = source
         plain: list[tuple[str, str | None, Completer]] = []
+        stored: list[tuple[str, str | None, StoredField | None, Completer]] = []
+        all_plain, all_stored = True, source is not None
         for field in fields:
+            complete = field.complete
             if field.typename:
-                plain.append((field.key, None, field.complete))
-            elif field.attribute is not None and field.complete.has_fast:
-                plain.append((field.key, field.attribute, field.complete))
-            else:
-                return
-        self.plain = tuple(plain)
+                plain.append((field.key, None, complete))
+                stored.append((field.key, None, None, complete))
+                continue
+            found = None
+            if source is not None and not field.arguments:
+                found = source.fields.get(field.name)
+            readable = field.attribute is not None and complete.has_fast
+            all_plain = all_plain and readable
+            all_stored = all_stored and (readable or (found is not None and complete.has_fast))
+            plain.append((field.key, field.attribute, complete))
+            stored.append((field.key, field.attribute, found, complete))
+        self.plain = tuple(plain) if all_plain else None
+        if source is not None and all_stored:
+            self.stored = tuple(stored)
+            self.stored_kind = source.kind
 
     def complete(self, run: Run, info: Any, path: Path, result: Any) -> Any:
         if isinstance(result, Exception):
             raise result
         if result is None or result is Undefined:
             return None
-        if self.plain is not None:
+        if self.plain is not None or self.stored is not None:
             completed = self.fast(result)
             if completed is not SLOW:
                 return completed
@@ -635,11 +671,13 @@ class ObjectCompleter(Completer):
         )
 
     def fast(self, value: Any) -> Any:
+        if value.__class__ is self.stored_kind:
+            return self.from_record(value)
         return self.generated(value)
 
     @property
     def has_fast(self) -> bool:
-        return self.plain is not None
+        return self.plain is not None or self.stored is not None
 
 
 class AbstractCompleter(Completer):

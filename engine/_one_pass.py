@@ -3,6 +3,9 @@ of the document, as graphql-jit writes JavaScript: each field read as an attribu
 leaf values (a `str` for String and ID, an `int` in range for Int, a member of a Strawberry enum)
 checked inline, anything else handed to the field's own one pass. It answers what the nodes'
 one pass answers (the completed value, or SLOW), without a call or a loop per field.
+
+An object of a type's stored source (`engine.stored`) has a one pass of its own
+(`generate_stored`): the fields its source answers are read from its record and decoded there.
 """
 
 from __future__ import annotations
@@ -31,12 +34,7 @@ _CHECKS = {
 def generate(completer: ObjectCompleter) -> Callable[[Any], Any]:
     """The one pass of `completer`'s object, whose fields are all plain (`completer.plain`)."""
     assert completer.plain is not None
-    names: dict[str, Any] = {
-        "SLOW": SLOW,
-        "Undefined": Undefined,
-        "awaitable": awaitable,
-        "is_type_of": completer.is_type_of,
-    }
+    names = _names(completer)
     lines = [
         "def one_pass(value):",
         "    if value is None:",
@@ -57,13 +55,68 @@ def generate(completer: ObjectCompleter) -> Callable[[Any], Any]:
             continue
         value = f"v{index}"
         names[f"fast{index}"] = field_completer.fast
-        if attribute.isidentifier() and not keyword.iskeyword(attribute):
-            lines.append(f"        {value} = value.{attribute}")
-        else:
-            names[f"attribute{index}"] = attribute
-            lines.append(f"        {value} = getattr(value, attribute{index})")
+        lines.append(_read(value, attribute, index, names))
         lines += _leaf_check(field_completer, value, index, names)
         answer.append(f"{key!r}: {value}")
+    return _function(completer, "", lines, answer, names)
+
+
+def generate_stored(completer: ObjectCompleter) -> Callable[[Any], Any]:
+    """The one pass of an object of `completer`'s stored source (`completer.stored`): what the
+    source answers read from the object's record, the other fields as `generate` reads them."""
+    assert completer.stored is not None and completer.source is not None
+    names = _names(completer)
+    names["record"] = completer.source.record
+    lines = ["def one_pass(value):", "    try:"]
+    if completer.is_type_of is not None:
+        lines += ["        if not is_type_of(value, None):", "            return SLOW"]
+    lines.append("        stored = record(value)")
+    answer = []
+    for index, (key, attribute, found, field_completer) in enumerate(completer.stored):
+        if attribute is None and found is None:
+            answer.append(f"{key!r}: {completer.object_type.name!r}")
+            continue
+        value = f"v{index}"
+        names[f"fast{index}"] = field_completer.fast
+        if found is not None:
+            names[f"stored{index}"] = found.attribute
+            names[f"decode{index}"] = found.decode
+            names[f"absent{index}"] = found.absent
+            lines += [
+                f"        {value} = stored.get(stored{index})",
+                f"        {value} = absent{index} if {value} is None else decode{index}({value})",
+            ]
+        else:
+            assert attribute is not None
+            lines.append(_read(value, attribute, index, names))
+        lines += _leaf_check(field_completer, value, index, names)
+        answer.append(f"{key!r}: {value}")
+    return _function(completer, ", stored", lines, answer, names)
+
+
+def _names(completer: ObjectCompleter) -> dict[str, Any]:
+    return {
+        "SLOW": SLOW,
+        "Undefined": Undefined,
+        "awaitable": awaitable,
+        "is_type_of": completer.is_type_of,
+    }
+
+
+def _read(value: str, attribute: str, index: int, names: dict[str, Any]) -> str:
+    if attribute.isidentifier() and not keyword.iskeyword(attribute):
+        return f"        {value} = value.{attribute}"
+    names[f"attribute{index}"] = attribute
+    return f"        {value} = getattr(value, attribute{index})"
+
+
+def _function(
+    completer: ObjectCompleter,
+    suffix: str,
+    lines: list[str],
+    answer: list[str],
+    names: dict[str, Any],
+) -> Callable[[Any], Any]:
     lines += [
         "        pass",
         "    except Exception:",
@@ -71,7 +124,9 @@ def generate(completer: ObjectCompleter) -> Callable[[Any], Any]:
         f"    return {{{', '.join(answer)}}}",
     ]
     namespace: dict[str, Any] = {}
-    source = compile("\n".join(lines), f"<one pass of {completer.object_type.name}>", "exec")
+    source = compile(
+        "\n".join(lines), f"<one pass of {completer.object_type.name}{suffix}>", "exec"
+    )
     exec(source, names, namespace)
     function: Callable[[Any], Any] = namespace["one_pass"]
     return function

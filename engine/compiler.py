@@ -9,7 +9,8 @@ fragments, type conditions, `@skip` and `@include` (a plan is made for each set 
 variables give them), lists, non-null, interfaces and unions, enums and scalars, `__typename`.
 Plain attributes are read directly; a field whose arguments are all scalars or enums calls its
 function directly (`engine.strawberry_adapter`); any other field calls its graphql-core resolver
-(Strawberry's wrapper). The nodes and their semantics are in `engine._completion`.
+(Strawberry's wrapper). The fields a type's stored source answers (`engine.stored`) are read from
+the records its objects carry, in the object's one pass. The nodes and their semantics are in `engine._completion`.
 
 What a plan does not cover is executed by graphql-core's `execute`, as it would be without plans:
 subscriptions, introspection (`__schema`, `__type`), operation directives, fragment variables,
@@ -19,7 +20,7 @@ subscriptions, introspection (`__schema`, `__type`), operation directives, fragm
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from math import isfinite
 from typing import Any, cast
@@ -85,6 +86,7 @@ from engine._completion import (
     execute_fields_serially,
     is_awaitable,
 )
+from engine.stored import StoredSource
 
 __all__ = ["MAX_VARIANTS", "Plan", "compile_operation"]
 
@@ -106,10 +108,12 @@ def compile_operation(
     operation_name: str | None,
     *,
     served: GraphQLSchema | None = None,
+    sources: Mapping[str, StoredSource] | None = None,
 ) -> Plan:
     """The plan of the operation `operation_name` (or the only one) of a valid `document`,
     against `served` (by default the graphql-core schema `schema` built; the public schema
-    is a view of it, `schema.federation.public_schema`)."""
+    is a view of it, `schema.federation.public_schema`). `sources`: by GraphQL object type,
+    the objects whose fields the plan may read from their records (`engine.stored`)."""
     graphql = served or strawberry_adapter.graphql_schema(schema)
     operation, fragments = _definitions(document, operation_name)
     try:
@@ -119,7 +123,14 @@ def compile_operation(
     except _NotCovered as reason:
         return Plan(schema, graphql, document, operation_name, operation, fragments, str(reason))
     plan = Plan(
-        schema, graphql, document, operation_name, operation, fragments, conditions=conditions
+        schema,
+        graphql,
+        document,
+        operation_name,
+        operation,
+        fragments,
+        conditions=conditions,
+        sources=sources or {},
     )
     if not conditions:
         plan.variant(())
@@ -141,6 +152,8 @@ class Plan:
     fallback_reason: str | None = None
     # The `@skip`/`@include` whose `if` is a variable, in document order.
     conditions: tuple[DirectiveNode, ...] = ()
+    # The stored sources of object types (`engine.stored`), by type name.
+    sources: Mapping[str, StoredSource] = field(default_factory=dict)
     _variants: dict[tuple[bool, ...], _Variant] = field(default_factory=dict)
 
     @property
@@ -198,9 +211,9 @@ class Plan:
         if found is None:
             assert self.operation is not None
             included = dict(zip(map(id, self.conditions), key, strict=True))
-            found = _Compiler(self.strawberry_schema, self.schema, self.fragments, included).root(
-                self.operation
-            )
+            found = _Compiler(
+                self.strawberry_schema, self.schema, self.fragments, included, self.sources
+            ).root(self.operation)
             if len(self._variants) < MAX_VARIANTS:
                 self._variants[key] = found
         return found
@@ -338,11 +351,13 @@ class _Compiler:
         graphql: GraphQLSchema,
         fragments: dict[str, FragmentDefinitionNode],
         included: dict[int, bool],
+        sources: Mapping[str, StoredSource],
     ) -> None:
         self.strawberry = schema
         self.schema = graphql
         self.fragments = fragments
         self.included = included
+        self.sources = sources
 
     def root(self, operation: OperationDefinitionNode) -> _Variant:
         root_type = self.schema.get_root_type(operation.operation)
@@ -416,9 +431,11 @@ class _Compiler:
         for node in field.nodes:
             if node.selection_set:
                 self._collect(object_type, node.selection_set, grouped, visited)
-        completer.set_fields(self._fields(object_type, grouped))
+        completer.set_fields(self._fields(object_type, grouped), self.sources.get(object_type.name))
         if completer.plain is not None:
             completer.generated = one_pass.generate(completer)
+        if completer.stored is not None:
+            completer.from_record = one_pass.generate_stored(completer)
         return completer
 
     def _collect(
