@@ -1,29 +1,15 @@
 """The live updates' broker of a fleet (SPEC §17): Redis Streams, as ElastiCache (Valkey, Redis
 OSS) and MemoryDB serve them, through the `redis` package's asyncio client.
 
-One instance at a time reads the table's DynamoDB Stream, holding a lease; it appends each
-payment event to one Redis stream that every instance reads (no consumer groups: every instance
-needs every event). The keys, all under one hash tag so that a script may touch them together
-(a cluster puts them in one slot):
+`RedisBroker` keeps the stream reader's lease (`acquire`, `renew`, `release`), and `publish`
+appends one GetRecords call's payment events to one Redis stream with the shard's new position,
+in one script that first checks the lease holds its token: a reader that lost its lease appends
+nothing, and a new one resumes at the last position written. Every instance reads every entry,
+each with a `seq` one above the last, so a reader that sees another knows it missed events;
+`epoch` changes when the broker lost everything. Redis's errors, a lost connection and a timeout
+become `StorageUnavailable`; `LeaseLost` says the lease is another's.
 
-    loc-payments:{<table>}:lease         the reader's lease: its token, expiring (PX) unless renewed
-    loc-payments:{<table>}:reading       the holder's token while its reader is ready
-    loc-payments:{<table>}:events        the stream: entries {seq, event} or {seq, round}
-    loc-payments:{<table>}:seq           the last entry's seq: 1, 2, 3, ... without a hole
-    loc-payments:{<table>}:checkpoints   by shard id, where the reader stands (`ShardPosition`)
-    loc-payments:{<table>}:rounds        rounds asked for by subscribers at the stream's head
-    loc-payments:{<table>}:epoch         a random id set by the first instance to find none
-
-Every write of the reader's is one script that first checks the lease holds its token (a
-fencing token: a reader that lost its lease appends nothing), and appends the events of one
-GetRecords call with the shard's new position: a new reader resumes at the last position
-written and so publishes nothing twice and skips nothing. An entry's `seq` is the previous one's
-plus one: a reader of the stream that sees another (a restart lost the stream, a failover lost its
-tail, or `MAXLEN` trimmed what it had not read) knows it missed events. `epoch` changes when the
-broker lost everything (a restart without persistence).
-
-Redis's errors, a lost connection and a timeout become `StorageUnavailable` (the fleet's tasks
-retry); `LeaseLost` says the lease is another's.
+The keys, and why a Redis lease: docs/operations.md#a-fleet.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """The service as code: the CloudFormation stack that `loc-payments template` prints into
-`infra/stack.template.json`, from an empty AWS account to a running fleet (docs/deploy.md).
+`infra/stack.template.json`, from an empty AWS account to a running fleet.
 
-    network      a VPC over two availability zones: public subnets for the load balancer and the
-                 NAT gateway, private ones for the tasks and the broker, DynamoDB by a gateway
-                 endpoint (no NAT charge for the table's traffic)
-    table        `datasource.table`'s, with its Retain policy, and Contributor Insights on it
-                 and on every index (the busiest keys, where a hot key shows)
-    service      ECS on Fargate running the image; its task role holds exactly
-                 `datasource.permissions.SERVICE_GRANTS`, nothing else
-    entry        an Application Load Balancer: HTTPS with the certificate given, HTTP redirected,
-                 health checks on /healthz, an idle timeout WebSockets survive
-    broker       the fleet's live updates (SPEC §17): ElastiCache (Valkey), TLS and AUTH
-    secrets      the cursor secret and the broker's URL, generated, read by ECS at start
-    scaling      on the tasks' average CPU
-    alarms       5xx rate and p99 latency (the load balancer's metrics), the breaker open and the
-                 stream reader's lag (the service's status line, `server.status_log`)
+`stack_template` (and `stack_template_text`, the file's text) makes the network, the table,
+the ECS service, its load balancer, the live updates' broker, the secrets, scaling and alarms.
+What comes from the code rather than from this file: the table (`datasource.table`), the task
+role's grants (exactly `datasource.permissions.SERVICE_GRANTS`), the settings' names, the ports,
+the health path and the WebSocket keep-alive.
 
-What comes from the code rather than from this file: the table, the task role's grants, the
-settings' names, the ports, the health path and the WebSocket keep-alive.
+Every resource, and how to deploy it: docs/deploy.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """Who is calling, read from a request's `Authorization: Bearer <JWT>`; and the development
 tokens a local server accepts.
 
-A token is verified with the key its `kid` names among an identity provider's published keys
-(`server.jwks`, `LOC_AUTH_JWKS_URL`), under that key's own algorithm only; or it is signed with
-HS256 (the shared secret) or RS256 (the public key file). The user id is the claim
-`LOC_AUTH_USER_CLAIM` (`sub`); a service's scopes (`scope`, space separated, or Okta's `scp`
-array) hold `LOC_AUTH_SERVICE_SCOPE` (`payments:service`), a federation gateway's
-`LOC_AUTH_GATEWAY_SCOPE` (`payments:gateway`, `server.graphql_http`). The signature and claims
-are verified once and remembered, with the generation of the provider's keys (a key removed from
-the set makes its tokens verified again, and refused), since a client sends the same token with
-every request.
-The times (`iat`, `nbf`, `exp`) are checked on every use against the `now` the server passes in,
-so a remembered token still expires, each with `LOC_AUTH_LEEWAY_SECONDS` (60 s) of leeway, since
-an identity provider's clock drifts from ours: a token is taken from `iat`/`nbf` less the leeway
-until `exp` plus it (`token_expiry`, when a WebSocket is closed).
+`authenticate` verifies a token with the key its `kid` names among an identity provider's keys
+(`server.jwks`), under that key's own algorithm only, or with HS256 or RS256 as configured
+(`AuthConfig`), and answers the caller: the user (`LOC_AUTH_USER_CLAIM`), or a service or a
+federation gateway by its scopes; else `TokenRefused`. Signature and claims are verified once and
+remembered with the keys' generation; the times (`iat`, `nbf`, `exp`) are checked on every use
+against the `now` passed in, with `LOC_AUTH_LEEWAY_SECONDS` of leeway (`token_expiry`: when a
+WebSocket is closed). `mint_development_token` makes a local server's tokens.
+
+Why: docs/callers-and-errors.md#callers.
 """
 
 from __future__ import annotations

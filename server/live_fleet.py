@@ -1,28 +1,14 @@
 """Live updates of a fleet through a broker (SPEC §17, `LOC_LIVE_BROKER_URL`).
 
-Each instance runs two tasks:
+Each instance runs two tasks. `StreamReader` competes for the lease of the one stream reader;
+while it holds it, it runs the table's `DynamoDBStreamSource` from the last checkpoint and
+appends what it reads to the broker (`BrokerSink`), every write fenced by its lease's token, and
+releases the lease when it stops or fails. `BrokerFollower` publishes every entry of the broker's
+stream to this instance's `EventHub`, in order; a gap (a `seq` skipped, the `epoch` changed, the
+stream gone back) closes every subscription with 4413, never a silent hole. Subscriptions at the
+stream's head start after a round of the reader begun after they registered, as on one instance.
 
-    StreamReader   competes for the lease of the one stream reader; while it holds it, runs the
-                   table's `DynamoDBStreamSource` from the last checkpoint and appends what it
-                   reads to the broker (`BrokerSink`), every write fenced by its lease's token,
-                   and renews the lease every third of its time. A lease it cannot renew (taken
-                   over, or the broker unreachable for the lease's time) stops its reading;
-                   when it stops or fails it releases the lease, so another takes over at once.
-    BrokerFollower reads the broker's stream from where it was when the instance started and
-                   publishes each event to this instance's `EventHub`. An entry whose `seq` is
-                   not the last one's plus one, a broker whose `epoch` changed or whose stream
-                   went back, is a gap: every subscription is closed with 4413, not completed
-                   first (resubscribe with afterVersion, which replays from DynamoDB), never a
-                   silent hole.
-
-Subscriptions at the stream's head (a service's, every user's) start after a round of the reader
-begun after they registered, as on one instance: the follower opens a hub round, then asks for a
-round (`rounds` + 1 = n); the reader reads the count when each round starts and, when such a
-round has read the stream to its head, appends a `round` entry with it; the follower finishes
-the hub's round when an entry with a count of at least n arrives, after the events that round read.
-
-GetRecords: one reader polls each shard every `LOC_STREAM_POLL_INTERVAL` seconds, whatever the
-number of instances.
+How, and what was tested: docs/operations.md#a-fleet.
 """
 
 from __future__ import annotations
