@@ -1,4 +1,4 @@
-"""The key schema of the one table: the only place that builds a key string.
+"""The key schema of the one table, the only place that builds a key string (docs/data-model.md).
 
     item          PK / GSInPK          SK / GSInSK
     payment       USER#<u>             LOAN#<l>#PAYMENT#<p>
@@ -10,12 +10,9 @@
     idempotency   USER#<u>             IDEMPOTENCY#<CUSTOMER|SERVICE>#<sha256 of the key>
     claim         USER#<u>             CONFIRMATION#<c>
     endpoint      WEBHOOKS             ENDPOINT#<e>
-    attempt       WEBHOOK#<e>          DELIVERY#<time>#<event id>
-    retry due     WEBHOOK#<e>          RETRY#<due time>#<event id>
+    attempt, due  WEBHOOK#<e>          DELIVERY#<time>#<event id>, RETRY#<due time>#<event id>
     layout        LAYOUT               LAYOUT
-
-Every prefix ends in `#` and ids hold no `#`; a begins_with is asked as the range
-`BETWEEN prefix AND prefix_end(prefix)`. The items and access patterns: docs/data-model.md.
+Every prefix ends in `#` (ids hold none); a begins_with is asked as `BETWEEN p AND prefix_end(p)`.
 """
 
 from __future__ import annotations
