@@ -15,7 +15,7 @@ from typing import Any
 from graphql import parse
 from strawberry.types.graphql import OperationType
 
-from engine.limits import actual_cost
+from engine import actual_cost
 from resolvers.callers import Caller
 from resolvers.context import Context
 from schema import build_schema, payments_limits

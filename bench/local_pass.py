@@ -45,7 +45,7 @@ from domain import keys
 from domain.enums import PaymentStatus
 from domain.keys import StatusLayout
 from domain.payment import LoanRef
-from engine.usage import coordinates
+from engine import coordinates
 from harness.processes import REGION, Process, Service, children
 from schema import build_schema
 from schema.projection import payment_fields

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from bench.load import service_headers
 from bench.profile import Request, Rounds, interleaved, local_dynamodb, paired, quietly, running
-from engine.operations import Observed
+from engine import Observed
 from harness.asgi import asgi_caller, asgi_headers
 from resolvers.callers import Caller
 from resolvers.context import Context

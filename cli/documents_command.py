@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_documents(settings: Settings, arguments: argparse.Namespace, out: TextIO) -> int:
     # Imported here: the other commands start without the GraphQL stack.
-    from engine.trusted_documents import load_trusted_documents
+    from engine import load_trusted_documents
     from schema import build_schema
     from server.app import query_limits
 

@@ -24,7 +24,7 @@ from typing import TextIO
 
 from graphql import GraphQLError, GraphQLSchema
 
-from engine.trusted_documents import read_manifest
+from engine import read_manifest
 from schema.evolution import (
     Document,
     Refusal,

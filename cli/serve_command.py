@@ -69,7 +69,7 @@ def _announce(settings: Settings) -> None:
 
 def serve(settings: Settings) -> int:
     # Imported here so that `token` works without loading the web stack.
-    from engine.trusted_documents import ManifestsRefused
+    from engine import ManifestsRefused
     from server.app import create_app
     from server.operations_port import with_operations_port
 

@@ -44,6 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 
+from engine.errors import DocumentRefused, MalformedDocumentRequest
 from engine.trusted_documents import SHA256_PREFIX, TrustedDocuments
 
 __all__ = [
@@ -52,9 +53,7 @@ __all__ = [
     "PERSISTED_QUERY_NOT_FOUND",
     "PERSISTED_QUERY_NOT_IN_LIST",
     "DocumentPolicy",
-    "DocumentRefused",
     "Documents",
-    "MalformedDocumentRequest",
 ]
 
 APQ_DOCUMENTS = 1000
@@ -66,19 +65,6 @@ class DocumentPolicy(StrEnum):
     ANY = "any"
     TRUSTED_FOR_CUSTOMERS = "trusted-for-customers"
     TRUSTED = "trusted"
-
-
-class DocumentRefused(Exception):
-    """A GraphQL request error: its code and words."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class MalformedDocumentRequest(Exception):
-    """A request envelope whose document fields are of the wrong shape (HTTP 400)."""
 
 
 PERSISTED_QUERY_NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"

@@ -56,9 +56,7 @@ from graphql import (
 )
 from graphql import ExecutionResult as GraphQLExecutionResult
 from graphql.validation import ASTValidationRule, NoSchemaIntrospectionCustomRule
-from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
-from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.types import ExecutionResult
@@ -67,6 +65,7 @@ from strawberry.types.graphql import OperationType
 from strawberry.utils.operation import get_operation_type
 
 from engine.compiler import Plan
+from engine.errors import MissingQuery, NoSuchOperation, OperationTypeNotAllowed, Refusal
 from engine.limits import QueryLimits, actual_cost, cost_refusal, fixed_cost, operation_cost
 from engine.usage import coordinates
 
@@ -81,7 +80,6 @@ __all__ = [
     "Observer",
     "OperationHook",
     "OperationRunner",
-    "Refusal",
     "Trace",
 ]
 
@@ -137,16 +135,6 @@ class _Prepared:
 OperationHook = Callable[[ContextT, OperationType, Callable[[], frozenset[str]]], None]
 # What a scope adds to the result's `extensions` once the operation has run (None: nothing).
 Extensions = Callable[[], dict[str, Any] | None]
-
-
-class Refusal(Exception):
-    """An operation the service refused before it ran (`Hooks.admit`): its `error`, and what its
-    answer's `extensions` hold."""
-
-    def __init__(self, error: GraphQLError, extensions: dict[str, Any] | None = None) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.extensions = extensions
 
 
 class Charge(Protocol):
@@ -305,7 +293,7 @@ class OperationRunner(Generic[ContextT]):
 
     def _operation(self, prepared: _Prepared, operation_name: str | None) -> _Operation:
         """The operation named (or the only one) of a parsed document, kept with it;
-        `CannotGetOperationTypeError` (nothing kept) if there is no such operation, or no name
+        `NoSuchOperation` (nothing kept) if there is no such operation, or no name
         where the document holds several."""
         operation = prepared.operations.get(operation_name)
         if operation is not None:
@@ -315,7 +303,7 @@ class OperationRunner(Generic[ContextT]):
         try:
             operation_type = get_operation_type(document, operation_name)
         except RuntimeError as error:
-            raise CannotGetOperationTypeError(operation_name) from error
+            raise NoSuchOperation(operation_name) from error
         cost = (
             None
             if prepared.errors
@@ -387,12 +375,12 @@ class OperationRunner(Generic[ContextT]):
         operation_extensions: dict[str, Any] | None = None,
     ) -> ExecutionResult:
         """The operation's result: a `PreExecutionError` (no `data`) when it is refused before
-        it runs (parse, validation, limits, variables). Raises `MissingQueryError` without a
-        query, `InvalidOperationTypeError` for an operation type not in `allowed`, and
-        `CannotGetOperationTypeError` when the document has no such operation (Strawberry's
-        transport errors, which its views answer with HTTP 400)."""
+        it runs (parse, validation, limits, variables). Raises `MissingQuery` without a query,
+        `OperationTypeNotAllowed` for an operation type not in `allowed`, and `NoSuchOperation`
+        when the document has no such operation (`engine.errors`: request errors, which the
+        transport answers), and `Refusal` when `Hooks.admit` refuses it."""
         if not query:
-            raise MissingQueryError
+            raise MissingQuery
         started = time.perf_counter()
         hooks = self._hooks
         document, errors, cost = self._checked(query, variables, operation_name, allowed)
@@ -452,14 +440,14 @@ class OperationRunner(Generic[ContextT]):
         """A subscription's results, one per event; any other operation's one result. A refused
         document is one `PreExecutionError` (graphql-transport-ws answers it with `error`)."""
         if not query:
-            raise MissingQueryError
+            raise MissingQuery
         started = time.perf_counter()
         try:
             document, errors, cost = self._checked(query, variables, operation_name, allowed)
-        except CannotGetOperationTypeError as error:
+        except NoSuchOperation as error:
             # Over HTTP a request error of the transport's; here the operation's own `error`.
             document, errors, cost = None, [GraphQLError(error.as_http_error_reason())], 0
-        except InvalidOperationTypeError as error:
+        except OperationTypeNotAllowed as error:
             # A protocol that runs subscriptions alone (the legacy graphql-ws): unanswered, the
             # client would wait on it for ever.
             reason = error.as_http_error_reason("this protocol")
@@ -557,7 +545,7 @@ class OperationRunner(Generic[ContextT]):
             return None, errors, 0
         operation = self._operation(prepared, operation_name)
         if operation.type not in allowed:
-            raise InvalidOperationTypeError(operation.type)
+            raise OperationTypeNotAllowed(operation.type)
         cost = 0
         if not errors:
             cost = operation.cost if operation.cost is not None else 0

@@ -42,9 +42,10 @@ from strawberry.types.base import StrawberryList, StrawberryMaybe, StrawberryOpt
 from strawberry.types.enum import has_enum_definition
 from strawberry.types.field import StrawberryField
 
+from engine.errors import UntestedStrawberry
+
 __all__ = [
     "TESTED_VERSIONS",
-    "UntestedStrawberry",
     "check_version",
     "describe_values",
     "direct_resolver",
@@ -59,10 +60,6 @@ E = TypeVar("E", bound=Enum)
 # The releases this module was tested with (the lock file's).
 TESTED_VERSIONS = frozenset({"0.341.2"})
 _BACKREF = "strawberry-definition"
-
-
-class UntestedStrawberry(RuntimeError):
-    """The installed Strawberry is not one `engine.strawberry_adapter` was tested with."""
 
 
 def check_version(installed: str | None = None) -> None:

@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 from graphql import GraphQLError
 
+from engine.errors import Problem
+
 __all__ = [
     "APOLLO_FORMAT",
     "SHA256_PREFIX",
-    "ManifestsRefused",
-    "Problem",
     "TrustedDocument",
     "TrustedDocuments",
     "load_trusted_documents",
@@ -59,26 +59,6 @@ class TrustedDocument:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    source: str
-    entry: str | None  # the document's id, or None: the file as a whole
-    reason: str
-
-    def __str__(self) -> str:
-        where = self.source if self.entry is None else f"{self.source}: {self.entry}"
-        return f"{where}: {self.reason}"
-
-
-class ManifestsRefused(Exception):
-    """Manifests the service cannot start with: every problem, one per line."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(problems)
-        lines = "\n".join(f"  {problem}" for problem in self.problems)
-        super().__init__(f"trusted documents refused (LOC_TRUSTED_DOCUMENTS):\n{lines}")
 
 
 def read_manifest(path: Path) -> tuple[list[TrustedDocument], list[Problem]]:

@@ -17,8 +17,15 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from engine import OperationRunner, QueryLimits, compile_operation, strawberry_adapter
-from engine.operations import Admission, Observer
+from engine import (
+    Admission,
+    Observer,
+    OperationRunner,
+    QueryLimits,
+    check_version,
+    compile_operation,
+    graphql_schema,
+)
 from resolvers.context import Context
 from schema.federation import (
     FEDERATION_VERSION,
@@ -62,7 +69,7 @@ class PaymentsSchema(FederatedSchema):
         subgraph: bool = False,
         admit: Admission[Any] | None = None,
     ) -> None:
-        strawberry_adapter.check_version()
+        check_version()
         super().__init__(
             query=Query,
             mutation=Mutation,
@@ -71,7 +78,7 @@ class PaymentsSchema(FederatedSchema):
             config=StrawberryConfig(scalar_map={datetime: DATETIME}),
             federation_version=FEDERATION_VERSION,
         )
-        subgraph_schema = strawberry_adapter.graphql_schema(self)
+        subgraph_schema = graphql_schema(self)
         self.subgraph = subgraph
         self.served = subgraph_schema if subgraph else public_schema(subgraph_schema)
         self._operations: OperationRunner[Any] = OperationRunner(

@@ -12,7 +12,7 @@ import strawberry
 
 from domain.audit import ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
-from engine import strawberry_adapter
+from engine import describe_values
 
 E = TypeVar("E", bound=Enum)
 
@@ -23,7 +23,7 @@ def _expose(enum: type[E], description: str, values: Mapping[E, str]) -> None:
     """`enum` as a GraphQL enum described by `description`, each value by `values` (all of
     them: a value left out is a KeyError at import)."""
     strawberry.enum(enum, description=description)
-    strawberry_adapter.describe_values(enum, values)
+    describe_values(enum, values)
 
 
 _expose(

@@ -39,7 +39,7 @@ from graphql.utilities import (
     resolve_schema_coordinate,
 )
 
-from engine.usage import coordinates
+from engine import coordinates
 
 __all__ = [
     "Change",

@@ -15,8 +15,7 @@ from graphql import GraphQLError
 
 from datasource import deadline
 from datasource.accounting import CallCount, count_calls
-from engine import Extensions, Hooks, Observer
-from engine.operations import Admission
+from engine import Admission, Extensions, Hooks, Observer
 from resolvers.context import Context
 from schema import tracing
 from schema.federation import NoSubgraphSdlRule

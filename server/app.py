@@ -30,9 +30,13 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from datasource.permissions import LOCAL_SETUP, acting_as
 from domain.webhooks import EventsPolicy
-from engine.document_policy import DocumentPolicy, Documents
-from engine.limits import QueryLimits
-from engine.trusted_documents import ManifestsRefused, load_trusted_documents
+from engine import (
+    DocumentPolicy,
+    Documents,
+    ManifestsRefused,
+    QueryLimits,
+    load_trusted_documents,
+)
 from schema import PaymentsSchema, build_schema
 from server.auth import AuthConfig, mint_development_token
 from server.background import running

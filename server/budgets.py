@@ -32,7 +32,7 @@ from strawberry.types.graphql import OperationType
 from datasource.shared_budgets import SharedBudgets, open_shared_budgets
 from domain.budgets import Limit, LocalBudgets, Verdict, whole_seconds
 from domain.errors import StorageUnavailable
-from engine.operations import Refusal
+from engine import Refusal
 from resolvers.callers import Caller
 from resolvers.context import Context
 from server.settings import Settings

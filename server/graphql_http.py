@@ -31,21 +31,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
-from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http.exceptions import WebSocketDisconnected
-from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
 from datasource import PaymentStore
 from domain.webhooks import EventsPolicy
-from engine.document_policy import (
+from engine import (
     DOCUMENT_NOT_TRUSTED,
     PERSISTED_QUERY_NOT_FOUND,
     DocumentRefused,
     Documents,
-    MalformedDocumentRequest,
+    MissingQuery,
+    NoSuchOperation,
+    OperationTypeNotAllowed,
+    RequestError,
 )
 from resolvers.callers import Caller, CallerError, Forbidden, Unauthenticated
 from resolvers.context import Context
@@ -188,7 +190,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         try:
             query = self._text(envelope, context)
             result = await self._execute(query, envelope, context, allowed)
-        except _REFUSALS as error:
+        except RequestError as error:
             raise _refused(error, method, headers) from error
         except Throttled as throttled:
             # Refused before it ran, whatever the media type: 429 (SPEC §21).
@@ -372,31 +374,21 @@ def _client(headers: Mapping[str, str]) -> str | None:
     return (f"{name}@{version}" if version else name)[:CLIENT_LABEL_LENGTH]
 
 
-# What the engine and Strawberry raise for a request refused before it runs.
-_REFUSALS = (
-    DocumentRefused,
-    MalformedDocumentRequest,
-    CannotGetOperationTypeError,
-    InvalidOperationTypeError,
-    MissingQueryError,
-)
-
-
-def _refused(error: Exception, method: str, headers: Mapping[str, str]) -> Refused:
-    """The HTTP edge's refusal of a request that `error` (one of `_REFUSALS`) refused."""
+def _refused(error: RequestError, method: str, headers: Mapping[str, str]) -> Refused:
+    """The HTTP edge's refusal of a request the engine refused before it ran (`engine.errors`)."""
     if isinstance(error, DocumentRefused):
         if error.code == PERSISTED_QUERY_NOT_FOUND:  # nothing may cache the miss
             headers = {**headers, "cache-control": "private, no-cache, must-revalidate"}
         return Refused(None, error.message, code=error.code, headers=headers)
-    if isinstance(error, CannotGetOperationTypeError):
+    if isinstance(error, NoSuchOperation):
         # A GraphQL request error, as graphql-core reports an unknown operation.
         return Refused(None, error.as_http_error_reason(), headers=headers)
-    if isinstance(error, InvalidOperationTypeError):
+    if isinstance(error, OperationTypeNotAllowed):
         words = error.as_http_error_reason(method)
         if method == "GET" and error.operation_type is OperationType.MUTATION:
             return Refused(405, words, allow="POST", headers=headers)
         return Refused(400, words, headers=headers)
-    if isinstance(error, MissingQueryError):
+    if isinstance(error, MissingQuery):
         return Refused(400, "No GraphQL query found in the request", headers=headers)
     return Refused(400, str(error), headers=headers)  # MalformedDocumentRequest
 

@@ -52,7 +52,7 @@ from prometheus_client.registry import Collector
 
 from datasource.breaker import CircuitBreaker
 from datasource.retries import Throttles
-from engine.operations import Observed
+from engine import Observed
 from resolvers.callers import Caller, Forbidden, Unauthenticated
 from resolvers.context import Context
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import engine
 from tests.packages import LAYERS, PACKAGES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,6 +134,54 @@ def test_the_layer_check_finds_an_import_up_or_across() -> None:
         "top.a": {"low.a", "mid.a", "side.a"},
     }
     assert _upward(graph, layers) == {"mid.a": ["side.a"], "side.a": ["top.a"]}
+
+
+def _side_doors(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Each file that imports the engine other than from its front door (`from engine import`
+    of a name in `engine.__all__`), with the lines that do."""
+    found: dict[str, list[str]] = {}
+    for name, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                doors = [a.name for a in node.names if a.name.startswith("engine.")]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.startswith("engine."):
+                    doors = [node.module]
+                elif node.module == "engine":
+                    doors = [f"engine.{a.name}" for a in node.names if a.name not in engine.__all__]
+                else:
+                    continue
+            else:
+                continue
+            found.setdefault(name, []).extend(f"line {node.lineno}: {door}" for door in doors)
+    return {name: lines for name, lines in found.items() if lines}
+
+
+def test_the_engine_is_entered_only_by_its_front_door() -> None:
+    """Outside `engine/` and its own tests (`tests/engine/`, the white-box ones), the engine is
+    imported only from `engine`, and only the names of its `__all__`: what it keeps inside may
+    change without a caller noticing."""
+    paths = [path for package in PACKAGES for path in (REPO / package).rglob("*.py")]
+    paths += (REPO / "tests").rglob("*.py")
+    sources = {
+        str(path.relative_to(REPO)): path.read_text()
+        for path in paths
+        if path.relative_to(REPO).parts[0] != "engine"
+        and path.relative_to(REPO).parts[:2] != ("tests", "engine")
+    }
+    assert _side_doors(sources) == {}
+
+
+def test_the_door_check_finds_a_side_door() -> None:
+    sources = {
+        "server/a.py": "from engine.limits import QueryLimits\nfrom engine import Hooks\n",
+        "bench/b.py": "import engine.operations\nfrom engine import _completion, Plan\n",
+        "schema/c.py": "from engine import OperationRunner\nimport engine\n",
+    }
+    assert _side_doors(sources) == {
+        "server/a.py": ["line 1: engine.limits"],
+        "bench/b.py": ["line 1: engine.operations", "line 2: engine._completion"],
+    }
 
 
 # The outside stores' client libraries, which only `datasource` may import (STYLE: it builds

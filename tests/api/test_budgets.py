@@ -13,7 +13,7 @@ import pytest
 from graphql import parse
 
 from datasource import DynamoConfig
-from engine.limits import operation_cost
+from engine import operation_cost
 from schema import build_schema, payments_limits
 from tests.api.conftest import ALICE, BOB, SERVICE, Api, api_client, payment_items, token
 

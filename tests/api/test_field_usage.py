@@ -17,7 +17,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from datasource import DynamoConfig
-from engine.operations import Observed
+from engine import Observed
 from resolvers.callers import Caller
 from resolvers.context import Context
 from schema import build_schema
