@@ -1,21 +1,15 @@
 """A GraphQL engine for Strawberry schemas: operations parsed and validated once, costed,
 compiled into plans that answer them (as graphql-jit does for graphql-js), and run under query
 limits and a document policy. It knows nothing of the service that uses it: what a service adds
-to each operation (a time budget, accounting, traces, error wording) comes in as `Hooks`.
+to each operation (a time budget, accounting, traces, error wording) comes in as `Hooks`, and the
+objects whose fields a plan reads from the records they carry as `StoredSource`s.
 
-    runner = OperationRunner(graphql_schema, compile_operation=partial(compile_operation, schema),
-                             limits=QueryLimits(max_depth=8), hooks=Hooks(...))
-    result = await runner.run(query, variables=..., context=..., operation_name=...,
-                              allowed=[OperationType.QUERY])
+`OperationRunner.run` answers an operation. What it raises is one tree, `EngineError`'s (drawn in
+`engine/errors.py`): a request refused before its operation runs (`RequestError`), an operation
+the service's `Hooks.admit` refused (`Refusal`), and what stops a service's start. Everything not
+named here is internal.
 
-What it raises is one tree, `EngineError`'s (drawn in `engine/errors.py`): a request refused
-before its operation runs (`RequestError`), an operation the service's `Hooks.admit` refused
-(`Refusal`), and what stops a service's start.
-
-`docs/engine.md` says what it does that graphql-core's `execute` does not, and what falls back
-to it. A service may declare, per object type, the objects whose fields a plan reads from the
-records they carry (`StoredSource`, given to `compile_operation`). Everything not named here
-is internal.
+How to use it, what it adds to graphql-core's `execute` and what falls back: docs/engine.md.
 """
 
 from engine.compiler import Plan, compile_operation

@@ -2,23 +2,13 @@
 execution (`graphql.execution.Executor`: execute_fields, execute_field, complete_value and its
 kinds) step for step, with everything that depends only on the document decided once.
 
-What is decided at compile time: the fields of every selection (fragments, type conditions,
-`@skip` / `@include`), each field's definition, return type and how its value is read (a plain
-attribute, `__typename`, a direct call of its function, or its graphql-core resolver), its
-arguments when they hold no variable, and how each type is completed. What runs per request
-keeps graphql-core's order, its awaitables and their gathering (so DataLoaders batch the same
-loads), its error messages, the paths and locations of its errors, and its null propagation.
+What runs per request keeps graphql-core's order, its awaitables and their gathering (so
+DataLoaders batch the same loads), its error messages, the paths and locations of its errors,
+and its null propagation. An object of plain leaves, or of its type's stored source, is first
+completed in one pass (`fast`); anything unusual in it and it is completed again by the ordinary
+nodes, which report it where graphql-core does.
 
-An object whose fields are all plain leaves, `__typename`, or plain attributes holding such
-objects (or lists of them) is first completed in one pass (`fast`), without a path, an info or
-an awaitable check per field; anything unusual in it (a null where none may be, a value that does
-not coerce, an object of another type, an attribute that fails, an awaitable) and it is completed
-again by the ordinary nodes, which report it where graphql-core does. The one pass reads
-attributes and coerces leaves, so doing it twice changes nothing; it asks an object type's
-`is_type_of` with no info (the ordinary nodes give it one). An object of its type's stored
-source (`engine.stored`) has a one pass of its own, which reads the fields the source answers
-from the object's record; it may also hold fields the source answers where a plain object's
-holds only plain attributes.
+What is decided at compile time, and why the one pass may run twice: docs/engine.md#how-a-plan-runs.
 """
 
 from __future__ import annotations

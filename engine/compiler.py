@@ -4,18 +4,13 @@
     plan.execute(context=..., variables=...)             -> ExecutionResult, or an awaitable of one
 
 The document must be parsed and valid (`engine.operations` caches a plan with its parse and
-validation). A plan runs queries and mutations: their fields, aliases, fragments and inline
-fragments, type conditions, `@skip` and `@include` (a plan is made for each set of values the
-variables give them), lists, non-null, interfaces and unions, enums and scalars, `__typename`.
-Plain attributes are read directly; a field whose arguments are all scalars or enums calls its
-function directly (`engine.strawberry_adapter`); any other field calls its graphql-core resolver
-(Strawberry's wrapper). The fields a type's stored source answers (`engine.stored`) are read from
-the records its objects carry, in the object's one pass. The nodes and their semantics are in `engine._completion`.
+validation). A plan answers queries and mutations as graphql-core would; the fields a type's
+stored source answers (`engine.stored`) are read from the records its objects carry. What a plan
+does not cover (subscriptions, introspection, operation directives, fragment variables, `@defer`
+and `@stream`, a document without the operation named, `@skip`/`@include` that cannot take the
+variables' values) is executed by graphql-core's `execute`, `Plan.fallback_reason` saying why.
 
-What a plan does not cover is executed by graphql-core's `execute`, as it would be without plans:
-subscriptions, introspection (`__schema`, `__type`), operation directives, fragment variables,
-`@defer` and `@stream`, a document without the operation named, and a run whose `@skip` or
-`@include` cannot take its variables' values (graphql-core reports that where it occurs).
+What a plan covers, and how it runs: docs/engine.md. The nodes are `engine._completion`'s.
 """
 
 from __future__ import annotations
