@@ -3,6 +3,7 @@
 from datasource.accounting import CallCount, count_calls
 from datasource.config import DynamoConfig
 from datasource.history import HistoryPage
+from datasource.items import ProjectedPayment, stored_attribute
 from datasource.pages import Page, PageOf
 from datasource.store import PaymentStore, open_store
 
@@ -13,6 +14,8 @@ __all__ = [
     "Page",
     "PageOf",
     "PaymentStore",
+    "ProjectedPayment",
     "count_calls",
     "open_store",
+    "stored_attribute",
 ]

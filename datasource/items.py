@@ -238,20 +238,37 @@ class StoredPayment(Payment):
 
 
 class ProjectedPayment(Payment):
-    """A payment read with a projection (a list's, `projected_attributes`): the fields read
-    are converted at once into the payment's own slots, read as fast as any payment's; a field
-    left out was never set, and reading it raises `FieldNotRead`, never a made-up value."""
+    """A payment read with a projection (a list's, `projected_attributes`): nothing converted
+    when it is made; each field read is converted from its `item` then and kept in the
+    payment's own slot, so a reader that answers fields from the item itself (the compiled
+    plan's stored source, `schema.stored_payments`) converts none. A field left out of the
+    projection raises `FieldNotRead`, never a made-up value."""
 
-    __slots__ = ()
+    __slots__ = ("_fields", "item")
+    item: Item
+    _fields: frozenset[str]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Payment:  # type: ignore[misc]
         return Payment(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        # Reached only for a name not found: a field whose slot the projection left unset.
-        if name in ATTRIBUTES:
+        # Reached only for a name not found: a field whose slot is not set yet.
+        attribute = ATTRIBUTES.get(name)
+        if attribute is None:
+            raise AttributeError(name)
+        if name not in self._fields:
             raise FieldNotRead(f"Payment.{name} was not read: its list's projection left it out")
-        raise AttributeError(name)
+        found = self.item.get(attribute.name)
+        value = attribute.absent if found is None else attribute.convert(found)
+        _SET_FIELD[name](self, value)
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Payment):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
+
+    __hash__ = Payment.__hash__
 
 
 def _lazy_field(name: str, attribute: _Attribute) -> property:
@@ -279,37 +296,29 @@ for _name, _attribute in ATTRIBUTES.items():
     setattr(StoredPayment, _name, _lazy_field(_name, _attribute))
 
 
-@functools.lru_cache(maxsize=256)
-def _projection(fields: frozenset[str]) -> Callable[[Item], Payment]:
-    """How an item read with `projected_attributes(fields)` becomes its payment."""
-    steps = tuple(
-        (Payment.__dict__[name].__set__, attribute.name, attribute.convert, attribute.absent)
-        for name, attribute in ATTRIBUTES.items()
-        if name in fields
-    )
-    new = object.__new__
-
-    def payment(item: Item) -> Payment:
-        made: Payment = new(ProjectedPayment)
-        get = item.get
-        for set_field, name, convert, absent in steps:
-            value = get(name)
-            set_field(made, absent if value is None else convert(value))
-        return made
-
-    return payment
+_SET_FIELD = {name: Payment.__dict__[name].__set__ for name in _FIELDS}
+_SET_PROJECTED_ITEM = ProjectedPayment.__dict__["item"].__set__
+_SET_PROJECTED_FIELDS = ProjectedPayment.__dict__["_fields"].__set__
 
 
 def from_item(item: Item, fields: frozenset[str] | None = None) -> Payment:
     """The payment an item holds: whole, each field converted as it is first read
     (`StoredPayment`); or, with `fields`, an item read with `projected_attributes(fields)`,
-    those fields and the payment's ids converted at once (`ProjectedPayment`)."""
+    those fields and the payment's ids converted as they are first read (`ProjectedPayment`)."""
     if fields is not None:
-        return _projection(fields | IDENTITY)(item)
+        made: ProjectedPayment = object.__new__(ProjectedPayment)
+        _SET_PROJECTED_ITEM(made, item)
+        _SET_PROJECTED_FIELDS(made, _with_identity(fields))
+        return made
     if not _REQUIRED.issubset(item):
         missing = sorted(_REQUIRED.difference(item))
         raise ValueError(f"not a stored payment: no {', '.join(missing)}")
     return StoredPayment.of(item)
+
+
+@functools.lru_cache(maxsize=256)
+def _with_identity(fields: frozenset[str]) -> frozenset[str]:
+    return fields | IDENTITY
 
 
 def projected_attributes(fields: frozenset[str]) -> tuple[str, ...]:
@@ -317,6 +326,13 @@ def projected_attributes(fields: frozenset[str]) -> tuple[str, ...]:
     a ProjectionExpression's names, with the keys the reader needs besides."""
     wanted = fields | IDENTITY
     return tuple(ATTRIBUTES[name].name for name in _FIELDS if name in wanted)
+
+
+def stored_attribute(field: str) -> tuple[str, Callable[[Any], Any], Any]:
+    """Where a field of Payment is in its item: the attribute, how the field's value is read
+    from what the attribute stores, and the field's value when the item lacks it."""
+    attribute = ATTRIBUTES[field]
+    return attribute.name, attribute.convert, attribute.absent
 
 
 def _application(value: Mapping[str, Any]) -> Application:

@@ -39,6 +39,7 @@ from schema.operation_hooks import payments_hooks
 from schema.public_errors import is_unexpected
 from schema.query import Query
 from schema.scalars import DATETIME
+from schema.stored_payments import payment_sources
 from schema.subscription import Subscription
 from schema.types import LoanType, PaymentType
 
@@ -52,7 +53,9 @@ class PaymentsSchema(FederatedSchema):
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
     on DynamoDB (`datasource.deadline`); `trace_documents` puts each operation's document in its
     span (`schema.tracing`); `admit` charges each operation to its caller's budget
-    (`server.budgets`). Operations run by their compiled plans (`engine.compiler`).
+    (`server.budgets`). Operations run by their compiled plans (`engine.compiler`);
+    `leaves_from_items` has them read a listed payment's fields from its item
+    (`schema.stored_payments`).
 
     `subgraph` serves the schema as a federation subgraph (`_service`, `_entities`, federation's
     directives and scalars); without it, the public schema, which holds none of them
@@ -68,6 +71,7 @@ class PaymentsSchema(FederatedSchema):
         trace_documents: bool = False,
         subgraph: bool = False,
         admit: Admission[Any] | None = None,
+        leaves_from_items: bool = True,
     ) -> None:
         check_version()
         super().__init__(
@@ -83,7 +87,12 @@ class PaymentsSchema(FederatedSchema):
         self.served = subgraph_schema if subgraph else public_schema(subgraph_schema)
         self._operations: OperationRunner[Any] = OperationRunner(
             self.served,
-            compile_operation=functools.partial(compile_operation, self, served=self.served),
+            compile_operation=functools.partial(
+                compile_operation,
+                self,
+                served=self.served,
+                sources=payment_sources() if leaves_from_items else None,
+            ),
             limits=payments_limits(limits),
             production=production,
             hooks=payments_hooks(

@@ -270,6 +270,7 @@ def graphql_endpoint(
         trace_documents=settings.otel_graphql_document,
         subgraph=subgraph,
         admit=None if budgets is None else budgets.admit,
+        leaves_from_items=settings.leaves_from_items,
     )
     return PaymentsGraphQL(
         schema,

@@ -174,6 +174,9 @@ class Settings(BaseSettings):
     dynamodb_local_restart_backoff: Annotated[float, Field(gt=0)] = 0.5
     # Queries read eventually consistent (half the read units); true: every read strongly.
     strong_reads: bool = False
+    # A listed payment's fields read from its item by the compiled plan (`schema.stored_payments`);
+    # false: from the payment, each field converted (the same answers, more CPU).
+    leaves_from_items: bool = True
     # GSI2's write shards (1: the seed's `GSI2PK = PAYMENT`), and layouts read as well besides
     # those the table's layout record names ("1" or "1,4"); the events feed's shards (GSI4: the
     # layout of a new table, or the one `loc-payments reshard` moves the feed to); how often an

@@ -1,6 +1,8 @@
-"""A query's lists read only the fields of Payment its document selects (`schema.projection`):
-the answer must be exactly what a full read answers, for every selection, and a payment listed
-in part must never answer a field of the same document that the list did not read."""
+"""A query's lists read only the fields of Payment its document selects (`schema.projection`),
+and the compiled plan reads a listed payment's fields from its item (`schema.stored_payments`):
+the answer must be exactly what a full read answers, and what the plan answers reading each
+payment instead (`LOC_LEAVES_FROM_ITEMS=false`), for every selection; a payment listed in part
+must never answer a field of the same document that the list did not read."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import schema.projection
 from datasource import DynamoConfig, PaymentStore
 from domain.enums import PaymentMethod, PaymentStatus
 from tests.api.conftest import Api, api_client
+from tests.api.raw_table import raw_client
 from tests.hypothesis_profiles import examples
 from tests.payment_samples import full_payment, payment_in, sample_payment, stored_new
 
@@ -72,6 +75,13 @@ async def api(moto_config: DynamoConfig, stored: list[str]) -> AsyncIterator[Api
         yield client
 
 
+@pytest.fixture
+async def from_payments(moto_config: DynamoConfig, stored: list[str]) -> AsyncIterator[Api]:
+    """The same table served with each listed payment's fields read from the payment."""
+    async with api_client(moto_config, leaves_from_items=False) as client:
+        yield client
+
+
 # What reads the whole payment (rules over many fields).
 WHOLE = {"allowedTransitions", "retryEligibility { eligible attemptsRemaining deadline reason }"}
 
@@ -119,6 +129,7 @@ async def _answer(api: Api, document: str, variables: dict[str, Any]) -> dict[st
 )
 async def test_a_projected_list_answers_what_a_full_read_answers(
     api: Api,
+    from_payments: Api,
     stored: list[str],
     monkeypatch: pytest.MonkeyPatch,
     listed: list[str],
@@ -144,6 +155,52 @@ async def test_a_projected_list_answers_what_a_full_read_answers(
         full = await _answer(api, document, variables)
 
     assert projected == full, document
+    assert await _answer(from_payments, document, variables) == projected, document
     assert not any(_lists(params) and "ProjectionExpression" in params for params in sent)
     whole = any(name in WHOLE for name in [*listed, *(looked_up or [])])
     assert all((projection is None) == whole for projection in projections), projections
+
+
+@pytest.mark.parametrize(
+    ("field", "attribute", "value", "code"),
+    [
+        # Nullable: the field alone is null, the page answers the other payments.
+        ("firstPresentedAt", "loc_first_presented_date", "last week", "INVALID_INPUT"),
+        # Not nullable, nor is any field above it: the null reaches the answer's data.
+        ("status", "loc_status", "MISLAID", "INTERNAL"),
+    ],
+)
+async def test_a_corrupt_item_fails_the_field_it_cannot_answer_with_a_typed_error(
+    api: Api,
+    from_payments: Api,
+    moto_config: DynamoConfig,
+    stored: list[str],
+    field: str,
+    attribute: str,
+    value: str,
+    code: str,
+) -> None:
+    raw_client(moto_config).update_item(
+        TableName=moto_config.table_name,
+        Key={"PK": {"S": f"USER#{USER}"}, "SK": {"S": f"LOAN#{LOAN}#PAYMENT#{stored[1]}"}},
+        UpdateExpression="SET #corrupt = :value",
+        ExpressionAttributeNames={"#corrupt": attribute},
+        ExpressionAttributeValues={":value": {"S": value}},
+    )
+    document = (
+        f'{{ loan(loanId: "{LOAN}", userId: "{USER}") '
+        f"{{ payments(first: 10) {{ edges {{ node {{ paymentId {field} }} }} }} }} }}"
+    )
+
+    answered = await api.post(document)
+
+    assert answered == await from_payments.post(document)
+    (error,) = answered["errors"]
+    assert error["extensions"]["code"] == code
+    assert error["path"] == ["loan", "payments", "edges", 1, "node", field]
+    if field == "status":
+        assert answered["data"] is None
+    else:
+        edges = answered["data"]["loan"]["payments"]["edges"]
+        assert [edge["node"]["paymentId"] for edge in edges] == stored
+        assert edges[1]["node"][field] is None

@@ -1,0 +1,54 @@
+"""The fields of Payment that a listed payment's item answers itself (`engine.stored`): a list
+read with a projection hands the plan `ProjectedPayment`s, and a page whose selection these
+fields (and `__typename`) make up is answered from the items, no field of any payment
+converted and no resolver called. Each is a field of the domain's Payment served as it is
+(its GraphQL name is the field's, in camel case), read by the conversion the payment itself
+would use, so the item answers what the payment would."""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from datasource import ProjectedPayment, stored_attribute
+from engine import StoredField, StoredSource
+
+__all__ = ["payment_sources"]
+
+# The GraphQL fields of Payment that are the domain's fields as they are (`schema.types`).
+_SERVED_AS_IS = (
+    "payment_id",
+    "user_id",
+    "loan_id",
+    "amount_cents",
+    "status",
+    "method",
+    "process",
+    "confirmation_id",
+    "account_last_four",
+    "intended_installment_id",
+    "attempts",
+    "applications",
+    "update_reason",
+    "return_code",
+    "version",
+    "created_at",
+    "updated_at",
+    "first_presented_at",
+    "completed_at",
+)
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+def _field(name: str) -> StoredField:
+    attribute, decode, absent = stored_attribute(name)
+    return StoredField(attribute, decode, absent)
+
+
+def payment_sources() -> dict[str, StoredSource]:
+    """The compiled plan's stored sources (`engine.compile_operation(sources=)`)."""
+    fields = {_camel(name): _field(name) for name in _SERVED_AS_IS}
+    return {"Payment": StoredSource(ProjectedPayment, attrgetter("item"), fields)}
