@@ -155,17 +155,28 @@ class BatchReads:
     strongly consistent, and the payments this request listed or wrote, as they were then
     (consulted before a lookup reaches the store)."""
 
-    __slots__ = ("_store", "_tracer", "consistent", "known", "payment_fields")
+    __slots__ = ("_known", "_store", "_tracer", "_unkeyed", "consistent", "payment_fields")
 
     def __init__(self, store: PaymentStore, consistent: bool) -> None:
         self._store = store
         self._tracer = getattr(store, "tracer", None)  # none on the tests' stand-in stores
         self.consistent = consistent
-        self.known: dict[PaymentRef, Payment] = {}
+        self._known: dict[PaymentRef, Payment] = {}
+        # Remembered, not yet keyed by ref: most requests look nothing up after a list, and a
+        # ref read from a listed payment converts its ids from the item.
+        self._unkeyed: list[list[Payment]] = []
         self.payment_fields: frozenset[str] | None = None
 
+    @property
+    def known(self) -> dict[PaymentRef, Payment]:
+        """The payments remembered, by ref."""
+        for payments in self._unkeyed:
+            self._known.update((payment.ref, payment) for payment in payments)
+        self._unkeyed.clear()
+        return self._known
+
     def remember(self, payments: list[Payment]) -> None:
-        self.known.update((payment.ref, payment) for payment in payments)
+        self._unkeyed.append(payments)
 
     def _span(self, loader: str, keys: list[Any]) -> contextlib.AbstractContextManager[object]:
         if self._tracer is None:
