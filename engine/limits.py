@@ -26,6 +26,8 @@ from graphql import (
     FragmentSpreadNode,
     GraphQLError,
     GraphQLNamedType,
+    GraphQLNonNull,
+    GraphQLObjectType,
     GraphQLSchema,
     InlineFragmentNode,
     IntValueNode,
@@ -266,6 +268,7 @@ class _Actual:
     limits: QueryLimits
     shapes: dict[tuple[int, str | None], _Shape] = field(default_factory=dict)
     kinds: dict[int, tuple[str, GraphQLNamedType | None]] = field(default_factory=dict)
+    constants: dict[tuple[int, str | None], int | None] = field(default_factory=dict)
 
     def cost(
         self,
@@ -327,13 +330,63 @@ class _Actual:
             leaves, others = leaves + more_leaves, others + more
         return leaves, others
 
-    def _field(self, node: FieldNode, parent: GraphQLNamedType | None, value: Any) -> int:
-        if value is None:
-            return 1
+    def _constant(self, selections: SelectionSetNode, parent: GraphQLNamedType) -> int | None:
+        """What `selections` cost over any object of `parent` that an answer holds, when that
+        does not depend on the object: its fields are leaves, or objects that may not be null
+        whose own selections cost a constant (no directive, no list, no other type's fragment);
+        None otherwise."""
+        key = (id(selections), parent.name)
+        if key in self.constants:
+            return self.constants[key]
+        self.constants[key] = None  # a cycle of fragments is not constant
+        leaves, others = self._shape(selections, parent)
+        total: int | None = leaves
+        for node, on in others:
+            definition = getattr(parent, "fields", {}).get(node.name.value)
+            inner = None
+            if (
+                on is parent
+                and not node.directives
+                and node.selection_set is not None
+                and definition is not None
+                and isinstance(definition.type, GraphQLNonNull)
+                and isinstance(definition.type.of_type, GraphQLObjectType)
+            ):
+                inner = self._constant(node.selection_set, definition.type.of_type)
+            if inner is None or total is None:
+                total = None
+                break
+            total += 1 + inner
+        self.constants[key] = total
+        return total
+
+    def _kind_of(self, node: FieldNode, parent: GraphQLNamedType | None) -> tuple[str, Any]:
         kind = self.kinds.get(id(node))
         if kind is None:
             kind = self.kinds[id(node)] = self._kind(node, parent)
-        how, named = kind
+        return kind
+
+    def _each(self, node: FieldNode, parent: GraphQLNamedType | None, items: list[Any]) -> int:
+        """`_field` of `node` over each item as a list of one (a page's items), summed: for a
+        selection of constant cost, counted without a visit to each item."""
+        how, named = self._kind_of(node, parent)
+        constant = None
+        if how is not _LEAF and named is not None and node.selection_set is not None:
+            constant = self._constant(node.selection_set, named)
+        if constant is None:
+            return sum(self._field(node, parent, [item]) for item in items)
+        if all(item.__class__ is dict for item in items):  # a list of objects, none null
+            found = len(items)
+        else:
+            found = sum(1 for item in items for _ in _items([item]))
+            if how is _OTHER:  # each item costs its costliest object, or nothing
+                found = sum(1 for item in items if any(True for _ in _items([item])))
+        return len(items) + constant * found
+
+    def _field(self, node: FieldNode, parent: GraphQLNamedType | None, value: Any) -> int:
+        if value is None:
+            return 1
+        how, named = self._kind_of(node, parent)
         if how is _LEAF or named is None:
             return 1
         if how is _KEYED or (how is _PAGE and isinstance(value, list)):
@@ -373,7 +426,7 @@ class _Actual:
         for field_node, on in others:
             key = (field_node.alias or field_node.name).value
             if key in lists:
-                total += sum(self._field(field_node, on, [item]) for item in page[key])
+                total += self._each(field_node, on, page[key])
         return total
 
 
