@@ -1,7 +1,9 @@
 """A compiled plan answers what graphql-core's own `execute` answers, on the service's schema:
 the data, and every error's message, path, locations and original error, null propagation
 included; on documents written here and on documents hypothesis draws from the schema, over
-stores holding payments that fail in each way a value can."""
+stores holding payments that fail in each way a value can. Plans are made by the engine's entry
+point (`engine.compile_operation`); only the tests of the one pass and of graphql-core's helpers
+look inside (`engine._completion`, `engine.strawberry_adapter.resolve_info`)."""
 
 from __future__ import annotations
 
@@ -36,9 +38,8 @@ from domain.audit import ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.history import PaymentEvent
 from domain.payment import Application, LoanRef, Payment, PaymentRef, new_payment
+from engine import UntestedStrawberry, check_version, compile_operation, strawberry_adapter
 from engine import _completion as completion
-from engine import strawberry_adapter
-from engine.compiler import compile_operation
 from resolvers.callers import Caller
 from resolvers.context import Context
 from resolvers.loaders import BatchReads
@@ -317,9 +318,9 @@ async def test_introspection_is_answered_by_graphql_core() -> None:
 
 
 def test_an_untested_strawberry_is_refused_at_start() -> None:
-    strawberry_adapter.check_version()
-    with pytest.raises(strawberry_adapter.UntestedStrawberry, match=r"0\.0\.1"):
-        strawberry_adapter.check_version("0.0.1")
+    check_version()
+    with pytest.raises(UntestedStrawberry, match=r"0\.0\.1"):
+        check_version("0.0.1")
 
 
 class Shout(FieldExtension):
