@@ -5,7 +5,9 @@ Two tables, `base` (1,000 payments) and `scale` (the same and 99,000 more); then
 moves to the load generator's core and a service per table runs on the server core.
 1. The service on `base` against the Node.js peer (`bench/peers/node`, which must answer the
    service's `data` first), raw aioboto3 making the one call each workload needs, and that call
-   over raw HTTP sent by wrk from the server core (DynamoDB Local's own rate), in rotating order.
+   over raw HTTP sent by wrk from the server core (DynamoDB Local's own rate), in rounds, the
+   sides' order rotating; on the 100-item lists each run lasts 10 s after a warm-up
+   (`LocalOptions`), and the report gives each ratio's spread over the rounds.
 2. p50 at one connection on both tables (the same loan and page), the service's and raw
    aioboto3's (DynamoDB Local's own growth).
 3. `by_status` at the default layout (SPEC §20: GSI2 in `LOC_GSI2_SHARDS` shards, merged), its
@@ -53,6 +55,7 @@ from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, LOCAL_AWS_CREDENTIALS, Settings
 
 COMPARED = ("loan_page", "by_status", "payment")
+LISTS = ("loan_page", "by_status")
 SIDES = ("raw", "service", "node", "http")
 SCALED = ("loan_page", "by_status")
 SCALE_TABLE = "bench-scale-loc-service"
@@ -60,23 +63,41 @@ DEFAULTS_TABLE = "bench-defaults-loc-service"
 NODE_PEER = Path(__file__).resolve().parent / "peers" / "node"
 # GSI2's layout at the default settings (what `make run` and the stack write).
 DEFAULT_LAYOUT = StatusLayout(keys.DEFAULT_GSI2_SHARDS)
+# by_status at the default layout is timed at fewer connections than the comparison: at 16, its
+# merge's 72 Queries a page each queued behind the others' on DynamoDB Local, and on a loaded
+# machine pages ran past the request's time budget (3 s) into UNAVAILABLE answers, which are not
+# pages served (`load.run_load` counts an answer holding GraphQL errors as failed).
+DEFAULTS_CONNECTIONS = 4
 
 
 @dataclass(frozen=True, slots=True)
 class LocalOptions:
+    """`seconds`, `warmup_seconds`, `repetitions`: every run's but the compared lists'. The
+    comparison (1.) runs `compared_rounds` interleaved rounds; on the 100-item lists the service,
+    the Node peer and raw aioboto3 each run `compared_seconds`, DynamoDB Local's own rate
+    `raw_http_seconds`, after one warm-up run each of `compared_warmup_seconds` (issue 59: two
+    seconds measured the peer's warm-up and idle costs as much as its pages)."""
+
     seconds: float
     warmup_seconds: float
     repetitions: int
+    compared_seconds: float = 10.0
+    compared_warmup_seconds: float = 3.0
+    compared_rounds: int = 5
+    raw_http_seconds: float = 5.0
     connections: int = 16
     base_users: int = 10
     scale_users: int = 1_000
     payments_per_user: int = 100
 
 
-def call_parameters(workload: Workload, table_name: str) -> dict[str, Any]:
+def call_parameters(
+    workload: Workload, table_name: str, *, projected: bool = True
+) -> dict[str, Any]:
     """The service's own call for `workload`: GetItem for one payment (eventually consistent,
     as it reads), its Query for a page with one item more than the page, reading the attributes
-    the workload's document selects, as the service does (`schema.projection`)."""
+    the workload's document selects, as the service does (`schema.projection`); unless not
+    `projected`: whole items, as the Node peer reads them."""
     call, variables = workload.name, workload.variables
     if call == "payment":
         key = {
@@ -89,7 +110,7 @@ def call_parameters(workload: Workload, table_name: str) -> dict[str, Any]:
     else:
         query = status_query(PaymentStatus.PENDING, keys.GSI2_PARTITION)
     fields = payment_fields(coordinates(build_schema().served, parse(workload.query)))
-    if fields is not None:
+    if fields is not None and projected:
         query = dataclasses.replace(query, projection=projected_attributes(fields))
     return {**query.parameters(table_name), "Limit": MAX_PAGE_SIZE + 1}
 
@@ -102,7 +123,7 @@ def percentile(values: list[int], fraction: float) -> float:
     return float(ordered[max(0, min(len(ordered) - 1, int(fraction * len(ordered) + 0.5) - 1))])
 
 
-def _http_request(endpoint: str, call: str, parameters: dict[str, Any]) -> dict[str, Any]:
+def raw_http_request(endpoint: str, call: str, parameters: dict[str, Any]) -> dict[str, Any]:
     """Unsigned: the scope names the service's access key and region, the signature is none."""
     day = time.strftime("%Y%m%d", time.gmtime())
     scope = f"{LOCAL_AWS_CREDENTIALS['aws_access_key_id']}/{day}/{Settings(env='local').region}"
@@ -138,7 +159,7 @@ async def _raw_run(
     if kind == "http":
         # The raw request must get what the SDK's call gets, or the rates compare nothing.
         expected = items(await operation(**parameters))
-        request = _http_request(endpoint, workload.name, parameters)
+        request = raw_http_request(endpoint, workload.name, parameters)
         sent = urllib.request.Request(request["url"], request["body"].encode(), request["headers"])
         with await asyncio.to_thread(urllib.request.urlopen, sent, timeout=30) as response:
             if items(json.loads(response.read())) != expected:
@@ -300,6 +321,13 @@ class LocalPass:
             log(f"by_status at the default layout ({DEFAULT_LAYOUT.shards} shards) done")
         return {
             "connections": options.connections,
+            "compared": {
+                "rounds": options.compared_rounds,
+                "list_seconds": options.compared_seconds,
+                "raw_http_seconds": options.raw_http_seconds,
+                "warmup_seconds": options.compared_warmup_seconds,
+                "payment_seconds": options.seconds,
+            },
             "service_calls": calls,
             "comparison": comparison,
             "cpu_breakdown": breakdown,
@@ -309,6 +337,7 @@ class LocalPass:
             "scale": scale,
             "by_status_defaults": {
                 "gsi2_shards": DEFAULT_LAYOUT.shards,
+                "connections": DEFAULTS_CONNECTIONS,
                 "service_calls": calls_at_defaults["by_status"],
                 **at_defaults,
             },
@@ -364,28 +393,39 @@ class LocalPass:
         cpu_ms = 1000 * run.server_cpu_seconds / max(1, run.requests)
         return {"workload": name, "server_cpu_ms_per_request": cpu_ms, "shares": parts}
 
-    async def _compare(self) -> tuple[list[dict[str, Any]], list[float]]:
-        """Each side taking its turn at going first, each workload, each repetition; the rows,
-        and the service's resident memory (MiB) after each repetition."""
+    def _seconds(self, side: str, name: str, *, warmup: bool = False) -> float:
+        """How long `side` runs on `name`: the lists long, one payment as every other run."""
         options = self.options
+        if name not in LISTS:
+            return options.warmup_seconds if warmup else options.seconds
+        if warmup:
+            return options.compared_warmup_seconds
+        return options.raw_http_seconds if side == "http" else options.compared_seconds
+
+    async def _compare(self) -> tuple[list[dict[str, Any]], list[float]]:
+        """One warm-up run of each side on each workload, then the rounds: each side taking its
+        turn at going first, each workload; the rows (each with its round), and the service's
+        resident memory (MiB) after each round."""
         rows: list[dict[str, Any]] = []
         resident: list[float] = []
-        for repetition in range(-1 if options.warmup_seconds else 0, options.repetitions):
-            seconds = options.seconds if repetition >= 0 else options.warmup_seconds
+        for name in COMPARED:
+            for side in SIDES:
+                if seconds := self._seconds(side, name, warmup=True):
+                    await self._side(side, name, seconds)
+        for round_ in range(self.options.compared_rounds):
             for turn, name in enumerate(COMPARED):
-                first = (repetition + turn) % len(SIDES)
+                first = (round_ + turn) % len(SIDES)
                 for side in SIDES[first:] + SIDES[:first]:
-                    row = await self._side(side, name, seconds)
-                    rows += [{"side": side, "workload": name} | row] if repetition >= 0 else []
-            if repetition >= 0:
-                resident.append(self.servers[0].resident_mib())
+                    row = await self._side(side, name, self._seconds(side, name))
+                    rows.append({"side": side, "workload": name, "round": round_} | row)
+            resident.append(self.servers[0].resident_mib())
         return rows, resident
 
     async def _by_status_at_defaults(self) -> dict[str, Any]:
-        """`by_status` (a PENDING page of 100) at the pass's connections, by the one-shard service
+        """`by_status` (a PENDING page of 100) at `DEFAULTS_CONNECTIONS`, by the one-shard service
         and the service at the default layout in turns: each one's median rate, p50, p99."""
         one_shard, defaults = self.servers[0], self.servers[3]
-        workload, connections = self.work["by_status"], self.options.connections
+        workload, connections = self.work["by_status"], DEFAULTS_CONNECTIONS
         runs: dict[str, list[load.Run]] = {"one_shard": [], "defaults": []}
         for repetition in range(self.options.repetitions):
             sides = [("one_shard", one_shard), ("defaults", defaults)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 KINDS = {">=": "min", "<=": "max", "=": "equal"}
@@ -25,6 +25,8 @@ class Target:
     # Not a target of the issues: the same comparison by server CPU per request (which other
     # load disturbs far less than rates), or a figure that shows what a target is up against.
     reference: bool = False
+    # A ratio's least and greatest over the rounds that measured it, by what `measured` names.
+    spread: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def met(self) -> bool | None:
@@ -40,11 +42,17 @@ class Target:
         return all(abs(value - self.bound) < 1e-9 for value in values)
 
 
-def _target(name: str, measured: dict[str, float], bound: str = "") -> Target:
+def _target(
+    name: str,
+    measured: dict[str, float],
+    bound: str = "",
+    spread: dict[str, tuple[float, float]] | None = None,
+) -> Target:
     """`bound`: ">= N", "<= N" or "= N", or none; an indented name is for reference."""
     kind, _, value = bound.partition(" ")
     limit = float(value) if value else None
-    return Target(name, measured, limit, KINDS.get(kind, "none"), name.startswith("  "))
+    reference = name.startswith("  ")
+    return Target(name, measured, limit, KINDS.get(kind, "none"), reference, spread or {})
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -116,8 +124,15 @@ def _local_targets(local: dict[str, Any], lists: list[str]) -> list[Target]:
     def against(side: str, workloads: list[str]) -> dict[str, float]:
         return {n: _ratio(_median(local, "service", n), _median(local, side, n)) for n in workloads}
 
+    def against_spread(side: str, workloads: list[str]) -> dict[str, tuple[float, float]]:
+        return {n: spread(local, ("service", n), (side, n)) for n in workloads}
+
     def node_cpu(workloads: list[str]) -> dict[str, float]:
         return {n: _ratio(_cpu(local, "node", n), _cpu(local, "service", n)) for n in workloads}
+
+    def node_cpu_spread(workloads: list[str]) -> dict[str, tuple[float, float]]:
+        key = "server_cpu_ms_per_request"
+        return {n: spread(local, ("node", n), ("service", n), key) for n in workloads}
 
     def growth(who: str) -> dict[str, float]:
         sizes = local["scale"][who].items()
@@ -127,16 +142,22 @@ def _local_targets(local: dict[str, Any], lists: list[str]) -> list[Target]:
     raw = "service / raw aioboto3 on DynamoDB Local"
     scale = f"p50 at {local['scale_payments']:,} / at {local['base_payments']:,} payments"
     return [
-        _target(f"{node}, 16 connections, 100-item lists", against("node", listed), ">= 1.25"),
-        _target("Node peer / service CPU per request, 100-item lists", node_cpu(listed), ">= 1.5"),
-        _target(f"{node}, 16 connections, one payment", against("node", one), ">= 2"),
-        _target("Node peer / service CPU per request, one payment", node_cpu(one), ">= 2"),
+        _target(f"{node}, 16 connections, 100-item lists", against("node", listed), ">= 1.25",
+                against_spread("node", listed)),
+        _target("Node peer / service CPU per request, 100-item lists", node_cpu(listed), ">= 1.5",
+                node_cpu_spread(listed)),
+        _target(f"{node}, 16 connections, one payment", against("node", one), ">= 2",
+                against_spread("node", one)),
+        _target("Node peer / service CPU per request, one payment", node_cpu(one), ">= 2",
+                node_cpu_spread(one)),
         _target("service / DynamoDB Local over raw HTTP (wrk), 16 connections, 100-item lists",
-                against("http", listed), ">= 0.5"),
+                against("http", listed), ">= 0.5", against_spread("http", listed)),
         _target("  the same, one payment (DynamoDB Local's own rate: the limit on this machine)",
-                against("http", one)),
-        _target(f"{raw}, 16 connections, 100-item lists", against("raw", listed), ">= 1.5"),
-        _target(f"{raw}, 16 connections, one payment", against("raw", one), ">= 1"),
+                against("http", one), "", against_spread("http", one)),
+        _target(f"{raw}, 16 connections, 100-item lists", against("raw", listed), ">= 1.5",
+                against_spread("raw", listed)),
+        _target(f"{raw}, 16 connections, one payment", against("raw", one), ">= 1",
+                against_spread("raw", one)),
         _target(scale, growth("service"), "<= 1.25"),
         _target("  the same for raw aioboto3 (DynamoDB Local's own growth)",
                 growth("raw"), "<= 1.25"),
@@ -146,6 +167,36 @@ def _local_targets(local: dict[str, Any], lists: list[str]) -> list[Target]:
 def _median(local: dict[str, Any], side: str, workload: str, key: str = "rate") -> float:
     values = [r[key] for r in local["comparison"] if (r["side"], r["workload"]) == (side, workload)]
     return statistics.median(values) if values else float("nan")
+
+
+def spread(
+    local: dict[str, Any], top: tuple[str, str], bottom: tuple[str, str], key: str = "rate"
+) -> tuple[float, float]:
+    """The least and greatest over the rounds of `top`'s `key` over `bottom`'s, each a (side,
+    workload) of the comparison; a row's round is its `round`, or (in a run from before rounds
+    were recorded) its place among its side's rows."""
+
+    def by_round(side: str, workload: str) -> dict[int, float]:
+        rows = [r for r in local["comparison"] if (r["side"], r["workload"]) == (side, workload)]
+        found = {row.get("round", place): row for place, row in enumerate(rows)}
+        return {round_: row[_key(side, key)] for round_, row in found.items()}
+
+    over, under = by_round(*top), by_round(*bottom)
+    ratios = [_ratio(over[round_], under[round_]) for round_ in over if round_ in under]
+    ratios = [ratio for ratio in ratios if not math.isnan(ratio)]
+    return (min(ratios), max(ratios)) if ratios else (math.nan, math.nan)
+
+
+def _key(side: str, key: str) -> str:
+    """Raw aioboto3's CPU is per call, in its own process."""
+    return "cpu_ms_per_call" if side == "raw" and key == "server_cpu_ms_per_request" else key
+
+
+def with_spread(ratio: float, found: tuple[float, float] | list[float] | None) -> str:
+    """`1.11 (1.05-1.18)`: a ratio, and its least and greatest over the rounds when measured."""
+    if not found or any(value is None or math.isnan(value) for value in found):
+        return f"{ratio:.2f}"
+    return f"{ratio:.2f} ({found[0]:.2f}-{found[1]:.2f})"
 
 
 def _cpu(local: dict[str, Any], side: str, workload: str) -> float:
@@ -210,7 +261,10 @@ def render(results: dict[str, Any]) -> str:
             t["name"],
             "" if t["bound"] is None else f"{SYMBOLS[t['kind']]} {t['bound']:g}",
             "" if t["reference"] else "met" if t["met"] else "NOT met",
-            ", ".join(f"{k} {v:.2f}" for k, v in t["measured"].items()),
+            ", ".join(
+                f"{k} {with_spread(v, t.get('spread', {}).get(k))}"
+                for k, v in t["measured"].items()
+            ),
         ]
         for t in results["targets"]
     ]
@@ -225,7 +279,12 @@ def _local_lines(local: dict[str, Any]) -> list[str]:
     for name in sorted({row["workload"] for row in local["comparison"]}):
         rate = {side: _median(local, side, name) for side in (*LOCAL_SIDES, "http")}
         wrk = _median(local, "http", name, "load_generator_core_share")
-        ratios = [f"{_ratio(rate['service'], rate[side]):.2f}" for side in ("node", "http")]
+        ratios = [
+            with_spread(
+                _ratio(rate["service"], rate[side]), spread(local, ("service", name), (side, name))
+            )
+            for side in ("node", "http")
+        ]
         calls = str(local["service_calls"][name]["requests"])
         sides = [f"{rate[side]:,.0f}  {_cpu(local, side, name):.2f}" for side in LOCAL_SIDES]
         rows.append([name, *sides, f"{rate['http']:,.0f}", f"{wrk:.0%}", *ratios, calls])
@@ -234,7 +293,7 @@ def _local_lines(local: dict[str, Any]) -> list[str]:
     return [
         f"DynamoDB Local (in memory), {local['connections']} connections, {base} payments: the "
         "service against the Node peer, raw aioboto3, and DynamoDB Local's own rate over raw "
-        "HTTP (wrk on the server core)",
+        f"HTTP (wrk on the server core){_rounds_line(local.get('compared'))}",
         *table(HEADER.split("|"), rows),
         *_defaults_lines(local),
         _memory_line("The service", local["service_memory"]),
@@ -253,6 +312,19 @@ def _local_lines(local: dict[str, Any]) -> list[str]:
     ]
 
 
+def _rounds_line(compared: dict[str, Any] | None) -> str:
+    """How the comparison ran (a run from before the rounds ran as every other cell)."""
+    if compared is None:
+        return ""
+    return (
+        f"; {compared['rounds']} round{'' if compared['rounds'] == 1 else 's'}, the lists "
+        f"{compared['list_seconds']:g} s a run (raw "
+        f"HTTP {compared['raw_http_seconds']:g} s) after {compared['warmup_seconds']:g} s of "
+        f"warm-up, one payment {compared['payment_seconds']:g} s; medians, and in brackets "
+        "each ratio's least and greatest over the rounds"
+    )
+
+
 def _defaults_lines(local: dict[str, Any]) -> list[str]:
     """`by_status` at the default layout (its shards merged), beside the one-shard service the
     comparison above runs, timed in turns: its own row, not a comparison with the peer."""
@@ -260,7 +332,11 @@ def _defaults_lines(local: dict[str, Any]) -> list[str]:
     if found is None:
         return []
     one_shard_calls = str(local["service_calls"]["by_status"]["requests"])
-    header = ["by_status, a page of 100", "req/s", "CPU ms", "p50 ms", "p99 ms", "DynamoDB calls"]
+    connections = found.get("connections", local["connections"])
+    header = [
+        f"by_status, a page of 100, {connections} connections",
+        *("req/s", "CPU ms", "p50 ms", "p99 ms", "DynamoDB calls"),
+    ]
     rows = [
         [
             f"{label}",

@@ -191,3 +191,7 @@ const yoga = createYoga({
 });
 
 createServer(yoga).listen(Number(options.port), "127.0.0.1");
+
+// SIGTERM ends it through process.exit, so that `node --cpu-prof` writes its profile as it
+// exits (`python -m bench.saturation --cpu-prof`); the signal's default ends it without one.
+process.on("SIGTERM", () => process.exit(0));
