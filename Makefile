@@ -10,22 +10,22 @@ DDB_LOCAL := dynamodb-local
 # GraphiQL's files, which the service serves itself (npm packages, pinned by their lock file).
 GRAPHIQL_PKG := graphiql
 # The headless Chromium of the browser tests (npm package @sparticuz/chromium, driven by Playwright).
-BROWSER_PKG := browser
+BROWSER_PKG := tools/browser
 # The benchmark's Node.js peer (npm packages, pinned by their lock file) and its load generator,
 # wrk (Debian's package): installed by `make bench`, and by `make test` for the bench's smoke test.
 NODE_PEER_PKG := bench/peers/node
 # The GraphQL-over-HTTP audit of the tests (npm package graphql-http's serverAudits).
-HTTP_AUDIT_PKG := http-audit
+HTTP_AUDIT_PKG := tools/http-audit
 # The federation gateway of the tests (npm packages @graphql-hive/gateway and
 # @theguild/federation-composition; see the README's Federation).
-FEDERATION_PKG := federation
+FEDERATION_PKG := tools/federation
 # The OpenID provider of the identity-provider tests (npm package oidc-provider).
-IDENTITY_PROVIDER_PKG := identity-provider
+IDENTITY_PROVIDER_PKG := tools/identity-provider
 # The front-end clients of the real-client tests: Apollo Client for its persisted-query link,
 # graphql-ws (with ws) for its resubscription after a 4413 close, and GraphQL Code Generator and
 # relay-compiler, which also compile against the served schema (and make the manifests, `npm run
 # generate` there).
-TRUSTED_DOCUMENTS_PKG := trusted-documents
+TRUSTED_DOCUMENTS_PKG := tools/trusted-documents
 # Stamps record a finished install; they are older than a lock file changed since, so make
 # installs again after a pull that changed dependencies.
 PYTHON_STAMP := $(VENV)/.installed

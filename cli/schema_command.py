@@ -37,7 +37,10 @@ from schema.evolution import (
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = "schema.graphql"
 SUBGRAPH_SNAPSHOT = "schema.subgraph.graphql"
-MANIFESTS = "trusted-documents/manifests"
+# The committed manifests; a commit made before they moved under tools/ (issue 60) kept them
+# in FORMER_MANIFESTS, where the history check reads them.
+MANIFESTS = "tools/trusted-documents/manifests"
+FORMER_MANIFESTS = "trusted-documents/manifests"
 # The file whose first commit brought the rule in: commits before it are not held to it.
 RULE_FILE = "schema/evolution.py"
 
@@ -171,17 +174,20 @@ def _documents(manifests: Sequence[Path]) -> list[Document]:
 
 def committed_documents(repo: Path, revision: str) -> list[Document]:
     """The documents of the manifests committed at `revision`."""
-    listed = _git(repo, "ls-tree", "--name-only", f"{revision}:{MANIFESTS}").split()
+    for manifests in (MANIFESTS, FORMER_MANIFESTS):
+        listed = _git(repo, "ls-tree", "--name-only", f"{revision}:{manifests}").split()
+        if listed:
+            break
     documents = []
     with tempfile.TemporaryDirectory() as folder:
         for name in listed:
-            text = _git_show(repo, revision, f"{MANIFESTS}/{name}")
+            text = _git_show(repo, revision, f"{manifests}/{name}")
             if text is None or not name.endswith(".json"):
                 continue
             copy = Path(folder) / name
             copy.write_text(text)
             found, _problems = read_manifest(copy)
-            source = f"{MANIFESTS}/{name}"
+            source = f"{manifests}/{name}"
             documents += [Document(source, d.id, d.name, d.text) for d in found]
     return documents
 

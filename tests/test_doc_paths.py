@@ -120,7 +120,7 @@ def test_what_is_not_a_repository_path_is_left_alone() -> None:
         "`/graphql` `/readyz` `LOC_METRICS=app` `application/json` `aws/dynamodb` "
         "`loc-payments/<v> botocore/<v>` `/graphiql-assets/<digest>/…` `@apollo/gateway` "
         "`https://example.com/a/b.json` `../shared/SPEC.md` `docs/*.md` `table 1/8` "
-        "`federation/node_modules/.bin/hive-gateway` `.venv/bin/pytest` `build/site` "
+        "`tools/federation/node_modules/.bin/hive-gateway` `.venv/bin/pytest` `build/site` "
         '`python -m pytest -q`\n\n```graphql\nquery { a(path: "tests/none.py") }\n```\n'
     )
 

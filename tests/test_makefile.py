@@ -69,14 +69,15 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
     folders = (
         "dynamodb-local",
         "graphiql",
-        "browser",
-        "http-audit",
-        "federation",
-        "trusted-documents",
-        "identity-provider",
+        "tools/browser",
+        "tools/http-audit",
+        "tools/federation",
+        "tools/trusted-documents",
+        "tools/identity-provider",
     )
-    packages = {folder: tmp_path / folder for folder in folders}
-    for folder, copy in packages.items():
+    packages = {Path(folder).name: tmp_path / Path(folder).name for folder in folders}
+    for folder in folders:
+        copy = packages[Path(folder).name]
         copy.mkdir()
         for name in ("package.json", "package-lock.json"):
             shutil.copy(REPO / folder / name, copy / name)

@@ -1,7 +1,7 @@
-"""The npm graphql-ws client as an app runs it (`trusted-documents/live-updates.mjs`, pinned by
-that folder's lock file): it reconnects after any close and resubscribes, a payment's subscription
-after the last version it got. What it printed, one JSON object a line, is gathered in the
-background; for the tests of what a client sees across a 4413 close (SPEC §17)."""
+"""The npm graphql-ws client as an app runs it (`tools/trusted-documents/live-updates.mjs`, pinned
+by that folder's lock file): it reconnects after any close and resubscribes, a payment's
+subscription after the last version it got. What it printed, one JSON object a line, is gathered in
+the background; for the tests of what a client sees across a 4413 close (SPEC §17)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 from tests.api.conftest import SERVICE
 from tests.api.live_instances import Instance
 
-SCRIPT = Path(__file__).resolve().parents[2] / "trusted-documents" / "live-updates.mjs"
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "trusted-documents" / "live-updates.mjs"
 WAIT = 20.0  # seconds an expected line may take, at most
 SETTLE = 0.5  # seconds a subscribe the client sent takes to be registered, at most
 

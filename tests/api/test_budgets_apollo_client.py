@@ -1,9 +1,9 @@
-"""Budgets as Apollo Client sees them (SPEC §21): `trusted-documents/throttled.mjs` (Apollo Client
-pinned by that folder's lock) runs a query against a real `python -m cli serve` until its
-service client's budget is spent. Admitted answers carry `extensions.cost`; over budget, with
-Apollo Client's own Accept header (application/graphql-response+json), its error is the GraphQL
-error THROTTLED, the answer's status 429 and its Retry-After whole seconds; with application/json
-it is a ServerError of status 429 whose response holds Retry-After and whose body THROTTLED."""
+"""Budgets as Apollo Client sees them (SPEC §21): `tools/trusted-documents/throttled.mjs` (Apollo
+Client pinned by that folder's lock) runs a query against a real `python -m cli serve` until its
+service client's budget is spent. Admitted answers carry `extensions.cost`; over budget, with Apollo
+Client's own Accept header (application/graphql-response+json), its error is the GraphQL error
+THROTTLED, the answer's status 429 and its Retry-After whole seconds; with application/json it is a
+ServerError of status 429 whose response holds Retry-After and whose body THROTTLED."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tests.servers import served
 
 pytestmark = pytest.mark.ddblocal
 
-DRIVER = Path(__file__).resolve().parents[2] / "trusted-documents" / "throttled.mjs"
+DRIVER = Path(__file__).resolve().parents[2] / "tools" / "trusted-documents" / "throttled.mjs"
 # The driver's query (src/apollo/operations.js), a page of 3 of a loan's payments, as Apollo
 # Client sends it: its cache adds __typename to each selection set.
 LOAN_PAYMENTS = """query LoanPayments($userId: ID!, $loanId: ID!) {

@@ -1,9 +1,9 @@
-"""The front-end tools compile against the schema the service serves, downloaded as a front-end
-team does (SPEC §6): GraphQL Code Generator's client preset introspects `/graphql` of a real
-`python -m cli serve` with `strictScalars: true` (only the service's own `DateTime`
-configured), and relay-compiler compiles the Relay operations against the SDL printed from that
-introspection. Both pinned by `trusted-documents/package-lock.json`. The same codegen run against
-`/subgraph` stops on federation's `_Any`, which is why `/graphql` must not hold it."""
+"""The front-end tools compile against the schema the service serves, downloaded as a front-end team
+does (SPEC §6): GraphQL Code Generator's client preset introspects `/graphql` of a real
+`python -m cli serve` with `strictScalars: true` (only the service's own `DateTime` configured), and
+relay-compiler compiles the Relay operations against the SDL printed from that introspection. Both
+pinned by `tools/trusted-documents/package-lock.json`. The same codegen run against `/subgraph`
+stops on federation's `_Any`, which is why `/graphql` must not hold it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from graphql import build_client_schema, get_introspection_query, print_schema
 from tests.backends import Backend, fresh_table
 from tests.servers import served
 
-CLIENTS = Path(__file__).resolve().parents[2] / "trusted-documents"
+CLIENTS = Path(__file__).resolve().parents[2] / "tools" / "trusted-documents"
 BIN = CLIENTS / "node_modules" / ".bin"
 
 

@@ -1,8 +1,8 @@
 """Trusted documents as the front-end clients themselves use them: the manifests their tools made
-(`trusted-documents/manifests/`, each with the command that made it in
-`trusted-documents/README.md`) load, and each document runs by the id its client sends, as a
+(`tools/trusted-documents/manifests/`, each with the command that made it in
+`tools/trusted-documents/README.md`) load, and each document runs by the id its client sends, as a
 customer in prod, over POST and (queries) GET; and Apollo Client's persisted-query link
-(`@apollo/client/link/persisted-queries`, pinned by `trusted-documents/package-lock.json`),
+(`@apollo/client/link/persisted-queries`, pinned by `tools/trusted-documents/package-lock.json`),
 driven from Node against a real `python -m cli serve`, makes automatic persisted queries'
 round trip (miss, register, hit) by POST and with hashed queries by GET."""
 
@@ -22,7 +22,7 @@ from tests.api.conftest import PROD_SETTINGS, SERVICE, api_client, prod_token
 from tests.backends import Backend, fresh_table
 from tests.servers import served
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "trusted-documents" / "manifests"
+MANIFESTS = Path(__file__).resolve().parents[2] / "tools" / "trusted-documents" / "manifests"
 DRIVER = MANIFESTS.parent / "apq.mjs"
 
 

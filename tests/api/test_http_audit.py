@@ -17,7 +17,7 @@ from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 REPO = Path(__file__).resolve().parents[2]
-AUDIT = REPO / "http-audit" / "audit.mjs"
+AUDIT = REPO / "tools" / "http-audit" / "audit.mjs"
 # graphql-http 1.23.1's serverAudits: so that an audit that stops running is noticed.
 AUDITS = 61
 

@@ -30,7 +30,7 @@ from tests.servers import served
 pytestmark = pytest.mark.ddblocal
 
 REPO = Path(__file__).resolve().parents[2]
-PROVIDER = REPO / "identity-provider"
+PROVIDER = REPO / "tools" / "identity-provider"
 RESOURCE = "urn:loc-payments"
 LOAN = '{ loan(loanId: "loan-1") { userId loanId } }'
 BY_STATUS = "{ paymentsByStatus(status: RETRY) { edges { cursor } } }"

@@ -1,7 +1,7 @@
 """A real headless Chromium for the browser tests, driven by Playwright for Python.
 
-The browser is the npm package `@sparticuz/chromium`, pinned in `browser/package-lock.json` and
-installed by `make install` (which `make test` runs). It carries Chromium brotli-compressed; its
+The browser is the npm package `@sparticuz/chromium`, pinned in `tools/browser/package-lock.json`
+and installed by `make install` (which `make test` runs). It carries Chromium brotli-compressed; its
 `executablePath()` decompresses it into the OS temp dir (about 2 s, once per version and machine)
 and returns the path. Playwright's own browser download is never used: its bundled driver only
 launches that binary.
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, ConsoleMessage, Error, Page, async_playwright
 
-PACKAGE_DIR = Path(__file__).resolve().parents[2] / "browser"
+PACKAGE_DIR = Path(__file__).resolve().parents[2] / "tools" / "browser"
 PACKAGE = "@sparticuz/chromium"
 RESOLVE = (
     f"const {{ default: chromium }} = await import('{PACKAGE}');"
@@ -48,7 +48,7 @@ CHROMIUM_ARGS = (
 
 
 def pinned_chromium_version() -> str:
-    """The version of `@sparticuz/chromium` in `browser/package.json`, e.g. "153.0.0" (whose
+    """The version of `@sparticuz/chromium` in `tools/browser/package.json`, e.g. "153.0.0" (whose
     Chromium is 153.0.x.y)."""
     manifest = json.loads((PACKAGE_DIR / "package.json").read_text())
     return str(manifest["dependencies"][PACKAGE])

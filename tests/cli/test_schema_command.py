@@ -15,6 +15,7 @@ from graphql import build_schema as build_sdl
 
 from cli.main import main
 from cli.schema_command import (
+    FORMER_MANIFESTS,
     MANIFESTS,
     RULE_FILE,
     SNAPSHOT,
@@ -217,3 +218,18 @@ def test_the_history_check_catches_a_snapshot_rewritten_by_hand(project: Path) -
 def test_no_commit_of_this_repository_made_a_refused_breaking_change() -> None:
     refused = history_refusals(REPO)
     assert refused == [], "\n".join(f"{commit[:12]}: {refusal}" for commit, refusal in refused)
+
+
+def test_a_commit_from_before_the_manifests_moved_is_read_where_it_kept_them(
+    project: Path,
+) -> None:
+    (project / FORMER_MANIFESTS).parent.mkdir(parents=True)
+    git(project, "mv", MANIFESTS, FORMER_MANIFESTS)
+    git(project, "commit", "-q", "-m", "the manifests where commits before issue 60 kept them")
+
+    before = committed_documents(project, "HEAD")
+
+    assert {(d.id, d.text) for d in before} == {
+        (d.id, d.text) for d in committed_documents(project, "HEAD^")
+    }
+    assert before and all(d.source.startswith(f"{FORMER_MANIFESTS}/") for d in before)

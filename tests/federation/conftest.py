@@ -24,7 +24,7 @@ from harness.processes import Process, Service
 from tests.backends import Backend, fresh_table
 
 REPO = Path(__file__).resolve().parents[2]
-FEDERATION = REPO / "federation"
+FEDERATION = REPO / "tools" / "federation"
 SUBGRAPH_SDL = REPO / "schema.subgraph.graphql"
 LOANS_MODULE = "tests.federation.loans_subgraph"
 
@@ -41,7 +41,7 @@ class Subgraph:
 
 
 def compose(subgraphs: Sequence[Subgraph], directory: Path) -> str:
-    """The supergraph SDL of `subgraphs` (`federation/compose.mjs`)."""
+    """The supergraph SDL of `subgraphs` (`tools/federation/compose.mjs`)."""
     arguments: list[str] = []
     for subgraph in subgraphs:
         path = directory / f"{subgraph.name}.graphql"

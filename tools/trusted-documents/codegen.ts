@@ -4,7 +4,7 @@
 import type { CodegenConfig } from "@graphql-codegen/cli";
 
 const config: CodegenConfig = {
-  schema: "../schema.graphql",
+  schema: "../../schema.graphql",
   documents: ["src/codegen/**/*.ts", "!src/codegen/gql/**"],
   ignoreNoDocuments: false,
   generates: {
