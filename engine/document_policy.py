@@ -1,39 +1,15 @@
 """Which document a request runs, and whether its caller may send it (SPEC §14).
 
-A request names its document in one of four ways:
+A request names its document by `documentId` (`sha256:<hex>` of a trusted document's text, or
+its manifest's id), Relay's `doc_id`, Apollo's `extensions.persistedQuery` (a trusted document,
+or one registered by automatic persisted queries), or sends `query` text. `DocumentPolicy`
+(`LOC_DOCUMENTS`: `any`, `trusted-for-customers`, `trusted`) says who may send text; a
+federation gateway may under every policy. A refusal is a `DocumentRefused` with its code
+(`DOCUMENT_NOT_TRUSTED`, `PERSISTED_QUERY_NOT_IN_LIST`, `PERSISTED_QUERY_NOT_FOUND`), nothing
+run; a malformed id or a text that is not the named document's is an HTTP 400. APQ keeps the
+last `APQ_DOCUMENTS` texts registered that parse and validate (a bounded dict: no cachetools).
 
-    documentId: "sha256:<hex>"       a trusted document by the sha256 of its text (the
-                                      GraphQL-over-HTTP working group's form)
-    documentId: "<id>", doc_id       a trusted document by its manifest's id (a custom id;
-                                      Relay's `doc_id`)
-    extensions.persistedQuery        Apollo's {version: 1, sha256Hash}: a trusted document, or
-                                      one registered by automatic persisted queries (APQ)
-    query                            the text itself
-
-`LOC_DOCUMENTS` says who may send text (`query`, and so register an APQ hash):
-
-    any                     everyone (default in local and test)
-    trusted-for-customers   services only; a customer (or a caller without a valid token)
-                            must name a trusted document (default in prod)
-    trusted                 nobody: every request names a trusted document
-
-A federation gateway (its credential checked by the server, `from_gateway`) may send text under
-every policy: it holds the trusted documents itself, and its text is the query plan of one.
-
-The refusals, each `errors[0].extensions.code`, nothing run:
-
-    DOCUMENT_NOT_TRUSTED         text where the policy wants a trusted document
-    PERSISTED_QUERY_NOT_IN_LIST  an id (or, where the caller may not send text, an APQ hash)
-                                 of no trusted document
-    PERSISTED_QUERY_NOT_FOUND    an APQ hash not registered, from a caller who may send text:
-                                 send it again with its text
-    (malformed)                  an id that is not a non-empty string, a persistedQuery that
-                                 is not {version: 1, sha256Hash: <64 hex>}, a text that is not
-                                 the named document's or whose sha256 is not the hash: HTTP 400
-
-APQ keeps the last `APQ_DOCUMENTS` texts registered, only those that parse and validate.
-Why not cachetools: a bounded dict of texts is the whole need, and the service has no other
-use for the package.
+Each form, policy and code, and what to do: docs/protocols.md#trusted-documents.
 """
 
 from __future__ import annotations

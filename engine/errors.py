@@ -1,26 +1,17 @@
 """What the engine raises, as one tree: a caller catches a branch, or `EngineError` for all.
 
     EngineError
-    ├── RequestError                  a request refused before its operation runs (nothing
-    │   │                             ran, nothing was charged); the transport answers it
-    │   ├── DocumentRefused           the document policy's refusal: a GraphQL request error
-    │   │                             with its code (`engine.document_policy`)
+    ├── RequestError                  refused before its operation runs: nothing ran or was charged
+    │   ├── DocumentRefused           the document policy's refusal, with its code
     │   ├── MalformedDocumentRequest  document fields of the wrong shape: HTTP 400
     │   ├── MissingQuery              no text to run: HTTP 400
-    │   ├── NoSuchOperation           no operation of that name, or no name where the document
-    │   │                             holds several: a GraphQL request error
-    │   └── OperationTypeNotAllowed   an operation of a type the transport does not run
-    │                                 (a mutation over GET): HTTP 400 or 405
-    ├── Refusal                       the service's `Hooks.admit` refused the operation: its
-    │                                 error, and what its answer's extensions hold
+    │   ├── NoSuchOperation           no operation of that name, or no name among several
+    │   └── OperationTypeNotAllowed   a type the transport does not run (a GET mutation): 400, 405
+    ├── Refusal                       the service's `Hooks.admit` refused the operation
     ├── ManifestsRefused              trusted documents a service cannot start with
-    └── UntestedStrawberry            a Strawberry release `engine.strawberry_adapter` was not
-                                      tested with (also a RuntimeError), at start
+    └── UntestedStrawberry            a Strawberry the adapter was not tested with (a RuntimeError)
 
-`MissingQuery`, `NoSuchOperation` and `OperationTypeNotAllowed` are also Strawberry's
-`MissingQueryError`, `CannotGetOperationTypeError` and `InvalidOperationTypeError`, which
-Strawberry's views catch around `Schema.execute` and answer with HTTP 400: a schema run by the
-engine behind Strawberry's own view is answered as Strawberry answers.
+`MissingQuery`, `NoSuchOperation`, `OperationTypeNotAllowed`: Strawberry's too (docs/engine.md).
 """
 
 from __future__ import annotations

@@ -1,33 +1,16 @@
-"""One GraphQL operation, from its text to its result, in the order the steps run:
+"""One GraphQL operation, from its text to its result: `OperationRunner.run` (a query or a
+mutation) and `stream` (a subscription).
 
-    parse      cached per query text (a trusted document's for good, `pin`); beyond
-               `max_tokens` tokens the document is refused
-    type       the operation (named, or the only one) must be one the transport allows
-    validate   cached with the parse: graphql-core's rules, depth and alias limits, Strawberry's
-               own rules, no introspection (nor `_service`) and no "Did you mean" in production
-    cost       a valid document that costs too much is refused; kept with the document unless a
-               `first` or a list of keys (`nodes`, `_entities`) in it is a variable
-    admit      `Hooks.admit` charges the cost to the caller's budget, or refuses the operation
-               (`Refusal`): `run` raises it, once observed; `stream` answers it as the
-               operation's error. Once run, the charge is settled with the operation's actual
-               cost (`engine.limits.actual_cost`) and adds to the result's extensions
-    execute    the operation's plan (`engine.compiler`, compiled once and cached with the parse),
-               inside the service's `Hooks.scope` (which may add to the result's extensions)
-    errors     every error given to `Hooks.on_errors`, then worded by `Hooks.public_error`; a
-               result refused before execution (parse, validation, cost, variables) is a
-               `PreExecutionError`: its GraphQL response has no `data` entry
-    observe    the `Hooks.observers` see the finished operation
-    trace      `Hooks.trace` gives the operation's trace, from its parse to its answer, current
-               while it executes
+The steps run in order: parse (cached per text; a trusted document's for good, `pin`), the
+operation's type, validation with the query limits, cost, `Hooks.admit`, execution of its
+compiled plan inside `Hooks.scope`, its errors given to `Hooks.on_errors` and worded by
+`Hooks.public_error`, `Hooks.observers`, all under `Hooks.trace`. A request refused before
+execution is a `PreExecutionError` (its GraphQL response has no `data` entry); an operation
+`admit` refused is a `Refusal`, raised by `run` once observed and answered by `stream` as the
+operation's error. The runner knows nothing of what its context is: the hooks receive it.
 
-A subscription (`stream`, over WebSocket) takes the same steps up to the cost; then each event
-is executed as graphql-core's `subscribe` maps it, and its errors made public the same way.
-
-The runner knows nothing of what its context is: the hooks receive it, typed by the service.
-
-Strawberry would run these steps through an extension object per concern, made afresh for every
-request, each hook entered and left through a context manager; as one function they cost a
-fraction of that, which on a one-payment request is most of the service's own CPU.
+Each step, and why one function rather than Strawberry's extensions:
+docs/engine.md#the-steps-of-an-operation.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """What the compiler of operations (`engine.compiler`) needs of Strawberry that Strawberry does not
 offer as public API, in one place, checked against the version it was tested with at start.
 
-    graphql_schema     the graphql-core schema a Strawberry schema built (`Schema._schema`)
-    plain_attribute    a field Strawberry answers with `getattr(source, python_name)` and nothing
-                       else (no resolver, no field extensions, no exception handlers: the
-                       resolver Strawberry marks `_is_default`)
-    direct_resolver    a field whose arguments are all scalars or enums (or lists of them): its
-                       function called with graphql-core's coerced arguments, as Strawberry's
-                       wrapper would call it, without the wrapper's conversion of each argument
-    enum_names         a Strawberry enum's GraphQL name for each member, found in a dict where
-                       Strawberry compares the member with each value in turn
-    describe_values    a description on each value of an enum declared outside the schema (the
-                       domain's): `strawberry.enum_value` needs the enum's own class body, so
-                       the values of the enum's definition are given theirs after the fact
-
-Everything else the compiler reads of a Strawberry schema is graphql-core's (types, fields,
-`resolve`, `is_type_of`, `coerce_output_value`). `check_version` refuses a Strawberry this module
-was not tested with: the names above are Strawberry's internals and may move in any release.
+`graphql_schema` (the graphql-core schema a Strawberry schema built), `plain_attribute` (a field
+Strawberry answers with `getattr` and nothing else), `direct_resolver` (a field of scalar or enum
+arguments, its function called as Strawberry's wrapper would call it, without the wrapper's
+conversion of each argument), `enum_names` (each member's GraphQL name) and `describe_values` (a
+description on each value of an enum declared outside the schema). Everything else the compiler
+reads is graphql-core's. `check_version` refuses a Strawberry this module was not tested with:
+these are Strawberry's internals and may move in any release.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """Trusted documents (SPEC §14): the front-ends' operations, read from the manifests their
 builds emit, each checked against the schema once, at start.
 
-    format                                   file                          id
-    Apollo's persisted query manifest        {"format": "apollo-persisted- the sha256 of `body`
-      (@apollo/generate-persisted-query-      query-manifest", "version":
-      manifest)                              1, "operations": [{"id",
-                                             "name", "type", "body"}]}
-    Relay's persisted queries (persistConfig) {"<id>": "<text>"}            md5, sha1 or sha256
-    GraphQL Code Generator's client preset   {"<id>": "<text>"}            sha256:<sha256>
-      (persisted-documents.json)                                           (or a bare hash)
+It reads Apollo's persisted query manifest, Relay's persisted queries and GraphQL Code
+Generator's persisted documents. An id of 32, 40 or 64 hex digits, or `sha256:<hex>`, is a hash
+and must be its text's; any other id is a custom one, taken as it is. A request names a document
+by its manifest's id or by `sha256:<hex>` of its text (`engine.document_policy`). A manifest that
+cannot be read, an id not its text's hash, an id given to two texts, a document that does not
+validate or costs more than the limits allow: each is a `Problem` naming the file and the entry,
+and the service does not start with any.
 
-An id of 32, 40 or 64 hex digits is a hash (md5, sha1, sha256), as is `sha256:<hex>`, and must
-be the hash of its text; any other id is a custom one, taken as it is. A request names a
-document by its id as the manifest gives it, or by `sha256:<hex>` of its text
-(`engine.document_policy`).
-
-A manifest that cannot be read, an id that is not its text's hash, an id given to two texts,
-a document that does not validate or costs more than the limits allow: each is a `Problem`
-naming the file and the entry, and the service does not start with any.
+Each format, and how a front end makes its manifest: docs/protocols.md#trusted-documents.
 """
 
 from __future__ import annotations
