@@ -1,23 +1,15 @@
 """Per-request DataLoaders: every read of a request goes through one of these.
 
-    payments       (user, loan, payment)              -> one GetItem for one key, one BatchGetItem
-                                                         per 100 (shared with other requests'
-                                                         lookups of the moment: the store's)
-    loan_pages     (user, loan, status, page)         -> one Query per distinct page
-    confirmations  (user, confirmation id)            -> one GSI3 Query per distinct id
-    histories      (payment, page)                    -> one Query per distinct page of history
+A request's lookups of payments by key go out as one GetItem, or one BatchGetItem per 100 keys
+(shared with other requests' lookups of the moment: the store's); each distinct page of a loan's
+list, each confirmation id and each page of a payment's history is one Query. A payment listed
+or written earlier in the request is kept by its ref (`remember`), so a later lookup of it
+(`payment`) costs nothing; the loader of lookups is private so that no caller bypasses that.
+With a tracer each batch is a span, the parent of its DynamoDB calls. Reads are eventually
+consistent unless `consistent` is set (the `strong_reads` setting, or `read_strongly()` before a
+read that decides a write or must see one); index queries are eventually consistent whatever.
 
-A payment listed or written earlier in the request is kept by its ref (`remember`), so a later
-lookup of it (`payment`) costs nothing; only lookups reach the `payments` loader, which is
-private so that no caller bypasses that.
-
-With a tracer, each batch is a span (`DataLoader <loader>`, its number of keys), the parent of
-the DynamoDB calls it makes; no span per field or per key.
-
-Reads are eventually consistent (half the read units) unless `consistent` is set: by the
-`strong_reads` setting, or by `read_strongly()` before a read that decides a write or must see
-one (a mutation, a live event). Index queries (GSI1, GSI3) are eventually consistent whatever
-the flag: DynamoDB has no other kind.
+What each read costs: docs/data-model.md#access-patterns.
 """
 
 from __future__ import annotations

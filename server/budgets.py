@@ -1,19 +1,15 @@
-"""Per-client budgets of query cost (SPEC §21; docs/callers-and-errors.md, "Budgets").
+"""Per-client budgets of query cost (SPEC §21).
 
-Every operation of an authenticated caller is charged its cost (`engine.limits`: a mutation at
-least `LOC_BUDGET_MUTATION_COST`) before it runs (`Hooks.admit`): a customer's budget is its
-user's (`sub`), a service's its client's (`azp`/`client_id`, else `sub`), at its class's rate and
-burst or a named client's override. Over budget, nothing runs (`Throttled`: HTTP 429 with
-`Retry-After`, a WebSocket `error`). What the operation did not use (requested - actual) is
-refunded with the caller's next charge on this instance, so it costs no second round trip.
+Every operation of an authenticated caller is charged its cost before it runs (`Hooks.admit`):
+a customer's budget is its user's, a service's its client's, at its class's rate and burst or a
+named client's override. Over budget, nothing runs (`Throttled`: HTTP 429 with `Retry-After`, a
+WebSocket `error`); what an operation did not use is refunded with the caller's next charge on
+this instance. With a broker the fleet shares each budget (`datasource.shared_budgets`); without
+one, or while it fails or is slow, this instance holds its share itself, and `BROKER_FAILURES` in
+a row keep requests off the broker for `BROKER_RETRY_SECONDS`. Unauthenticated requests are not
+charged: they can only be refused, which reads nothing.
 
-With a broker (`LOC_LIVE_BROKER_URL`) the fleet shares each budget (`datasource.shared_budgets`);
-without one, or while it fails or answers slower than `LOC_BUDGET_BROKER_TIMEOUT`, this instance
-holds its share (`LOC_BUDGET_EXPECTED_INSTANCES`) itself (`domain.budgets.LocalBudgets`), going
-on from its share of what the fleet's budget last held. `BROKER_FAILURES` in a row open a
-breaker: for `BROKER_RETRY_SECONDS` no request waits on the broker, then one request tries it.
-Unauthenticated requests are not charged: they can only be refused (UNAUTHENTICATED), which reads
-nothing.
+The rates, the costs, and the fleet's share: docs/callers-and-errors.md#budgets.
 """
 
 from __future__ import annotations

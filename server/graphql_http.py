@@ -1,20 +1,15 @@
 """`/graphql` over HTTP and WebSocket, with a fresh context for every request (and every
 operation of a WebSocket connection, `PaymentsSchema.stream`).
 
-Over HTTP every request is answered here, as the GraphQL-over-HTTP specification says
-(`server.graphql_over_http`: the media types, the envelope, the statuses): a JSON POST (every
-operation of a front-end app or a job), a GET query outside `prod`, and GraphiQL's page for a
-browser's GET without a query. Strawberry's view serves the WebSockets only.
+Every HTTP request is answered here, as the GraphQL-over-HTTP specification says
+(`server.graphql_over_http`): a JSON POST, a GET query outside `prod`, and GraphiQL's page for a
+browser's GET without a query. Strawberry's view serves the WebSockets only
+(`server.websocket_protocol`), where the caller's token comes in `connection_init`'s payload: a
+missing or refused one closes the socket with 4403 before any operation runs, as its expiry
+does later. With tracing on, each operation continues the caller's trace, and an HTTP answer
+names its span (`traceresponse`, `server.tracing`).
 
-Over WebSocket (`graphql-transport-ws`, and the older `graphql-ws`; `server.websocket_protocol`)
-the caller's token comes in `connection_init`'s payload (`{"Authorization": "Bearer ..."}`): a
-missing or refused one closes the connection with 4403, before any operation runs, and so does
-the token's expiry later. Pages on other origins may not open a socket (Strawberry's origin
-check).
-
-With tracing on, each operation's trace continues the caller's (`traceparent` in the headers,
-or in `connection_init`'s payload), and an HTTP answer says which span it was (`traceresponse`,
-`server.tracing`).
+Every answer's status, and every close code: docs/protocols.md#http-and-websocket.
 """
 
 from __future__ import annotations
