@@ -54,7 +54,7 @@ help:
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql); refuses a breaking one"
-	@echo "make bench    the benchmark (about 9 min): table on stdout, bench/results/latest.json, its figures in docs/"
+	@echo "make bench    the benchmark (about 16 min): table on stdout, bench/results/latest.json, its figures in docs/"
 	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit, Hive Gateway and Apollo Client"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
