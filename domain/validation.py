@@ -171,6 +171,16 @@ def format_timestamp(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").removesuffix("+00:00") + "Z"
 
 
+def timestamp_text(field: str, value: str) -> str:
+    """`format_timestamp(parse_timestamp(field, value))`, without keeping the instant: the
+    canonical text itself once it names one (every stored timestamp), refused as `parse_timestamp`
+    refuses it."""
+    if value.__class__ is str and _CANONICAL.fullmatch(value):
+        datetime.fromisoformat(value)  # a date that does not exist is refused, as by parsing
+        return value
+    return format_timestamp(parse_timestamp(field, value))
+
+
 def parse_timestamp(field: str, value: str) -> datetime:
     """The instant `value` names; read from the canonical text (every stored timestamp), an
     `Instant` that keeps it."""

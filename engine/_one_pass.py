@@ -89,9 +89,18 @@ def generate_stored(completer: ObjectCompleter) -> Callable[[Any], Any]:
         else:
             assert attribute is not None
             lines.append(_read(value, attribute, index, names))
-        lines += _leaf_check(field_completer, value, index, names)
+        if found is not None and found.printed and _is_leaf(field_completer):
+            if isinstance(field_completer, NonNullCompleter):
+                lines += [f"        if {value} is None:", "            return SLOW"]
+        else:
+            lines += _leaf_check(field_completer, value, index, names)
         answer.append(f"{key!r}: {value}")
     return _function(completer, ", stored", lines, answer, names)
+
+
+def _is_leaf(completer: Completer) -> bool:
+    leaf = completer.inner if isinstance(completer, NonNullCompleter) else completer
+    return isinstance(leaf, LeafCompleter)
 
 
 def _names(completer: ObjectCompleter) -> dict[str, Any]:

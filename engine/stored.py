@@ -8,9 +8,10 @@ A service declares one `StoredSource` per GraphQL object type (`compile_operatio
 Where a plan completes an object of `kind` at that type in one pass (`engine._completion`),
 each field named in `fields` is read as `decode(record(obj)[attribute])` (`absent` when the
 record lacks the attribute) instead of from the object, and completed as the value its resolver
-would have given; the object's other fields are read from the object as usual. Anything the one
-pass does not answer is answered from the object, field by field, as if no source were declared:
-so the object must answer every field the same way its record does.
+would have given (or, for a leaf declared `printed`, taken as its answer: its value as the
+field's type prints it); the object's other fields are read from the object as usual. Anything
+the one pass does not answer is answered from the object, field by field, as if no source were
+declared: so the object must answer every field the same way its record does.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class StoredField:
     decode: Callable[[Any], Any]
     # The field's value when the record lacks the attribute (decode is not called).
     absent: Any = None
+    # A leaf's `decode` gives its answer as its type prints it (`serialize`d), taken as it is:
+    # for a scalar whose printing costs more than its check (a timestamp kept as text).
+    printed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

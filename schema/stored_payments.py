@@ -3,13 +3,17 @@ read with a projection hands the plan `ProjectedPayment`s, and a page whose sele
 fields (and `__typename`) make up is answered from the items, no field of any payment
 converted and no resolver called. Each is a field of the domain's Payment served as it is
 (its GraphQL name is the field's, in camel case), read by the conversion the payment itself
-would use, so the item answers what the payment would."""
+would use, so the item answers what the payment would; a timestamp is answered with its stored
+text once checked (what `DateTime` prints of the instant it names)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import attrgetter
+from typing import Any
 
 from datasource import ProjectedPayment, stored_attribute
+from domain.validation import timestamp_text
 from engine import StoredField, StoredSource
 
 __all__ = ["payment_sources"]
@@ -36,6 +40,7 @@ _SERVED_AS_IS = (
     "first_presented_at",
     "completed_at",
 )
+_TIMESTAMPS = frozenset({"created_at", "updated_at", "first_presented_at", "completed_at"})
 
 
 def _camel(name: str) -> str:
@@ -45,7 +50,13 @@ def _camel(name: str) -> str:
 
 def _field(name: str) -> StoredField:
     attribute, decode, absent = stored_attribute(name)
+    if name in _TIMESTAMPS:
+        return StoredField(attribute, _printed(attribute), absent, printed=True)
     return StoredField(attribute, decode, absent)
+
+
+def _printed(attribute: str) -> Callable[[Any], str]:
+    return lambda value: timestamp_text(attribute, value["S"])
 
 
 def payment_sources() -> dict[str, StoredSource]:

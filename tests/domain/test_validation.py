@@ -202,3 +202,27 @@ def test_no_uuid_looks_like_a_card_number() -> None:
         assert not validation.holds_card_number(str(uuid7()))
     # One that the first, looser grouping took for a card (0866-4021-8318-279232: Luhn-valid).
     assert not validation.holds_card_number("7cfce38b-0866-4021-8318-279232d50bd1")
+
+
+@given(
+    text=st.one_of(
+        st.datetimes(timezones=st.just(UTC)).map(validation.format_timestamp),
+        st.datetimes(timezones=st.just(UTC)).map(lambda moment: moment.isoformat() + "Z"),
+        st.from_regex(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z"),
+        st.text(max_size=30),
+    )
+)
+def test_a_timestamps_text_is_what_printing_the_instant_it_names_gives(text: str) -> None:
+    """`timestamp_text` (what the compiled plan answers a stored timestamp with) is exactly what
+    `DateTime` prints of the instant parsed, and refuses what parsing refuses, alike."""
+    try:
+        expected: str | type[Exception] = validation.format_timestamp(
+            validation.parse_timestamp("at", text)
+        )
+    except (InvalidInput, ValueError) as refused:
+        expected = type(refused)
+    try:
+        got: str | type[Exception] = validation.timestamp_text("at", text)
+    except (InvalidInput, ValueError) as refused:
+        got = type(refused)
+    assert got == expected

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from enum import Enum
 from operator import attrgetter
 from typing import Any
@@ -34,7 +35,15 @@ DECODERS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "count": ("c", lambda value: int(value["N"])),
     "shade": ("s", lambda value: Shade(value["S"])),
     "note": ("t", lambda value: value["S"]),
+    "made": ("m", lambda value: datetime.fromisoformat(value["S"])),
 }
+
+
+def _printed_made(value: Any) -> str:
+    """`made` as `DateTime` prints it (`isoformat`), from its stored text."""
+    text: str = value["S"]
+    datetime.fromisoformat(text)  # refused as the object refuses it
+    return text
 
 
 class RecordedPart:
@@ -60,6 +69,7 @@ class Part:
     count: int
     shade: Shade
     note: str | None
+    made: datetime
 
     @strawberry.field
     def label(self, root: strawberry.Parent[Any]) -> str:
@@ -82,7 +92,8 @@ SOURCES = {
     "Part": StoredSource(
         RecordedPart,
         attrgetter("record"),
-        {name: StoredField(attribute, decode) for name, (attribute, decode) in DECODERS.items()},
+        {name: StoredField(attribute, decode) for name, (attribute, decode) in DECODERS.items()}
+        | {"made": StoredField("m", _printed_made, printed=True)},
     )
 }
 
@@ -106,13 +117,24 @@ async def _answer(sources: dict[str, StoredSource] | None, query: str) -> dict[s
 @pytest.fixture(autouse=True)
 def records() -> None:
     RECORDS[:] = [
-        {"n": {"S": "bolt"}, "c": {"N": "3"}, "s": {"S": "dark"}, "t": {"S": "spare"}},
-        {"n": {"S": "nut"}, "c": {"N": "12"}, "s": {"S": "light"}},
+        {
+            "n": {"S": "bolt"},
+            "c": {"N": "3"},
+            "s": {"S": "dark"},
+            "t": {"S": "spare"},
+            "m": {"S": "2026-01-05T14:00:00.123000"},
+        },
+        {
+            "n": {"S": "nut"},
+            "c": {"N": "12"},
+            "s": {"S": "light"},
+            "m": {"S": "2026-02-01T00:00:00"},
+        },
     ]
 
 
 async def test_the_fields_a_source_answers_are_read_from_the_record_not_the_object() -> None:
-    query = "{ parts { __typename name count shade note } }"
+    query = "{ parts { __typename name count shade note made } }"
 
     without = await _answer(None, query)
     read_from_objects = len(READS)
@@ -125,8 +147,9 @@ async def test_the_fields_a_source_answers_are_read_from_the_record_not_the_obje
         "count": 12,
         "shade": "LIGHT",
         "note": None,
+        "made": "2026-02-01T00:00:00",
     }
-    assert read_from_objects == 8 and READS == []
+    assert read_from_objects == 10 and READS == []
 
 
 async def test_fields_the_source_does_not_answer_are_answered_by_the_object() -> None:
@@ -145,6 +168,8 @@ async def test_fields_the_source_does_not_answer_are_answered_by_the_object() ->
         {"s": {"S": "grey"}},  # not a member
         {"c": {"N": str(2**40)}},  # not an Int
         {"n": None},  # absent where null is not allowed
+        {"m": {"S": "2026-02-30T00:00:00"}},  # printed, but not a date
+        {"m": None},  # printed, absent where null is not allowed
     ],
 )
 async def test_a_record_that_does_not_answer_fails_its_field_as_the_object_would(
@@ -153,7 +178,7 @@ async def test_a_record_that_does_not_answer_fails_its_field_as_the_object_would
     RECORDS[1] = {
         name: value for name, value in (RECORDS[1] | corrupt).items() if value is not None
     }
-    query = "{ parts { name count shade } }"
+    query = "{ parts { name count shade made } }"
 
     answered = await _answer(SOURCES, query)
 
