@@ -92,17 +92,22 @@ def summarise_directory(
     return {"file": str(profiles[-1])} | found
 
 
-def render(found: dict[str, Any], requests: int = 0) -> list[str]:
-    """The parts by share of the busy time (and ms a request when `requests` is given)."""
+def render(found: dict[str, Any]) -> list[str]:
+    """The parts by share of the main thread's busy samples; with `requests` and
+    `main_thread_cpu_seconds` (`bench.saturation`), each part's CPU ms a request. A busy sample
+    is wall time: a thread waiting for its core (other threads, other processes) is busy in the
+    profile but spends no CPU, so the shares are scaled to the thread's CPU from /proc."""
     busy = found["busy_ms"] or float("nan")
-    per = f", {found['busy_ms'] / requests:.2f} ms a request" if requests else ""
+    requests, cpu = found.get("requests", 0), found.get("main_thread_cpu_seconds", 0.0)
+    per_request = 1000 * cpu / requests if requests else float("nan")
     lines = [
-        f"The Node peer's main thread (node --cpu-prof, {found['file']}): busy "
-        f"{found['busy_ms']:,.0f} of {found['sampled_ms']:,.0f} ms sampled{per}"
+        f"The Node peer's main thread (node --cpu-prof, {found['file']}): busy in "
+        f"{found['busy_ms']:,.0f} of {found['sampled_ms']:,.0f} ms sampled"
+        + (f"; {per_request:.2f} ms of its CPU a request" if requests else "")
     ]
     for part, ms in found["parts_ms"].items():
         if part != "(idle)":
-            extra = f"  {ms / requests:.3f} ms/request" if requests else ""
+            extra = f"  {ms / busy * per_request:.3f} ms/request" if requests else ""
             lines.append(f"  {part:<32} {ms / busy:6.1%}{extra}")
     lines.append("  busiest functions (self time):")
     for function, ms in found["top_functions_ms"].items():

@@ -461,7 +461,7 @@ def render(results: dict[str, Any]) -> str:
         )
     lines += ["", *verdicts(summary)]
     for name, profile in results.get("node_profile", {}).items():
-        lines += ["", f"{name}:", *node_profile.render(profile, profile["requests"])]
+        lines += ["", f"{name}:", *node_profile.render(profile)]
     return "\n".join(lines)
 
 
@@ -524,26 +524,21 @@ async def measure(options: Options, log: Any) -> dict[str, Any]:
         "summary": summarise(runs),
     }
     if options.cpu_prof is not None:
-        # The timed runs' windows of each workload only: not the start, nor the warm-up.
         results["node_profile"] = {
-            name: node_profile.summarise_directory(
-                options.cpu_prof,
-                [
-                    run["monotonic"]
-                    for run in runs
-                    if (run["side"], run["workload"]) == ("node", name)
-                ],
-            )
-            | {
-                "requests": sum(
-                    run["requests"]
-                    for run in runs
-                    if (run["side"], run["workload"]) == ("node", name)
-                )
-            }
+            name: _profile(options.cpu_prof, [r for r in runs if r["workload"] == name])
             for name in bench.work
         }
     return results
+
+
+def _profile(directory: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The peer's profile over its timed runs' windows (not its start, nor the warm-up), with
+    their requests and its main thread's CPU seconds (/proc), which the profile's parts share."""
+    mine = [run for run in runs if run["side"] == "node"]
+    return node_profile.summarise_directory(directory, [run["monotonic"] for run in mine]) | {
+        "requests": sum(run["requests"] for run in mine),
+        "main_thread_cpu_seconds": sum(run["node_main_thread_cpu_seconds"] for run in mine),
+    }
 
 
 def _commit() -> str:
