@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from moto.server import ThreadedMotoServer
@@ -48,11 +48,12 @@ BENCH_TESTS = Path(__file__).parent / "bench"
 # The bench's smoke test proves the harness and the report's shape: it asserts no figure, so it
 # needs no quiet machine, unlike the bench's other tests, which measure.
 BENCH_SMOKE = BENCH_TESTS / "test_bench_smoke.py"
-# The longest tests (30 s to 2 min each), started first so that none is left to the end of the
-# run with the other workers idle.
+# The longest tests (20 s to 3 min each), started first so that none is left to the end of the
+# run with the other workers idle; the bench's smoke test, the longest by far, first of all.
 STARTED_FIRST = (
     BENCH_SMOKE,
     Path(__file__).parent / "api" / "test_state_machine.py",
+    Path(__file__).parent / "api" / "test_hot_partitions.py",
     Path(__file__).parent / "security" / "test_fuzzing.py",
     Path(__file__).parent / "server" / "test_webhook_delivery.py",
     Path(__file__).parent / "api" / "test_fleet.py",
@@ -79,12 +80,50 @@ def pytest_terminal_summary(
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> Generator[None]:
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Generator[None]:
     """The markers below, before the selection by marker; the longest tests first, after
     pytest-randomly's shuffle."""
     mark(items)
     yield
-    items.sort(key=lambda item: item.path not in STARTED_FIRST)
+    workers = 1
+    if getattr(config.option, "dist", "no") == "worksteal" and hasattr(config, "workerinput"):
+        workers = int(config.workerinput["workercount"])
+    items[:] = started_first(items, workers)
+
+
+class Located(Protocol):
+    @property
+    def path(self) -> Path: ...
+
+
+TestItem = TypeVar("TestItem", bound=Located)
+
+
+def started_first(items: list[TestItem], workers: int) -> list[TestItem]:
+    """`items` with the longest tests (`STARTED_FIRST`) at the head of the blocks that
+    pytest-xdist's `worksteal` first hands its `workers` (the run cut in that many runs of
+    consecutive tests, the first block to one worker, the next to another): the bench's smoke
+    test heads the first block, the others take turns at the heads of the rest. Sorted to the
+    front of one block, as before, they all ran one after the other on one worker, whose queue
+    the others stole only the short tail of."""
+    first = sorted(
+        (item for item in items if item.path in STARTED_FIRST),
+        key=lambda item: STARTED_FIRST.index(item.path),
+    )
+    rest = iter([item for item in items if item.path not in STARTED_FIRST])
+    heads: list[list[TestItem]] = [[] for _ in range(workers)]
+    for number, item in enumerate(first):
+        after_the_smoke_test = 1 + (number - 1) % (workers - 1) if workers > 1 else 0
+        heads[0 if item.path == BENCH_SMOKE else after_the_smoke_test].append(item)
+    ordered: list[TestItem] = []
+    remaining = len(items)
+    for worker, head in enumerate(heads):
+        size = remaining // (workers - worker)  # as worksteal cuts its first blocks
+        remaining -= size
+        ordered += head + [item for _, item in zip(range(size - len(head)), rest, strict=False)]
+    return ordered + list(rest)
 
 
 def mark(items: list[pytest.Item]) -> None:
