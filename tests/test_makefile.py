@@ -64,32 +64,41 @@ def test_help_gives_the_address_that_make_run_serves_on() -> None:
     assert "http://0.0.0.0:8123 " in configured.stdout.splitlines()[0]
 
 
-def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    folders = (
-        "dynamodb-local",
-        "graphiql",
-        "tools/browser",
-        "tools/http-audit",
-        "tools/federation",
-        "tools/trusted-documents",
-        "tools/identity-provider",
-    )
-    packages = {Path(folder).name: tmp_path / Path(folder).name for folder in folders}
-    for folder in folders:
+FOLDERS = (
+    "dynamodb-local",
+    "graphiql",
+    "tools/browser",
+    "tools/http-audit",
+    "tools/federation",
+    "tools/trusted-documents",
+    "tools/identity-provider",
+)
+
+
+def _checkout(root: Path) -> dict[str, Path]:
+    """Copies of the npm folders' package files under `root`, by folder name."""
+    packages = {Path(folder).name: root / Path(folder).name for folder in FOLDERS}
+    for folder in FOLDERS:
         copy = packages[Path(folder).name]
-        copy.mkdir()
+        copy.mkdir(parents=True)
         for name in ("package.json", "package-lock.json"):
             shutil.copy(REPO / folder / name, copy / name)
+    return packages
+
+
+def _install(
+    tmp_path: Path, venv: Path, packages: dict[str, Path], npm: str = FAKE_NPM
+) -> subprocess.CompletedProcess[str]:
+    """`make install` into `venv` and the folders `packages`, with stand-ins for the installers
+    (their calls in tmp_path/calls) and the kept npm installs under tmp_path."""
     _executable(venv / "bin/python", "#!/bin/sh\n")
     _executable(venv / "bin/pip", FAKE_PIP)
     _executable(venv / "bin/uv", FAKE_UV)
-    _executable(tmp_path / "bin/npm", FAKE_NPM)
-    calls = tmp_path / "calls"
-
-    result = _make(
+    _executable(tmp_path / "bin/npm", npm)
+    return _make(
         "install",
         f"VENV={venv}",
+        f"NPM_INSTALLS={tmp_path / 'npm-installs'}",
         f"DDB_LOCAL={packages['dynamodb-local']}",
         f"GRAPHIQL_PKG={packages['graphiql']}",
         f"BROWSER_PKG={packages['browser']}",
@@ -97,8 +106,20 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"FEDERATION_PKG={packages['federation']}",
         f"TRUSTED_DOCUMENTS_PKG={packages['trusted-documents']}",
         f"IDENTITY_PROVIDER_PKG={packages['identity-provider']}",
-        environment={"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "CALLS": str(calls)},
+        environment={
+            "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+            "CALLS": str(tmp_path / "calls"),
+        },
     )
+
+
+def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    folders = FOLDERS
+    packages = _checkout(tmp_path)
+    calls = tmp_path / "calls"
+
+    result = _install(tmp_path, venv, packages)
 
     assert [line.split()[:2] for line in calls.read_text().splitlines()] == [
         ["pip", "install"],
@@ -116,3 +137,39 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         f"{packages['trusted-documents']}/package-lock.json",
         f"Installed the OpenID provider from {packages['identity-provider']}/package-lock.json",
     ]
+
+
+# npm ci as far as the Makefile sees it: a package and npm's record of a finished install.
+FAKE_FINISHING_NPM = """#!/bin/sh
+echo "npm $*" >> "$CALLS"
+mkdir -p "$3/node_modules/package"
+echo "installed from $3" > "$3/node_modules/package/index.js"
+echo "{}" > "$3/node_modules/.package-lock.json"
+"""
+
+
+def test_a_fresh_clone_gets_the_npm_folders_its_locks_were_installed_for_without_npm(
+    tmp_path: Path,
+) -> None:
+    """Issue 60: `make test` from a clean clone reinstalled every npm folder (a minute of CPU);
+    an install is kept by its lock's hash, and a folder whose lock changed is installed again."""
+    first = _checkout(tmp_path / "first")
+    _install(tmp_path, tmp_path / "first" / "venv", first, FAKE_FINISHING_NPM)
+    second = _checkout(tmp_path / "second")
+    changed = second["federation"] / "package-lock.json"
+    changed.write_text(changed.read_text().replace("{", '{"changed": true,', 1))
+    calls = tmp_path / "calls"
+    calls.write_text("")
+
+    result = _install(tmp_path, tmp_path / "second" / "venv", second, FAKE_FINISHING_NPM)
+
+    npm_calls = [line.split() for line in calls.read_text().splitlines() if line[:3] == "npm"]
+    assert [call[:3] for call in npm_calls] == [["npm", "ci", "--prefix"]]
+    assert npm_calls[0][3] == str(second["federation"])
+    for name, folder in second.items():
+        installed_from = first[name] if name != "federation" else folder
+        assert (folder / "node_modules/package/index.js").read_text() == (
+            f"installed from {installed_from}\n"
+        ), name
+        assert (folder / "node_modules/.installed").exists(), name
+    assert f"Installed GraphiQL from {second['graphiql']}/package-lock.json" in result.stdout
