@@ -8,11 +8,14 @@ one are refused before anything is logged).
 
 from __future__ import annotations
 
+import codecs
 import logging
+import os
 import sys
 import time
 from typing import Any, Literal, TextIO
 
+import orjson
 from pythonjsonlogger.orjson import OrjsonFormatter
 
 LogFormat = Literal["auto", "json", "text"]
@@ -36,12 +39,110 @@ class JsonFormatter(OrjsonFormatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt is not None:
             return super().formatTime(record, datefmt)
+        return self.time_text(record.created, record.msecs)
+
+    def time_text(self, created: float, msecs: float) -> str:
         second, text = self._second
-        if int(record.created) != second:
-            text = time.strftime(self.default_time_format, self.converter(record.created))
-            self._second = (int(record.created), text)
+        if int(created) != second:
+            text = time.strftime(self.default_time_format, self.converter(created))
+            self._second = (int(created), text)
         milliseconds = self.default_msec_format
-        return milliseconds % (text, record.msecs) if milliseconds else text
+        return milliseconds % (text, msecs) if milliseconds else text
+
+
+class JsonHandler(logging.StreamHandler[TextIO]):
+    """The JSON lines' handler, which can also write a line without a `LogRecord` (`log_info`)."""
+
+    formatter: JsonFormatter
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.setFormatter(
+            JsonFormatter(JSON_FIELDS, rename_fields={"asctime": "time", "levelname": "level"})
+        )
+        self._descriptor = _utf8_descriptor(stream)
+
+    def setStream(self, stream: TextIO) -> TextIO | None:
+        replaced = super().setStream(stream)
+        self._descriptor = _utf8_descriptor(stream)
+        return replaced
+
+    def write_info(self, name: str, message: str, fields: dict[str, Any], created: float) -> None:
+        """The line the formatter makes of an INFO record of logger `name` made at `created`,
+        with `message` and `fields` (JSON values under text keys) as its `extra`: the same keys
+        in the same order, in one orjson pass, its bytes written straight to the stream's file
+        when it has one (each record through `emit` is flushed, so none waits in its buffer)."""
+        msecs = int((created - int(created)) * 1000)  # as `LogRecord` reckons them
+        line = {
+            "time": self.formatter.time_text(created, msecs),
+            "level": "INFO",
+            "name": name,
+            "message": message,
+            **fields,
+        }
+        try:
+            data = orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
+            with self.lock:  # type: ignore[union-attr]  # made by `Handler.__init__`
+                if self._descriptor is None:
+                    self.stream.write(data.decode())
+                    self.stream.flush()
+                else:
+                    _write_all(self._descriptor, data)
+        except RecursionError:  # as `StreamHandler.emit`
+            raise
+        except Exception:
+            record = logging.makeLogRecord({"name": name, "msg": message, **fields})
+            self.handleError(record)
+
+
+def _utf8_descriptor(stream: TextIO) -> int | None:
+    """The file descriptor under `stream`, if it has one and writes UTF-8 (as orjson does)."""
+    if codecs.lookup(getattr(stream, "encoding", None) or "ascii").name != "utf-8":
+        return None
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+def log_info(logger: logging.Logger, message: str, fields: dict[str, Any]) -> None:
+    """`logger.info(message, extra=fields)`. When the one handler its lines reach is the JSON
+    handler (the running service's, but not under pytest, whose capture adds its own), the line
+    is written without a `LogRecord`: making the record, finding its caller and passing it from
+    logger to handler to formatter was most of the request log's cost (docs/performance.md)."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    handler = _sole_json_handler(logger)
+    if handler is None:
+        logger.info(message, extra=fields, stacklevel=2)
+    else:
+        handler.write_info(logger.name, message, fields, time.time())
+
+
+def _sole_json_handler(logger: logging.Logger) -> JsonHandler | None:
+    """The handler `logger`'s INFO lines reach, if they reach one alone and it is a JSON
+    handler without filters (as `Logger.callHandlers` walks the loggers)."""
+    found: JsonHandler | None = None
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.filters:
+            return None
+        for handler in current.handlers:
+            if found is not None or not isinstance(handler, JsonHandler):
+                return None
+            found = handler
+        if not current.propagate:
+            break
+        current = current.parent
+    if found is None or found.filters or found.level > logging.INFO:
+        return None
+    return found
 
 
 def configure_logging(
@@ -52,12 +153,11 @@ def configure_logging(
     stream = stream or sys.stderr
     if log_format == "auto":
         log_format = "text" if local and stream.isatty() else "json"
-    handler = logging.StreamHandler(stream)
+    handler: logging.Handler
     if log_format == "json":
-        handler.setFormatter(
-            JsonFormatter(JSON_FIELDS, rename_fields={"asctime": "time", "levelname": "level"})
-        )
+        handler = JsonHandler(stream)
     else:
+        handler = logging.StreamHandler(stream)
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     # No line prints a thread or a process (the JSON fields are above, the text format names
     # none): two of the logging HOWTO's "Optimization" switches, which save every record the
