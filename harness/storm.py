@@ -4,8 +4,11 @@ DynamoDB (`harness.proxy`) answers a fraction of its data calls as DynamoDB's th
 Each client, as its own user, goes round: create a payment, read it, submit it, read its loan's
 page, each write with an idempotency key. A write answered UNAVAILABLE is sent again with the
 same key until it is answered otherwise (what a client of a payments API does); only its first
-answer counts toward "the first time". When the storm ends, `recovered_seconds` is how long until
-a read and a write are each answered at the first try, and every client's payments are read
+answer counts toward "the first time". The storm ends at its time: the rounds still going
+finish on a calm table, their requests sent after it not counted (a write sent again until done
+could otherwise keep a storm going for minutes: botocore's adaptive limiter let almost none
+through). `recovered_seconds` is how long from the storm's end, once those rounds are done, until
+a read and a write are each answered at the first try; then every client's payments are read
 back: each stored once and submitted once (`stored_wrong`).
 """
 
@@ -119,6 +122,8 @@ class _Client:
     writes: _Tally
     problems: dict[str, int]
     payments: dict[str, str] = field(default_factory=dict)  # payment id -> its creation key
+    # Requests sent from then on (the storm's end) are not counted.
+    counted_until: float = math.inf
 
     async def post(self, query: str, variables: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         started = time.perf_counter()
@@ -139,6 +144,7 @@ class _Client:
         return seconds, body
 
     async def read(self, query: str, variables: dict[str, Any], *, counted: bool) -> bool:
+        counted = counted and time.monotonic() < self.counted_until
         seconds, body = await self.post(query, variables)
         served = bool(body) and "errors" not in body and None not in body["data"].values()
         if not served and body and _code(body) not in (UNAVAILABLE, None):
@@ -154,7 +160,7 @@ class _Client:
     ) -> tuple[dict[str, Any], bool]:
         """The write's `result`, sent again with the same key while it answers UNAVAILABLE, and
         whether the first answer was it."""
-        first = True
+        first, counted = True, counted and time.monotonic() < self.counted_until
         while True:
             seconds, body = await self.post(query, {"input": fields})
             result = _result(body)
@@ -259,6 +265,15 @@ async def storm(
         calls_before, throttled_before = _data_calls(proxy), sum(proxy.throttled.values())
         proxy.throttle(fraction, capacity=capacity)
         ends = time.monotonic() + seconds
+        for client in users:
+            client.counted_until = ends
+        calls: list[int] = []
+
+        def end_storm() -> None:
+            proxy.throttle()
+            calls.extend((_data_calls(proxy), sum(proxy.throttled.values())))
+
+        storm_ends = asyncio.get_running_loop().call_later(seconds, end_storm)
 
         async def go_round(client: _Client) -> None:
             number = 0
@@ -266,14 +281,16 @@ async def storm(
                 await client.round(number, counted=True)
                 number += 1
 
-        await asyncio.gather(*(go_round(client) for client in users))
-        proxy.throttle()
-        ended = time.monotonic()
-        data_calls = _data_calls(proxy) - calls_before
-        throttled = sum(proxy.throttled.values()) - throttled_before
+        try:
+            await asyncio.gather(*(go_round(client) for client in users))
+        finally:
+            storm_ends.cancel()
+        if not calls:  # the rounds ended before the storm (no round left to start)
+            end_storm()
+        data_calls, throttled = calls[0] - calls_before, calls[1] - throttled_before
         probe = users[0]
         await _until(lambda: probe.round(10_000 + len(probe.payments), counted=False))
-        recovered = time.monotonic() - ended
+        recovered = time.monotonic() - ends
         stored_wrong = sum([await client.stored_wrong() for client in users])
         throttles_counted = breaker_opens = None
         if metrics_url is not None:
