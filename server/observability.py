@@ -1,40 +1,14 @@
 """Per-request log line and Prometheus metrics, from one observer of finished operations.
 
-Metrics (plain counts, given to the app's `prometheus-client` registry at each scrape):
-    loc_payments_requests_total{operation, outcome}          GraphQL operations
-    loc_payments_request_duration_seconds{operation}         their latency (histogram)
-    loc_payments_dynamodb_calls_total{api, outcome}          DynamoDB calls ("ok" or error code)
-    loc_payments_dynamodb_capacity_units_total{operation, api, kind}
-                                                             the units they consumed, kind read
-                                                             or write (`datasource.accounting`)
-    loc_payments_dynamodb_throttles_total{api, index}        attempts DynamoDB throttled, by API and
-                                                             index (`table`: the table itself), each
-                                                             retried within the budget
-                                                             (`datasource.retries`)
-    loc_payments_dynamodb_breaker_open                       1 while the circuit breaker is open
-    loc_payments_dynamodb_breaker_opens_total                times it opened
-    loc_payments_dynamodb_breaker_open_seconds_total         time spent open
-    loc_payments_transitions_total{from_status, to_status}   status moves written
-    loc_payments_errors_total{code}                          errors and UserError answers
-    loc_payments_throttled_total{class}                      operations refused over their
-                                                             caller's budget (THROTTLED), by
-                                                             class: customer or service
-    loc_payments_field_usage_total{client, field}            per operation run for an
-                                                             authenticated caller and not refused,
-                                                             each schema coordinate it selected
-                                                             (`Type.field`, an argument, an enum
-                                                             value): who still uses a field
-                                                             (SPEC §19)
+The metrics, plain counts given to the app's `prometheus-client` registry at each scrape, count
+GraphQL operations and their latency, DynamoDB calls, units, throttles and the breaker, status
+moves, errors, throttled operations, and each schema coordinate an authenticated caller selected
+(who still uses a field, SPEC §19). Every label a caller chooses is bounded: the first
+`MAX_OPERATION_LABELS` operation names and `MAX_CLIENT_LABELS` client names get a label each, any
+other `(other)`, and only operations that ran for an authenticated caller and were not refused
+take a client label, so no caller can grow the registry (and every scrape) without bound.
 
-The `operation` label is the name the caller gave its operation (or its first root field), so
-the caller chooses it: the first `MAX_OPERATION_LABELS` distinct names that are GraphQL names of
-at most 64 characters get a label each, and every other operation counts under `(other)`, so
-no caller can grow the registry (and every scrape) without bound. So with `client`: the first
-`MAX_CLIENT_LABELS` client names get a label each, any other `(other)`; an operation that names
-none is `(unknown)`. `field` is bounded by the schema, so the field usage keeps at most one
-count per client label and coordinate, whatever selections the clients make. Only operations
-that ran for an authenticated caller and were not refused for it count (and take a label), so
-no anonymous request can take the client labels.
+Every metric and label, and the log line's fields: docs/operations.md#operating-it.
 """
 
 from __future__ import annotations
