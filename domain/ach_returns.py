@@ -25,6 +25,15 @@ import holidays
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.payment import Payment
 
+__all__ = [
+    "RetryEligibility",
+    "add_banking_days",
+    "late_return_refusal",
+    "representment_refusal",
+    "retry_eligibility",
+    "retry_refusal",
+]
+
 RETRYABLE_CODES = frozenset({"R01", "R09"})
 UNAUTHORIZED_CODES = frozenset({"R05", "R07", "R10", "R11", "R29", "R51"})
 REPRESENTMENT_WINDOW = timedelta(days=180)

@@ -19,6 +19,8 @@ from enum import StrEnum
 from domain.payment import Payment
 from domain.validation import format_timestamp
 
+__all__ = ["Actor", "ActorKind", "audit_write", "unlogged"]
+
 audit_log = logging.getLogger("loc_payments.audit")
 
 # Set only inside `unlogged()`: a context variable, so that it quiets the task that set it (and

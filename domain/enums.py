@@ -2,6 +2,8 @@
 
 from enum import StrEnum
 
+__all__ = ["PaymentMethod", "PaymentProcess", "PaymentStatus"]
+
 
 class PaymentStatus(StrEnum):
     PENDING = "PENDING"

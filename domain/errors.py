@@ -19,6 +19,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from domain.enums import PaymentStatus
 
+__all__ = [
+    "Conflict",
+    "IdempotencyMismatch",
+    "InvalidCursor",
+    "InvalidInput",
+    "InvalidTransition",
+    "NotFound",
+    "PaymentsError",
+    "StorageUnavailable",
+]
+
 
 class PaymentsError(Exception):
     code = "INTERNAL"

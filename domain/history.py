@@ -16,6 +16,8 @@ from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
 from domain.payment import Payment, PaymentRef
 
+__all__ = ["PaymentEvent", "event_of"]
+
 
 @dataclass(frozen=True, slots=True)
 class PaymentEvent:

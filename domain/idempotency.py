@@ -27,6 +27,8 @@ from domain.payment import Payment, PaymentRef
 if TYPE_CHECKING:
     from domain.transitions import TransitionRequest
 
+__all__ = ["CallerKind", "IdempotencyClaim", "WriteOutcome", "claim_for", "move_claim"]
+
 RETENTION = timedelta(hours=24)
 
 

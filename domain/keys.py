@@ -22,6 +22,50 @@ from dataclasses import dataclass
 
 from domain.enums import PaymentStatus
 
+__all__ = [
+    "DEFAULT_FEED_SHARDS",
+    "DEFAULT_GSI2_SHARDS",
+    "DELIVERY_PREFIX",
+    "ENDPOINT_PREFIX",
+    "FEED_PARTITION",
+    "FEED_START",
+    "GSI2_PARTITION",
+    "LAYOUT_PARTITION",
+    "LAYOUT_SORT_KEY",
+    "MAX_FEED_SHARDS",
+    "MAX_GSI2_SHARDS",
+    "RETRY_PREFIX",
+    "SEED_FEED",
+    "SEED_LAYOUT",
+    "WEBHOOKS_PARTITION",
+    "FeedLayout",
+    "StatusLayout",
+    "confirmation_sort_key",
+    "delivery_sort_key",
+    "endpoint_sort_key",
+    "feed_bound",
+    "feed_partition",
+    "feed_sort_key",
+    "history_prefix",
+    "history_sort_key",
+    "idempotency_sort_key",
+    "loan_payments_prefix",
+    "loan_status_prefix",
+    "loan_status_sort_key",
+    "payment_sort_key",
+    "prefix_end",
+    "retry_sort_key",
+    "status_partition",
+    "status_partitions",
+    "status_prefix",
+    "status_shard",
+    "status_sort_key",
+    "user_partition",
+    "user_payments_prefix",
+    "user_scoped_idempotency_sort_key",
+    "webhook_partition",
+]
+
 GSI2_PARTITION = "PAYMENT"
 # Far more than one lender needs (256 partitions take ~64,000 status changes a second); a bound
 # keeps a typo from making every list a thousand queries.

@@ -10,6 +10,8 @@ from uuid_utils.compat import uuid7
 from domain import validation
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 
+__all__ = ["Application", "LoanRef", "Payment", "PaymentRef", "new_payment"]
+
 
 @dataclass(frozen=True, slots=True)
 class Application:

@@ -26,6 +26,17 @@ from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import Conflict, InvalidInput, InvalidTransition
 from domain.payment import Application, Payment
 
+__all__ = [
+    "RULES",
+    "TERMINAL",
+    "ApplicationRequest",
+    "Requirement",
+    "Rule",
+    "TransitionRequest",
+    "allowed_targets",
+    "apply_transition",
+]
+
 S = PaymentStatus
 ACH = frozenset({PaymentMethod.ACH})
 PINLESS = frozenset({PaymentMethod.PINLESS})

@@ -14,6 +14,23 @@ from typing import TypeVar
 
 from domain.errors import InvalidInput
 
+__all__ = [
+    "Instant",
+    "account_last_four",
+    "amount_cents",
+    "format_timestamp",
+    "holds_card_number",
+    "idempotency_key",
+    "identifier",
+    "member",
+    "parse_timestamp",
+    "payment_id",
+    "reason",
+    "return_code",
+    "timestamp_text",
+    "version",
+]
+
 E = TypeVar("E", bound=StrEnum)
 
 MAX_ID_LENGTH = 128

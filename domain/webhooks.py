@@ -32,6 +32,7 @@ from domain.payment import PaymentRef
 from domain.validation import format_timestamp, holds_card_number
 
 __all__ = [
+    "CREATED",
     "DEFAULT_RETRY_SCHEDULE",
     "ENDPOINT_DISABLED",
     "EVENT_TYPES",
