@@ -24,6 +24,21 @@ from datasource.scoped import Scoped
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = [
+    "READ_OPERATIONS",
+    "TABLE",
+    "WRITE_OPERATIONS",
+    "CallCount",
+    "Units",
+    "ask_for_capacity",
+    "attach_accounting",
+    "count_calls",
+    "counting",
+    "current",
+    "list_rounds",
+    "throttled",
+]
+
 # botocore's hierarchical event names: every operation of the dynamodb service.
 PARAMETERS_EVENT = "before-parameter-build.dynamodb"
 BEFORE_CALL_EVENT = "before-call.dynamodb"

@@ -26,6 +26,8 @@ from botocore.loaders import Loader, create_loader
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["FastParsingMissing", "check_fast_parsing", "fast_session", "verifies_tls"]
+
 # The operations whose successful answers are items, keys, counts and capacity: plain JSON.
 FAST_OPERATIONS = frozenset(
     {

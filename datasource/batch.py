@@ -21,6 +21,8 @@ from domain.errors import StorageUnavailable
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["BATCH_SIZE", "Backoff", "batch_get_items"]
+
 # DynamoDB's limit of keys per BatchGetItem request.
 BATCH_SIZE = 100
 

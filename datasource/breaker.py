@@ -29,6 +29,8 @@ from domain.errors import StorageUnavailable
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["OPEN_MESSAGE", "CircuitBreaker", "budget_ran_out"]
+
 logger = logging.getLogger("loc_payments.dynamodb")
 
 DEFAULT_FAILURES = 5

@@ -9,6 +9,8 @@ from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
 
+__all__ = ["open_broker_client"]
+
 
 @asynccontextmanager
 async def open_broker_client(

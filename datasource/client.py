@@ -25,6 +25,8 @@ from datasource.retries import RetryPolicy
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["open_client", "open_streams_client"]
+
 # What DynamoDB's request logs (and CloudTrail) see as the caller.
 USER_AGENT = (
     f"loc-payments/{version('loc-payments')} aiobotocore/{version('aiobotocore')} "

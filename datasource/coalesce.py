@@ -27,6 +27,8 @@ from domain.errors import StorageUnavailable
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext, Tracer
 
+__all__ = ["Coalescer"]
+
 # DynamoDB's limit of keys per BatchGetItem request.
 BATCH_SIZE = 100
 # Turns of the event loop a batch takes keys for. Requests that arrive together reach the store

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["DynamoConfig"]
+
 
 @dataclass(frozen=True, slots=True)
 class DynamoConfig:

@@ -26,6 +26,8 @@ from domain.validation import format_timestamp
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.type_defs import UpdateTypeDef
 
+__all__ = ["claim_key", "claim_update", "taken"]
+
 
 def claim_key(user_id: str, confirmation_id: str) -> Item:
     return {

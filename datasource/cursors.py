@@ -22,6 +22,8 @@ from datasource.table import page_key_attributes
 from domain.enums import PaymentStatus
 from domain.errors import InvalidCursor
 
+__all__ = ["CursorCodec", "ListScope"]
+
 _VERSION = b"loc-payments-cursor/1"
 _MAC_SIZE = hashlib.sha256().digest_size
 # Far above any real cursor (a few hundred characters); refuses junk before any work.

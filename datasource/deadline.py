@@ -20,6 +20,8 @@ from datasource.errors import storage_errors
 from datasource.scoped import Scoped
 from domain.errors import StorageUnavailable
 
+__all__ = ["OUT_OF_TIME", "budget", "current", "leaves_time_for", "pause", "storage_call"]
+
 _deadline: ContextVar[float | None] = ContextVar("dynamodb_deadline", default=None)
 
 OUT_OF_TIME = "the payments store did not answer within the request's time budget; retry shortly"

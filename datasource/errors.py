@@ -28,6 +28,8 @@ from redis.exceptions import RedisError
 
 from domain.errors import PaymentsError, StorageUnavailable
 
+__all__ = ["broker_errors", "error_code", "storage_errors"]
+
 # Error codes that mean "try again later", not "this request is wrong".
 RETRYABLE_CODES = frozenset(
     {

@@ -34,6 +34,16 @@ if TYPE_CHECKING:
         TransactWriteItemTypeDef,
     )
 
+__all__ = [
+    "HistoryPage",
+    "event_from_item",
+    "event_item",
+    "event_key_of",
+    "event_put",
+    "history_query",
+    "history_taken",
+]
+
 HistoryPage = PageOf[PaymentEvent]
 
 # A payment's attributes that its event holds too (by the event's name), left out of the payment

@@ -42,6 +42,14 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
 
+__all__ = [
+    "check_same_request",
+    "put_new_with_key",
+    "record_put",
+    "replayed_move",
+    "user_scoped_answer",
+]
+
 
 def record_key(claim: IdempotencyClaim) -> Item:
     return {

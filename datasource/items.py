@@ -31,6 +31,23 @@ from domain.validation import format_timestamp, parse_timestamp
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.type_defs import AttributeValueTypeDef
 
+__all__ = [
+    "FieldNotRead",
+    "Item",
+    "ProjectedPayment",
+    "applications_value",
+    "confirmation_keys",
+    "from_item",
+    "history_start",
+    "milestones",
+    "primary_key",
+    "projected_attributes",
+    "status_keys",
+    "status_partition_key",
+    "stored_attribute",
+    "to_item",
+]
+
 # A DynamoDB item or key: attribute name -> {"S": ...} / {"N": ...} / {"L": ...} / {"M": ...}.
 # Quoted: the stub package is for the type checker only.
 Item: TypeAlias = dict[str, "AttributeValueTypeDef"]

@@ -33,6 +33,16 @@ from domain.validation import format_timestamp
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = [
+    "CLOCK_MARGIN_SECONDS",
+    "LayoutRecord",
+    "Layouts",
+    "establish",
+    "read_record",
+    "replace_record",
+    "switch_at",
+]
+
 logger = logging.getLogger("loc_payments.layouts")
 
 _KEY: Item = {PK: {"S": keys.LAYOUT_PARTITION}, SK: {"S": keys.LAYOUT_SORT_KEY}}

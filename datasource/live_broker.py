@@ -27,6 +27,8 @@ from datasource.broker_client import open_broker_client
 from datasource.errors import broker_errors
 from datasource.streams import ShardPosition
 
+__all__ = ["Entry", "LeaseLost", "RedisBroker", "open_live_broker"]
+
 # The JSON of a checkpoint's position, and of an event's item (its DynamoDB image).
 _PUBLISH = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end

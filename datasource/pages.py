@@ -33,6 +33,20 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
 
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "EdgeOf",
+    "Page",
+    "PageOf",
+    "PageQuery",
+    "Paging",
+    "merged_items",
+    "merged_page",
+    "page_of_items",
+    "query_page",
+]
+
 # A list's page when the caller names no size (`first`), and the largest page it may ask for.
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100

@@ -33,6 +33,8 @@ __all__ = [
     "RESHARD_JOB",
     "SERVICE",
     "SERVICE_GRANTS",
+    "STREAM",
+    "TABLE",
     "Grant",
     "Operation",
     "acting_as",

@@ -7,6 +7,8 @@ from __future__ import annotations
 from contextvars import ContextVar, Token
 from typing import Generic, TypeVar
 
+__all__ = ["Scoped"]
+
 V = TypeVar("V")
 
 

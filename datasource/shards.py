@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import QueryInputTypeDef
 
+__all__ = ["PartitionPage", "Placed", "move_to_partition", "partition_page"]
+
 
 @dataclass(frozen=True, slots=True)
 class Placed:

@@ -21,6 +21,8 @@ from datasource.broker_client import open_broker_client
 from datasource.errors import broker_errors
 from domain.budgets import Limit, Verdict
 
+__all__ = ["SharedBudgets", "open_shared_budgets"]
+
 # In microseconds, integers up to 2^53 exactly in Lua's doubles. Floats go back as strings: Redis
 # would truncate a Lua number to an integer.
 _CHARGE = """

@@ -64,6 +64,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["PaymentStore", "loan_query", "open_store", "status_query"]
+
 
 logger = logging.getLogger("loc_payments.store")
 

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["ChangeSource", "DynamoDBStreamSource", "Received", "ShardPosition", "SinkRefused"]
+
 logger = logging.getLogger("loc_payments.streams")
 
 

@@ -24,6 +24,30 @@ if TYPE_CHECKING:
         UpdateTimeToLiveInputTypeDef,
     )
 
+__all__ = [
+    "FEED_ATTRIBUTES",
+    "GSI1",
+    "GSI1PK",
+    "GSI1SK",
+    "GSI2",
+    "GSI2PK",
+    "GSI2SK",
+    "GSI3",
+    "GSI3PK",
+    "GSI3SK",
+    "GSI4",
+    "GSI4PK",
+    "GSI4SK",
+    "PK",
+    "SK",
+    "TTL_ATTRIBUTE",
+    "cloudformation_template",
+    "create_table_if_missing",
+    "page_key_attributes",
+    "table_definition",
+    "time_to_live",
+]
+
 GSI1 = "GSI1"
 GSI2 = "GSI2"
 GSI3 = "GSI3"

@@ -30,6 +30,20 @@ if TYPE_CHECKING:
     from datasource.breaker import CircuitBreaker
     from domain.history import PaymentEvent
 
+__all__ = [
+    "NO_SPAN",
+    "PROPAGATOR",
+    "CallSpans",
+    "Current",
+    "abandoned",
+    "current_traceparent",
+    "internal_span",
+    "received",
+    "record_error",
+    "traceparent_of",
+    "write_link",
+]
+
 _HOOK_ID = "loc-payments-tracing"
 SERVICE = "DynamoDB"
 BREAKER_REFUSED = "loc.dynamodb.breaker_refused"

@@ -27,6 +27,15 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef
 
+__all__ = [
+    "CONDITION_FAILED_REASON",
+    "CancellationReason",
+    "cancellation_reasons",
+    "run_transaction",
+    "wait_to_retry",
+    "worth_retrying",
+]
+
 CONDITION_FAILED_REASON = "ConditionalCheckFailed"
 NO_REASON = "None"
 TRANSACTION_CONFLICT_REASON = "TransactionConflict"

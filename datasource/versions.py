@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import QueryInputTypeDef
 
+__all__ = ["stored_versions"]
+
 PAYMENT_ID = "loc_payment_id"
 VERSION = "loc_version"
 

@@ -32,7 +32,15 @@ from domain.webhooks import EndpointStatus, WebhookDelivery, WebhookEndpoint
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
-__all__ = ["Commit", "DueRetry", "EndpointState", "WebhookStore", "WrittenPlainly"]
+__all__ = [
+    "Commit",
+    "DueRetry",
+    "EndpointState",
+    "WebhookStore",
+    "WrittenPlainly",
+    "delivery_item",
+    "retry_item",
+]
 
 DELIVERY_RETENTION = timedelta(days=30)
 RETRY_RETENTION = timedelta(days=7)

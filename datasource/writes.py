@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
     from types_aiobotocore_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
 
+__all__ = ["put_new", "update_status"]
+
 
 async def put_new(
     client: DynamoDBClient,
