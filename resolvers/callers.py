@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["Caller", "CallerError", "Forbidden", "Unauthenticated"]
+
 
 class CallerError(Exception):
     """A refusal about the caller, not the data: reported as `errors[].extensions.code`."""

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     from resolvers.event_hub import EventHub
 
+__all__ = ["Context"]
+
 
 @dataclass
 class Context:

@@ -18,6 +18,8 @@ from domain.errors import InvalidInput
 from domain.payment import LoanRef, PaymentRef
 from resolvers.node_ids import decode_node_id
 
+__all__ = ["entity_refs"]
+
 ENTITY_TYPES = ("Payment", "Loan")
 
 

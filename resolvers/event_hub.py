@@ -19,6 +19,15 @@ from dataclasses import dataclass
 
 from domain.history import PaymentEvent
 
+__all__ = [
+    "FEED_GAP_REASON",
+    "SLOW_CONSUMER_CODE",
+    "SLOW_CONSUMER_REASON",
+    "EventFilter",
+    "EventHub",
+    "Subscriber",
+]
+
 logger = logging.getLogger("loc_payments.live")
 
 # The WebSocket close code of a subscriber that fell too far behind (an application code, in

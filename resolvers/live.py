@@ -23,6 +23,8 @@ from domain.payment import PaymentRef
 from resolvers.context import Context
 from resolvers.event_hub import EventFilter
 
+__all__ = ["payment_events"]
+
 # One history page per read while replaying.
 REPLAY_PAGE = 100
 

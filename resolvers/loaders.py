@@ -28,6 +28,8 @@ from domain import validation
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
 
+__all__ = ["BatchReads", "ConfirmationKey", "HistoryKey", "Loaders", "LoanPageKey"]
+
 
 @dataclass(frozen=True, slots=True)
 class LoanPageKey:

@@ -18,6 +18,8 @@ from resolvers import workflow
 from resolvers.callers import Forbidden
 from resolvers.context import Context
 
+__all__ = ["create_payment", "transition_payment"]
+
 DEFAULT_CREATE_REASON = "payment created"
 
 

@@ -12,6 +12,8 @@ import binascii
 from domain.errors import InvalidInput
 from domain.payment import LoanRef, PaymentRef
 
+__all__ = ["decode_node_id", "loan_node_id", "payment_node_id"]
+
 
 def _encode(*parts: str) -> str:
     return base64.urlsafe_b64encode("#".join(parts).encode()).decode().rstrip("=")

@@ -14,6 +14,20 @@ from resolvers.context import Context
 from resolvers.loaders import ConfirmationKey, HistoryKey, LoanPageKey
 from resolvers.node_ids import decode_node_id
 
+__all__ = [
+    "event_actor_id",
+    "event_payment",
+    "loan",
+    "loan_payments",
+    "node",
+    "node_by_ref",
+    "nodes",
+    "payment",
+    "payment_by_confirmation",
+    "payment_history",
+    "payments_by_status",
+]
+
 # One BatchGetItem's worth.
 MAX_NODES = BATCH_SIZE
 # Another user's list reads as an empty one: the same answer as a loan with no payments.

@@ -20,6 +20,8 @@ from domain.idempotency import IdempotencyClaim, WriteOutcome
 from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
 
+__all__ = ["create_payment", "move_payment"]
+
 
 async def create_payment(
     store: PaymentStore,
