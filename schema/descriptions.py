@@ -16,6 +16,28 @@ import strawberry
 
 from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
+__all__ = [
+    "AMOUNT",
+    "CENTS",
+    "CURSOR",
+    "EDGES",
+    "ENDPOINT_ID",
+    "EVENT_ID",
+    "GLOBAL_ID",
+    "INSTALLMENT_ID",
+    "LOAN_ID",
+    "OWNER",
+    "PAGE_INFO",
+    "PAYMENT_ID",
+    "SERVICES_ONLY",
+    "USER_ID",
+    "After",
+    "Before",
+    "First",
+    "Last",
+    "MutationInput",
+]
+
 SERVICES_ONLY = "Services only: a customer is refused (`FORBIDDEN` in `errors`)."
 
 # Ids.

@@ -14,6 +14,15 @@ from domain import errors
 from schema.enums import PaymentStatus
 from schema.types import PaymentType
 
+__all__ = [
+    "InvalidInputError",
+    "NotFoundError",
+    "PaymentPayload",
+    "PaymentResult",
+    "UnavailableError",
+    "user_error",
+]
+
 
 @strawberry.enum(description="Why a mutation did not happen (or, UNAVAILABLE, may not have).")
 class ErrorCode(Enum):

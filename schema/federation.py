@@ -38,6 +38,15 @@ from resolvers import queries
 from resolvers.context import Context
 from resolvers.entities import entity_refs
 
+__all__ = [
+    "FEDERATION_VERSION",
+    "FederatedSchema",
+    "NoSubgraphSdlRule",
+    "public_schema",
+    "public_sdl",
+    "subgraph_sdl",
+]
+
 Info = strawberry.Info[Context, None]
 
 # The newest Federation version @theguild/federation-composition (0.27) composes; Strawberry's

@@ -8,6 +8,19 @@ from domain.transitions import ApplicationRequest
 from schema.descriptions import AMOUNT, CENTS, INSTALLMENT_ID, LOAN_ID, OWNER, PAYMENT_ID
 from schema.enums import PaymentMethod, PaymentProcess
 
+__all__ = [
+    "ApplicationInput",
+    "ChargeBackPaymentInput",
+    "CompletePaymentInput",
+    "CreatePaymentInput",
+    "FailPaymentInput",
+    "ReturnPaymentInput",
+    "SchedulePaymentRetryInput",
+    "SkipPaymentInput",
+    "SubmitPaymentInput",
+    "TransitionInput",
+]
+
 
 @strawberry.input(
     description=(

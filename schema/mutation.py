@@ -19,6 +19,8 @@ from schema.errors import PaymentPayload, PaymentResult, user_error
 from schema.types import PaymentType
 from schema.webhooks import WebhookMutations
 
+__all__ = ["Mutation"]
+
 Info = strawberry.Info[Context, None]
 
 

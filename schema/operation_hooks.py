@@ -22,6 +22,8 @@ from schema.federation import NoSubgraphSdlRule
 from schema.projection import read_only_selected
 from schema.public_errors import public_error
 
+__all__ = ["payments_hooks"]
+
 
 def payments_hooks(
     *,

@@ -17,6 +17,8 @@ from graphql import GraphQLError
 from domain.errors import InvalidInput, PaymentsError
 from resolvers.callers import CallerError
 
+__all__ = ["is_unexpected", "public_error"]
+
 UNEXPECTED = "Unexpected error."
 
 

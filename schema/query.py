@@ -14,6 +14,8 @@ from schema.enums import PaymentStatus
 from schema.types import LoanType, Node, PaymentConnection, PaymentEventConnection, PaymentType
 from schema.webhooks import WebhookEndpointType
 
+__all__ = ["Query"]
+
 Info = strawberry.Info[Context, None]
 
 Owner = Annotated[strawberry.ID | None, strawberry.argument(description=OWNER)]

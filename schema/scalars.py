@@ -9,6 +9,8 @@ from strawberry.types.scalar import ScalarDefinition
 
 from domain import validation
 
+__all__ = ["DATETIME"]
+
 
 def _parse(value: object) -> datetime:
     if not isinstance(value, str):

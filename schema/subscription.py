@@ -12,6 +12,8 @@ from resolvers.context import Context
 from schema.tracing import delivery
 from schema.types import PaymentEventType
 
+__all__ = ["Subscription"]
+
 Info = strawberry.Info[Context, None]
 
 

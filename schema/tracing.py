@@ -29,6 +29,8 @@ from engine import UNTRACED, Trace
 from resolvers.context import Context
 from schema.public_errors import is_unexpected, public_error
 
+__all__ = ["delivery", "operation_trace", "record_errors"]
+
 # The GraphQL conventions' name of a span whose operation type is unknown.
 UNKNOWN_OPERATION = "GraphQL Operation"
 VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"

@@ -44,6 +44,17 @@ from schema.descriptions import (
 )
 from schema.enums import ActorKind, PaymentMethod, PaymentProcess, PaymentStatus
 
+__all__ = [
+    "LoanType",
+    "Node",
+    "PageInfo",
+    "PaymentConnection",
+    "PaymentEventConnection",
+    "PaymentEventType",
+    "PaymentType",
+    "page_info",
+]
+
 Info = strawberry.Info[Context, None]
 
 

@@ -29,6 +29,8 @@ from schema.descriptions import (
 from schema.errors import InvalidInputError, NotFoundError, UnavailableError, user_error
 from schema.types import PageInfo, page_info
 
+__all__ = ["WebhookEndpointType", "WebhookMutations"]
+
 Info = strawberry.Info[Context, None]
 
 
