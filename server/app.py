@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["create_app", "operations_routes", "query_limits"]
+
 log = logging.getLogger("loc_payments.server")
 
 # Who the token in a local GraphiQL's Headers tab names (as `loc-payments serve` prints one).

@@ -24,6 +24,16 @@ from resolvers.callers import Caller, Unauthenticated
 from server.jwks import JwksKeys, JwksPolicy
 from server.settings import Settings
 
+__all__ = [
+    "DEFAULT_TOKEN_TTL_SECONDS",
+    "SERVICE_SCOPE",
+    "AuthConfig",
+    "TokenRefused",
+    "authenticate",
+    "mint_development_token",
+    "token_expiry",
+]
+
 SERVICE_SCOPE = "payments:service"
 GATEWAY_SCOPE = "payments:gateway"
 DEFAULT_TOKEN_TTL_SECONDS = 12 * 60 * 60

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["dynamodb_endpoint", "payment_store"]
+
 
 @contextlib.contextmanager
 def dynamodb_endpoint(

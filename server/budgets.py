@@ -33,6 +33,8 @@ from resolvers.callers import Caller
 from resolvers.context import Context
 from server.settings import Settings
 
+__all__ = ["BudgetPolicy", "Budgets", "Throttled"]
+
 log = logging.getLogger("loc_payments.budgets")
 
 THROTTLED = "THROTTLED"

@@ -23,6 +23,8 @@ from domain.payment import Payment, new_payment
 from domain.transitions import ApplicationRequest, TransitionRequest
 from resolvers import workflow
 
+__all__ = ["seed_demo_payments"]
+
 S = PaymentStatus
 ACH = PaymentMethod.ACH
 PINLESS = PaymentMethod.PINLESS

@@ -24,6 +24,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+__all__ = [
+    "DynamoDBLocalFailed",
+    "DynamoDBLocalMissing",
+    "EmbeddedDynamoDB",
+    "JavaMissing",
+    "find_jar",
+]
+
 logger = logging.getLogger("loc_payments.dynamodb_local")
 
 DYNAMODB_LOCAL_ROOT = Path(__file__).resolve().parent.parent / "dynamodb-local"

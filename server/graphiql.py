@@ -23,6 +23,8 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+__all__ = ["ASSETS_PATH", "CONTENT_SECURITY_POLICY", "FILES", "FIRST_QUERY", "GraphiQLPage"]
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ROOT / "graphiql" / "node_modules"
 STATIC = Path(__file__).resolve().parent / "static"

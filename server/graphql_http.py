@@ -62,6 +62,8 @@ from server.graphql_over_http import (
 from server.tracing import TRACE_RESPONSE_HEADER, connection_trace, incoming_trace, trace_response
 from server.websocket_protocol import LegacyWSHandler, TransportWSHandler
 
+__all__ = ["PaymentsGraphQL"]
+
 DEBUG_DYNAMODB_HEADER = "x-debug-dynamodb"
 REQUEST_ID_HEADER = "x-request-id"
 CLIENT_NAME_HEADER = "apollographql-client-name"

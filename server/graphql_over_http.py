@@ -23,6 +23,18 @@ import orjson
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
+__all__ = [
+    "GRAPHQL_RESPONSE",
+    "JSON",
+    "Envelope",
+    "Refused",
+    "answer",
+    "envelope",
+    "get_envelope",
+    "negotiate",
+    "post_envelope",
+]
+
 JSON = "application/json"
 GRAPHQL_RESPONSE = "application/graphql-response+json"
 # The request fields, the JSON types each may have (null aside), and the words of a refusal.

@@ -30,6 +30,8 @@ from jwt.exceptions import PyJWKError, PyJWTError
 
 from server.background import running
 
+__all__ = ["MAX_BODY_BYTES", "JwksKeys", "JwksPolicy", "jwks_reading"]
+
 logger = logging.getLogger("loc_payments.auth")
 
 # A read's answer: its status, body and Cache-Control header.

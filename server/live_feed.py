@@ -24,6 +24,8 @@ from server.background import running
 from server.live_fleet import READ_BLOCK_MS, BrokerFollower, StreamReader
 from server.settings import Settings
 
+__all__ = ["LiveFeed", "live_feed"]
+
 # Seconds a broker command may take before the broker counts as unreachable; a blocking read
 # waits `live_fleet.READ_BLOCK_MS` beyond it.
 BROKER_TIMEOUT = 2.0

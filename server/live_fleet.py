@@ -31,6 +31,8 @@ from datasource.streams import (
 from domain.errors import PaymentsError, StorageUnavailable
 from resolvers.event_hub import FEED_GAP_REASON, EventHub
 
+__all__ = ["READ_BLOCK_MS", "BrokerFollower", "StreamReader"]
+
 logger = logging.getLogger("loc_payments.live")
 
 # How long the follower's read waits for an entry, in milliseconds; and the longest wait

@@ -18,6 +18,8 @@ from typing import Any, Literal, TextIO
 import orjson
 from pythonjsonlogger.orjson import OrjsonFormatter
 
+__all__ = ["JsonHandler", "configure_logging", "log_info"]
+
 LogFormat = Literal["auto", "json", "text"]
 
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"

@@ -41,6 +41,8 @@ from resolvers.callers import Caller, Forbidden, Unauthenticated
 from resolvers.context import Context
 from server.logs import log_info
 
+__all__ = ["MAX_OPERATION_LABELS", "OTHER_OPERATIONS", "Metrics"]
+
 request_log = logging.getLogger("loc_payments.request")
 
 # Latency buckets in seconds, from a cached lookup to a slow page.

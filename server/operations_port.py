@@ -10,6 +10,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.app import operations_routes
 
+__all__ = ["with_operations_port"]
+
 
 def with_operations_port(api: Starlette, *, port: int) -> ASGIApp:
     """`api`, but for what arrives on `port`: the operators' routes (and nothing of the API)."""

@@ -29,6 +29,8 @@ from server.budgets import Budgets
 from server.live_feed import LiveFeed
 from server.webhook_delivery import WebhookDispatcher
 
+__all__ = ["READINESS_CACHE_SECONDS", "READINESS_TIMEOUT_SECONDS", "TableCheck", "readyz"]
+
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
 READINESS_TIMEOUT_SECONDS = 2.0
 # How long the table's answer stands: short against an orchestrator's probe period (10 s or

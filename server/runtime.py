@@ -11,6 +11,8 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
+__all__ = ["serve_app", "tune_garbage_collector"]
+
 # A page of payments allocates thousands of short-lived objects; with CPython's default
 # threshold (700) the young generation is collected several times per request. A much larger
 # one (50,000) made each collection a pause of its own: at 16 concurrent requests the p99 was

@@ -31,6 +31,16 @@ from domain.keys import (
 from domain.webhooks import DEFAULT_RETRY_SCHEDULE
 from engine import QueryLimits
 
+__all__ = [
+    "DEPLOYED",
+    "DEV_CURSOR_SECRET",
+    "DEV_JWT_SECRET",
+    "LOCAL_AWS_CREDENTIALS",
+    "TABLE_AND_REGION",
+    "Env",
+    "Settings",
+]
+
 Env = Literal["local", "test", "prod"]
 # Who must name a trusted document (`engine.document_policy.DocumentPolicy`).
 Policy = Literal["any", "trusted-for-customers", "trusted"]

@@ -33,6 +33,16 @@ from opentelemetry.trace import Span, Tracer
 from datasource.tracing import PROPAGATOR, traceparent_of
 from server.settings import Settings
 
+__all__ = [
+    "TRACE_RESPONSE_HEADER",
+    "connection_trace",
+    "incoming_trace",
+    "job_trace",
+    "open_tracing",
+    "trace_response",
+    "tracer_provider",
+]
+
 SERVICE = "loc-payments"
 TRACE_RESPONSE_HEADER = "traceresponse"
 _PROPAGATED = ("traceparent", "tracestate")

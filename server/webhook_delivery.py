@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from server.settings import Settings
 
 __all__ = [
+    "KEPT_ANSWER_BYTES",
     "Answer",
     "GuardedResolver",
     "Receivers",

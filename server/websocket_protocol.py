@@ -37,6 +37,8 @@ from engine import DocumentRefused, MalformedDocumentRequest
 from resolvers.context import Context
 from server.graphql_over_http import Refused, envelope
 
+__all__ = ["LegacyWSHandler", "TransportWSHandler"]
+
 TOKEN_EXPIRED_CODE = 4403
 TOKEN_EXPIRED_REASON = "token expired: reconnect with a fresh token"
 
