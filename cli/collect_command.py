@@ -27,6 +27,8 @@ from server.bootstrap import dynamodb_endpoint
 from server.logs import configure_logging
 from server.settings import Settings
 
+__all__ = ["add_arguments", "add_paging_arguments", "run_collect"]
+
 MAX_CONCURRENCY = 32
 
 

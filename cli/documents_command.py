@@ -11,6 +11,8 @@ from typing import TextIO
 
 from server.settings import Settings
 
+__all__ = ["add_arguments", "run_documents"]
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True)

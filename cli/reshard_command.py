@@ -14,6 +14,8 @@ from server.bootstrap import dynamodb_endpoint
 from server.logs import configure_logging
 from server.settings import Settings
 
+__all__ = ["add_arguments", "run_reshard"]
+
 MAX_CONCURRENCY = 64
 
 

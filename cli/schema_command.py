@@ -34,6 +34,18 @@ from schema.evolution import (
     schema_changes,
 )
 
+__all__ = [
+    "FORMER_MANIFESTS",
+    "MANIFESTS",
+    "RULE_FILE",
+    "SNAPSHOT",
+    "accept",
+    "add_arguments",
+    "committed_documents",
+    "history_refusals",
+    "run_schema",
+]
+
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = "schema.graphql"
 SUBGRAPH_SNAPSHOT = "schema.subgraph.graphql"

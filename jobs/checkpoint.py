@@ -19,6 +19,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+__all__ = [
+    "Checkpoint",
+    "CheckpointRefused",
+    "CollectionCounts",
+    "load_checkpoint",
+    "open_report",
+    "read_checkpoint",
+    "refuse_mismatch",
+    "replace_file",
+    "report_length",
+    "save_checkpoint",
+]
+
 _FORMAT = "loc-payments-collect/1"
 
 

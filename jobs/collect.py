@@ -50,6 +50,15 @@ from server.bootstrap import payment_store
 from server.settings import Settings
 from server.tracing import job_trace, open_tracing
 
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "CollectionRun",
+    "collect_retries",
+    "collect_with_settings",
+    "start_or_resume",
+    "summary",
+]
+
 DEFAULT_CONCURRENCY = 8
 # A move DynamoDB did not answer is sent again (same key) this many times in all, the pauses
 # between growing by RETRY_PAUSE seconds; then the run stops, resumable from its checkpoint.

@@ -35,6 +35,17 @@ from server.bootstrap import payment_store
 from server.settings import Settings
 from server.tracing import job_trace, open_tracing
 
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "ReshardCheckpoint",
+    "ReshardCounts",
+    "fresh_checkpoint",
+    "load_reshard_checkpoint",
+    "reshard",
+    "reshard_feed",
+    "reshard_with_settings",
+]
+
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_CONCURRENCY = 16
 _FORMAT = "loc-payments-reshard/1"
