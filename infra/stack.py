@@ -20,7 +20,15 @@ from datasource.table import cloudformation_template
 from server.settings import DEPLOYED, TABLE_AND_REGION, Settings
 from server.status_log import BREAKER_OPEN_FIELD, STREAM_BEHIND_FIELD, THROTTLES_FIELD
 
-__all__ = ["TEMPLATE_COMMAND", "TEMPLATE_PATH", "stack_template", "stack_template_text"]
+__all__ = [
+    "ALARMS",
+    "APP_PORT",
+    "KEEP_ALIVE",
+    "TEMPLATE_COMMAND",
+    "TEMPLATE_PATH",
+    "stack_template",
+    "stack_template_text",
+]
 
 TEMPLATE_PATH = "infra/stack.template.json"
 TEMPLATE_COMMAND = f"loc-payments template > {TEMPLATE_PATH}"
