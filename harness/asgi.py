@@ -7,6 +7,8 @@ from typing import Any
 
 from starlette.types import Message
 
+__all__ = ["asgi_caller", "asgi_headers"]
+
 JSON = (b"content-type", b"application/json")
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["BurstFigures", "burst", "throttles_counted"]
+__all__ = ["CREATE", "SUBMIT", "BurstFigures", "burst", "throttles_counted"]
 
 ANSWER = "__typename ... on PaymentPayload { payment { paymentId } } ... on UserError { code }"
 CREATE = f"mutation($i: CreatePaymentInput!) {{ result: createPayment(input: $i) {{ {ANSWER} }} }}"

@@ -24,6 +24,8 @@ from typing import Any
 
 from datasource.table import table_definition
 
+__all__ = ["PARTITION_WRITE_UNITS", "Item", "Limits", "Write", "creates", "key_of", "updated"]
+
 Item = dict[str, Any]
 # What a partition serves a second (AWS's published limit, for writes).
 PARTITION_WRITE_UNITS = 1_000

@@ -22,6 +22,19 @@ import httpx
 
 from server.settings import LOCAL_AWS_CREDENTIALS
 
+__all__ = [
+    "HOST",
+    "KEPT_SETTINGS",
+    "REGION",
+    "ROOT",
+    "Process",
+    "Service",
+    "children",
+    "cpu_seconds",
+    "free_port",
+    "serving",
+]
+
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 READY_SECONDS = 60.0

@@ -33,6 +33,8 @@ from datasource.accounting import READ_OPERATIONS, WRITE_OPERATIONS
 from harness.partitions import PARTITION_WRITE_UNITS, Item, Limits, Write, creates, key_of, updated
 from server.settings import LOCAL_AWS_CREDENTIALS
 
+__all__ = ["THROTTLED_OPERATIONS", "Proxy", "proxy_to"]
+
 Mode = Literal["forward", "hang", "reset"]
 
 

@@ -13,6 +13,8 @@ import redis
 
 from harness.processes import HOST, Process
 
+__all__ = ["RedisServer"]
+
 READY_SECONDS = 10.0
 
 
