@@ -22,6 +22,8 @@ from schema import build_schema, payments_limits
 from server.budgets import BudgetPolicy, Budgets
 from server.settings import Settings
 
+__all__ = ["measure"]
+
 TARGET_US = 50.0
 CALLERS = 1000
 PAGE = """query($loan: ID!) { loan(userId: "u", loanId: $loan) { payments(first: 100) {

@@ -27,6 +27,8 @@ from server.app import create_app
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
 
+__all__ = ["list_costs", "measure", "render", "render_lists", "walkthrough"]
+
 WALKTHROUGH = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 # The walkthrough's operations, as `tests/api/test_readme.py` reads them.
 GRAPHQL_BLOCK = re.compile(r"```graphql\n(.*?)```", re.DOTALL)

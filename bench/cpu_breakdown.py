@@ -25,6 +25,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+__all__ = ["OTHER", "part_of", "sampled", "shares"]
+
 Result = TypeVar("Result")
 
 # (part, what its frames' files contain), tried in this order on each frame from the innermost.

@@ -31,6 +31,8 @@ from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["WRITERS", "Workload", "items", "load", "raw_client", "workloads"]
+
 EPOCH = datetime(2026, 1, 5, 14, 0, tzinfo=UTC)
 S = PaymentStatus
 FIELDS = "paymentId status amountCents method attempts createdAt confirmationId loanId"

@@ -19,6 +19,8 @@ from typing import Any
 from bench.profile import Rounds, caller, interleaved, local_dynamodb, paired, quietly, running
 from server.app import create_app
 
+__all__ = ["DEFAULT", "QUICK", "WORKLOADS", "measure", "render"]
+
 WORKLOADS = ("payment", "loan_page")
 IN_FLIGHT = 16
 DEFAULT = Rounds(requests=160, rounds=8, warmup=100)

@@ -33,6 +33,8 @@ from server.settings import DEV_CURSOR_SECRET, Settings
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
+__all__ = ["FAKE_ENDPOINT", "INJECTED_LATENCY_SECONDS", "FakeDynamoDB", "as_client", "fake_store"]
+
 INJECTED_LATENCY_SECONDS = 0.002
 # Never reached: the fake client stands in for it. Set so that no embedded DynamoDB starts.
 FAKE_ENDPOINT = "http://fake-dynamodb.invalid"

@@ -22,6 +22,8 @@ from typing import Any
 
 from bench import report, storm, usage_cost, webhooks_cost
 
+__all__ = ["MARKER", "RESULTS", "MarkerError", "latest", "main", "render", "write_pages"]
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "latest.json"
 DOCS = ROOT / "docs"

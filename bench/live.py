@@ -44,6 +44,8 @@ from harness.redis_server import RedisServer
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_JWT_SECRET, Settings
 
+__all__ = ["FLEET", "QUICK", "QUICK_FLEET", "LiveOptions", "main", "measure", "succeeded"]
+
 LOAN = "loan-1"
 PROBE_TIMEOUT_SECONDS, PROBE_ROUND_SECONDS = 30.0, 1.5
 # After the last write: how long deliveries may keep coming without progress, and how long to

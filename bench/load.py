@@ -35,6 +35,25 @@ from server.settings import DEV_JWT_SECRET
 if TYPE_CHECKING:
     from bench.data import Workload
 
+__all__ = [
+    "BENCH_CLIENTS",
+    "BUDGET_OVERRIDES",
+    "HOST",
+    "LOAD_CORE",
+    "SERVER_CORE",
+    "Run",
+    "check_same_data",
+    "check_served",
+    "listening",
+    "load_generator_core",
+    "pin_process",
+    "pinning",
+    "run_load",
+    "service_headers",
+    "summary",
+    "timed_run",
+]
+
 HOST = "127.0.0.1"
 LOAD_CORE, SERVER_CORE = 0, 1
 TIMEOUT = 30  # before wrk counts a request as timed out

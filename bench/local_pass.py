@@ -54,6 +54,8 @@ from schema.projection import payment_fields
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, LOCAL_AWS_CREDENTIALS, Settings
 
+__all__ = ["NODE_PEER", "LocalOptions", "LocalPass", "call_parameters", "raw_http_request"]
+
 COMPARED = ("loan_page", "by_status", "payment")
 LISTS = ("loan_page", "by_status")
 SIDES = ("raw", "service", "node", "http")

@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+__all__ = ["main", "render", "summarise", "summarise_directory"]
+
 PACKAGE = re.compile(r"node_modules/((?:@[^/]+/)?[^/]+)/")
 SPECIAL = ("(idle)", "(program)", "(garbage collector)")
 TOP = 8

@@ -44,6 +44,8 @@ from bench.load import BUDGET_OVERRIDES, service_headers
 from bench.profile import local_dynamodb
 from harness.processes import Service
 
+__all__ = ["QUICK", "SIDES", "TARGET", "measure", "render"]
+
 WORKLOAD = "payment"
 CONNECTIONS = 16
 TARGET = 0.05  # the log and metrics' share of a one-payment request's CPU, at most

@@ -42,8 +42,8 @@ from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
 
 __all__ = [
-    "IDS", "TARGET", "Ceiling", "ceilings", "measure", "render", "render_results", "shard_share",
-    "targets", "write_units",
+    "CREATE", "IDS", "PARTITION_WRITE_UNITS", "SUBMIT", "TARGET", "Ceiling", "ceilings",
+    "measure", "render", "render_results", "shard_share", "targets", "write_units",
 ]  # fmt: skip
 
 PARTITION_WRITE_UNITS = 1_000

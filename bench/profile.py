@@ -38,6 +38,20 @@ from server.logs import configure_logging
 from server.runtime import tune_garbage_collector
 from server.settings import Settings
 
+__all__ = [
+    "Request",
+    "Rounds",
+    "Spent",
+    "caller",
+    "interleaved",
+    "local_dynamodb",
+    "main",
+    "paired",
+    "quietly",
+    "running",
+    "spent",
+]
+
 Request = Callable[[], Awaitable[Any]]
 Result = TypeVar("Result")
 

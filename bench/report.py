@@ -7,6 +7,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+__all__ = ["Target", "render", "table", "target_records", "targets", "without_nan"]
+
 KINDS = {">=": "min", "<=": "max", "=": "equal"}
 SYMBOLS = {kind: symbol for symbol, kind in KINDS.items()}
 LOCAL_SIDES = ("service", "node", "raw")

@@ -54,6 +54,8 @@ from harness.processes import REGION, ROOT, Process, Service, children, cpu_seco
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Settings
 
+__all__ = ["Placement", "main", "render", "summarise", "verdicts"]
+
 WORKLOADS = ("loan_page", "by_status")
 SERVERS = ("service", "node")
 # DynamoDB Local's own rate for each server's call: the service's projected Query, the peer's

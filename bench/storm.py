@@ -35,6 +35,8 @@ from harness.storm import StormFigures, storm
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_JWT_SECRET
 
+__all__ = ["DEFAULT", "QUICK", "measure", "render", "targets"]
+
 MODES = ("standard", "adaptive")
 DEFAULT_MODE = "standard"
 READS_SERVED = 0.99

@@ -24,6 +24,8 @@ from harness.processes import Process
 from server.app import create_app
 from server.tracing import tracer_provider
 
+__all__ = ["DEFAULT", "IN_FLIGHT", "QUICK", "WORKLOADS", "measure", "render"]
+
 WORKLOADS = ("payment", "loan_page")
 IN_FLIGHT = (1, 16)
 PAGE_TARGET = 1.10  # otlp at most this much more CPU per request than none, on the loan's page

@@ -26,6 +26,8 @@ from schema import build_schema
 from server.app import create_app
 from server.observability import Metrics
 
+__all__ = ["DEFAULT", "QUICK", "measure", "render"]
+
 WORKLOAD = "loan_page"
 IN_FLIGHT = 16
 DEFAULT = Rounds(requests=100, rounds=30, warmup=100)

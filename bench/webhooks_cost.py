@@ -43,6 +43,8 @@ from harness.processes import HOST, free_port
 from server.app import create_app
 from server.settings import Settings
 
+__all__ = ["DEFAULT", "QUICK", "measure", "render", "targets"]
+
 CREATE = "mutation($input: CreatePaymentInput!) { createPayment(input: $input) { __typename } }"
 REGISTER = "mutation($url: String!) { createWebhookEndpoint(input: {url: $url}) { __typename } }"
 SETTLE_SECONDS = 0.2

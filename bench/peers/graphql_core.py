@@ -29,6 +29,8 @@ from domain.payment import LoanRef, Payment, PaymentRef
 from domain.validation import format_timestamp
 from resolvers.node_ids import decode_node_id, loan_node_id, payment_node_id
 
+__all__ = ["create_app"]
+
 SDL = Path(__file__).resolve().parents[2] / "schema.graphql"
 # The context of every resolver is the store.
 Info = graphql.GraphQLResolveInfo[PaymentStore]
