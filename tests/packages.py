@@ -1,5 +1,5 @@
 """The packages of the repository's own code, which the house tests read (import circles,
-layers and boundaries, private names)."""
+layers and boundaries, private names, public names)."""
 
 # Bottom to top: a package imports only from the layers below its own, never from a package beside
 # it or above it. The command line is the service's top; the tests' shared tools and the bench
