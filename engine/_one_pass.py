@@ -78,7 +78,10 @@ def generate_stored(completer: ObjectCompleter) -> Callable[[Any], Any]:
             continue
         value = f"v{index}"
         names[f"fast{index}"] = field_completer.fast
-        if found is not None:
+        if found is not None and found.attribute is None:
+            names[f"decode{index}"] = found.decode
+            lines.append(f"        {value} = decode{index}(stored)")
+        elif found is not None:
             names[f"stored{index}"] = found.attribute
             names[f"decode{index}"] = found.decode
             names[f"absent{index}"] = found.absent

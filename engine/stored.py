@@ -7,11 +7,12 @@ record itself: a source that can answer these fields directly.
 A service declares one `StoredSource` per GraphQL object type (`compile_operation(sources=)`).
 Where a plan completes an object of `kind` at that type in one pass (`engine._completion`),
 each field named in `fields` is read as `decode(record(obj)[attribute])` (`absent` when the
-record lacks the attribute) instead of from the object, and completed as the value its resolver
-would have given (or, for a leaf declared `printed`, taken as its answer: its value as the
-field's type prints it); the object's other fields are read from the object as usual. Anything
-the one pass does not answer is answered from the object, field by field, as if no source were
-declared: so the object must answer every field the same way its record does.
+record lacks the attribute; without an attribute, `decode(record(obj))`) instead of from the
+object, and completed as the value its resolver would have given (or, for a leaf declared
+`printed`, taken as its answer: its value as the field's type prints it); the object's other
+fields are read from the object as usual. Anything the one pass does not answer is answered
+from the object, field by field, as if no source were declared: so the object must answer
+every field the same way its record does.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class StoredField:
     """Where a field's value is in the record, and how it is read from what is stored there: the
     value the field's resolver would give (completed by the plan, as that value would be)."""
 
-    attribute: str
+    # None: a field made of several attributes, `decode` given the whole record.
+    attribute: str | None
     decode: Callable[[Any], Any]
     # The field's value when the record lacks the attribute (decode is not called).
     absent: Any = None

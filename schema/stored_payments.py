@@ -4,7 +4,8 @@ fields (and `__typename`) make up is answered from the items, no field of any pa
 converted and no resolver called. Each is a field of the domain's Payment served as it is
 (its GraphQL name is the field's, in camel case), read by the conversion the payment itself
 would use, so the item answers what the payment would; a timestamp is answered with its stored
-text once checked (what `DateTime` prints of the instant it names)."""
+text once checked (what `DateTime` prints of the instant it names), and `id` is made from the
+item's three ids as the payment's resolver makes it."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from operator import attrgetter
 from typing import Any
 
 from datasource import ProjectedPayment, stored_attribute
+from domain.payment import PaymentRef
 from domain.validation import timestamp_text
 from engine import StoredField, StoredSource
+from resolvers.node_ids import payment_node_id
 
 __all__ = ["payment_sources"]
 
@@ -59,7 +62,14 @@ def _printed(attribute: str) -> Callable[[Any], str]:
     return lambda value: timestamp_text(attribute, value["S"])
 
 
+def _node_id(item: Any) -> str:
+    """`Payment.id` (`schema.types`): the node id of the payment's ref."""
+    ids = (stored_attribute(name)[0] for name in ("user_id", "loan_id", "payment_id"))
+    return payment_node_id(PaymentRef(*(item[attribute]["S"] for attribute in ids)))
+
+
 def payment_sources() -> dict[str, StoredSource]:
     """The compiled plan's stored sources (`engine.compile_operation(sources=)`)."""
     fields = {_camel(name): _field(name) for name in _SERVED_AS_IS}
+    fields["id"] = StoredField(None, _node_id)
     return {"Payment": StoredSource(ProjectedPayment, attrgetter("item"), fields)}
