@@ -178,7 +178,14 @@ async def _profile(arguments: argparse.Namespace) -> None:
             workload, app, where = work[arguments.workload], create_app(settings), "DynamoDB Local"
         else:
             stored = list(data.items(users=range(10), loans_per_user=4, payments_per_loan=120))
-            settings = Settings(env="local", dynamodb_endpoint=FAKE_ENDPOINT)
+            # The one-shard layout the items are made in (`bench.data`), and the bench's budget.
+            settings = Settings(
+                env="local",
+                dynamodb_endpoint=FAKE_ENDPOINT,
+                gsi2_shards=1,
+                events_shards=1,
+                budget_overrides=BUDGET_OVERRIDES,
+            )
             fake = FakeDynamoDB(settings.table_name, stored, latency=arguments.latency / 1000)
             client = as_client(fake)
             app = create_app(settings, dynamodb_endpoint=FAKE_ENDPOINT, dynamodb_client=client)
