@@ -66,10 +66,16 @@ async def test_a_page_of_100_at_the_defaults_reads_little_more_than_one_shard_in
     clock = Clock()
     # The page's own calls only: seeding can outlast two refresh intervals on a loaded machine,
     # and then the layout record is read again in the first request (one GetItem).
-    steady = {"layout_refresh_seconds": 600}
+    steady = 600
     async with (
-        api_client(ddblocal_config, clock=clock, **steady) as defaults,
-        api_client(one_shard_config, clock=clock, gsi2_shards=1, events_shards=1, **steady) as one,
+        api_client(ddblocal_config, clock=clock, layout_refresh_seconds=steady) as defaults,
+        api_client(
+            one_shard_config,
+            clock=clock,
+            gsi2_shards=1,
+            events_shards=1,
+            layout_refresh_seconds=steady,
+        ) as one,
     ):
         # The same payments and events in each table.
         payments, events = lives(PAYMENTS, start=clock.now - timedelta(hours=1))
