@@ -62,8 +62,11 @@ class Installment:
 
 
 def due_date(installment_id: str) -> date:
-    """`inst-3` falls due two months after `inst-1`."""
-    number = installment_id.rsplit("-", 1)[-1]
+    """`inst-3` (or `inst-3-<suffix>`, as tests make unique ids) falls due two months after
+    `inst-1`: the ordinal follows `inst-`, and a suffix of hex digits that happen to be all
+    decimal is not taken for it (it named a date centuries out of range)."""
+    parts = installment_id.split("-")
+    number = parts[1] if len(parts) > 1 else ""
     return FIRST_DUE + timedelta(days=30 * (int(number) - 1 if number.isdigit() else 0))
 
 
