@@ -17,7 +17,12 @@ async def test_payments_by_status_over_four_shards(moto_config: DynamoConfig) ->
             body = await api.post(PAGE, {"after": after}, debug=True)
             listed = body["data"]["paymentsByStatus"]
             pages.append([edge["node"]["paymentId"] for edge in listed["edges"]])
-            assert body["extensions"]["dynamodb"]["operations"] == {"Query": 4}
+            # Every shard is read at once, then only a shard read short of the page's end again:
+            # which one holds more of a page depends on the payments' random ids.
+            dynamodb = body["extensions"]["dynamodb"]
+            assert dynamodb["operations"].keys() == {"Query"}
+            assert 4 <= dynamodb["operations"]["Query"] <= 4 * dynamodb["listRounds"]
+            assert dynamodb["listRounds"] <= 3
             if not listed["pageInfo"]["hasNextPage"]:
                 break
             after = listed["pageInfo"]["endCursor"]
