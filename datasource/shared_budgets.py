@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 
 from datasource.broker_client import open_broker_client
 from datasource.errors import broker_errors
-from domain.budgets import Limit, Verdict
+from domain.budgets import HAIR, Limit, Verdict
 
 __all__ = ["SharedBudgets", "open_shared_budgets"]
 
@@ -30,24 +30,26 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local cost, refund = tonumber(ARGV[1]), tonumber(ARGV[2])
 local interval = 1000000 / tonumber(ARGV[3])
-local capacity = tonumber(ARGV[4]) * interval
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-tat = tat - refund * interval
-if tat < now then tat = now end
-local charged = tat + cost * interval
+local burst = tonumber(ARGV[4])
+-- In units held back from now (0: a full budget), as domain.budgets.gcra works.
+local behind = (tonumber(redis.call('GET', KEYS[1]) or now) - now) / interval
+if behind < 0 then behind = 0 end
+behind = behind - refund
+if behind < 0 then behind = 0 end
+local charged = behind + cost
 local admitted, retry = 0, 0
-if charged - now <= capacity then
-  tat, admitted = charged, 1
+if charged <= burst + tonumber(ARGV[5]) then
+  behind, admitted = charged, 1
 else
-  retry = charged - now - capacity
+  retry = (charged - burst) * interval
 end
-if tat > now then
-  redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000))
+local ahead = behind * interval
+if ahead >= 1 then
+  redis.call('SET', KEYS[1], string.format('%.0f', now + ahead), 'PX', math.ceil(ahead / 1000))
 else
   redis.call('DEL', KEYS[1])
 end
-return {admitted, tostring((capacity - (tat - now)) / interval), tostring(retry / 1000000)}
+return {admitted, tostring(burst - behind), tostring(retry / 1000000)}
 """
 KEY_PREFIX = "loc-payments:budget:"
 
@@ -62,7 +64,7 @@ class SharedBudgets:
     async def charge(self, key: str, cost: float, limit: Limit, *, refund: float) -> Verdict:
         """Refund, then charge `cost` to the budget `key` (`domain.budgets.gcra`), in one call;
         StorageUnavailable if the broker does not answer within the timeout."""
-        args = [repr(float(cost)), repr(float(refund)), repr(limit.rate), repr(limit.burst)]
+        args = [*map(repr, (float(cost), float(refund), limit.rate, limit.burst)), repr(HAIR)]
         with broker_errors("the budgets' broker"):
             async with asyncio.timeout(self._timeout):
                 answer: Any = await self._charge(keys=[KEY_PREFIX + key], args=args)

@@ -26,7 +26,7 @@ from graphql import GraphQLError
 from strawberry.types.graphql import OperationType
 
 from datasource.shared_budgets import SharedBudgets, open_shared_budgets
-from domain.budgets import Limit, LocalBudgets, Verdict, whole_seconds
+from domain.budgets import HAIR, Limit, LocalBudgets, Verdict, whole_seconds
 from domain.errors import StorageUnavailable
 from engine import Refusal
 from resolvers.callers import Caller
@@ -240,7 +240,7 @@ def _cost(requested: int, actual: int, available: float, limit: Limit) -> dict[s
         "actualQueryCost": actual,
         "throttleStatus": {
             "maximumAvailable": _number(limit.burst),
-            "currentlyAvailable": math.floor(min(max(available, 0.0), limit.burst)),
+            "currentlyAvailable": math.floor(min(max(available + HAIR, 0.0), limit.burst)),
             "restoreRate": _number(limit.rate),
         },
     }
