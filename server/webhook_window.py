@@ -100,6 +100,7 @@ class _Outcome:
     writes: WrittenPlainly = field(default_factory=WrittenPlainly)
     delivery: WebhookDelivery | None = None
     given_up: bool = False
+    retry_due: datetime | None = None  # when the retry it schedules is due
 
 
 class EndpointWindow:
@@ -144,6 +145,10 @@ class EndpointWindow:
         self._open = 0  # sends and retries started and not yet stored: the window
         self._due: deque[DueRetry] = deque()
         self._retries_busy: set[str] = set()
+        # Retries stored as done while a read of the retries is under way: busy until it ends,
+        # for it may have found their records before they were deleted (not sent twice).
+        self._reading_retries = False
+        self._done_while_reading: set[str] = set()
         self._check_retries_at: datetime | None = clock()
         self._retries_seen = state.retries_changed
         self._outcomes: list[_Outcome] = []
@@ -258,16 +263,40 @@ class EndpointWindow:
     async def _load_retries(self, now: datetime) -> None:
         """The retries due now, and when the next is due (the first not due yet)."""
         limit = self._room() + len(self._retries_busy) + 1
-        found = await self._webhooks.retries(self.endpoint_id, limit=limit)
-        self._check_retries_at = now if len(found) == limit else None
+        # Cleared before the read, not after: a retry whose record lands while the read is
+        # under way (a batch written meanwhile) may be missing from it, and its flush sets the
+        # check again, which this read must not overwrite.
+        self._check_retries_at = None
+        self._reading_retries = True
+        try:
+            found = await self._webhooks.retries(self.endpoint_id, limit=limit)
+        finally:
+            self._reading_retries = False
+        if len(found) == limit:
+            self._check_retries_by(now)
         for retry in found:
             if retry.sort_key in self._retries_busy:
                 continue
             if retry.due > now:
-                self._check_retries_at = retry.due
+                self._check_retries_by(retry.due)
                 break
             self._retries_busy.add(retry.sort_key)
             self._due.append(retry)
+        self._retries_busy -= self._done_while_reading
+        self._done_while_reading.clear()
+
+    def _retry_stored(self, sort_key: str) -> None:
+        """A retry's record deleted (its attempt stored): no longer busy, but after the read of
+        the retries under way, which may have found the record before it went."""
+        if self._reading_retries:
+            self._done_while_reading.add(sort_key)
+        else:
+            self._retries_busy.discard(sort_key)
+
+    def _check_retries_by(self, at: datetime) -> None:
+        """Read the stored retries again at `at` at the latest."""
+        if self._check_retries_at is None or at < self._check_retries_at:
+            self._check_retries_at = at
 
     async def _first_attempt(self, entry: _Entry, event: PaymentEvent) -> None:
         identifier = event_id(event.ref, event.version)
@@ -295,7 +324,7 @@ class EndpointWindow:
             log.warning("webhook retry of %s waits: %s", retry.event_id, error)
             self._open -= 1
             self._retries_busy.discard(retry.sort_key)
-            self._check_retries_at = self._clock() + timedelta(seconds=1)
+            self._check_retries_by(self._clock() + timedelta(seconds=1))
             return
         self._done(outcome)
 
@@ -360,8 +389,9 @@ class EndpointWindow:
         outcome.writes.puts.append(
             retry_item(self.endpoint_id, identifier, due, attempt + 1, body=kept_body)
         )
-        if self._check_retries_at is None or due < self._check_retries_at:
-            self._check_retries_at = due
+        # The retries are read for it once its record is stored (`_flush`): a read before
+        # then would not find it.
+        outcome.retry_due = due
 
     def _done(self, outcome: _Outcome) -> None:
         self._outcomes.append(outcome)
@@ -398,12 +428,14 @@ class EndpointWindow:
         if writes.puts or writes.deletes:
             await self._webhooks.write_plainly(self.endpoint_id, writes)
         for outcome in outcomes:
+            if outcome.retry_due is not None:
+                self._check_retries_by(outcome.retry_due)
             if outcome.entry is not None:
                 outcome.entry.written = True
             else:
                 self._open -= 1
                 if outcome.retry is not None:
-                    self._retries_busy.discard(outcome.retry.sort_key)
+                    self._retry_stored(outcome.retry.sort_key)
         while self._entries:
             position, entry = next(iter(self._entries.items()))
             if not entry.written:
