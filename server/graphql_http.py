@@ -262,7 +262,12 @@ class PaymentsGraphQL(GraphQL[Context, None]):
     def _text(self, data: Envelope, context: Context) -> str | None:
         """The text the request runs (`engine.document_policy`). Text the policy refuses from a
         request without a valid token is refused for the token (UNAUTHENTICATED): a service
-        whose token failed would otherwise read that it must name a trusted document."""
+        whose token failed would otherwise read that it must name a trusted document. At
+        `/subgraph` the gateway's credential proves the gateway, never a caller (SPEC §15): its
+        request without a valid forwarded token is refused before the text is read."""
+        caller = context.authenticated
+        if context.from_gateway and isinstance(caller, CallerError):
+            raise DocumentRefused(caller.code, str(caller))
         try:
             text = self._documents.text_for(
                 query=data.query,
@@ -273,7 +278,6 @@ class PaymentsGraphQL(GraphQL[Context, None]):
                 from_gateway=context.from_gateway,
             )
         except DocumentRefused as refused:
-            caller = context.authenticated
             if refused.code == DOCUMENT_NOT_TRUSTED and isinstance(caller, CallerError):
                 raise DocumentRefused(caller.code, str(caller)) from refused
             raise
@@ -355,7 +359,10 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         if isinstance(sender, Caller) and sender.is_gateway:
             if forwarded is None:
                 return Unauthenticated("the gateway forwarded no client token"), True
-            return await self._caller(forwarded), True
+            client = await self._caller(forwarded)
+            if isinstance(client, Caller) and client.is_gateway:
+                return Unauthenticated("a forwarded token may not hold the gateway scope"), True
+            return client, True
         if forwarded is not None:
             refused = Forbidden(f"{FORWARDED_AUTHORIZATION_HEADER} is taken from the gateway only")
             return refused, False

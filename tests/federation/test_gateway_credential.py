@@ -1,6 +1,7 @@
 """`/subgraph` in prod (SPEC §15): text runs from the gateway alone (its token holds
 `payments:gateway`), as the client whose token it forwards in `X-Forwarded-Authorization`; a
-forwarded header from anyone else is refused, and `/graphql` takes none of it."""
+gateway request forwarding no valid client token (or a gateway's) is refused before its text is
+parsed; a forwarded header from anyone else is refused, and `/graphql` takes none of it."""
 
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ async def test_without_a_valid_forwarded_token_there_is_no_caller(
     body = await ask(subgraph, payments, token=gateway_token(), forwarded=forwarded)
 
     # The gateway's own token is no caller: a client without a token gets nothing through it.
-    assert body["data"] is None
+    assert body.get("data") is None
     assert error_codes(body) == ["UNAUTHENTICATED"]
 
 
@@ -130,3 +131,52 @@ async def test_graphql_takes_no_gateway(prod: tuple[Api, list[dict[str, str]]]) 
     )
 
     assert error_codes(body) == ["DOCUMENT_NOT_TRUSTED"]
+
+
+@pytest.mark.parametrize(
+    "forwarded",
+    ["none", "refused", "the gateway's own", "another gateway's"],
+    ids=lambda forwarded: forwarded,
+)
+async def test_a_gateway_request_without_a_caller_is_refused_before_its_text_is_parsed(
+    prod: tuple[Api, list[dict[str, str]]], forwarded: str
+) -> None:
+    subgraph, _payments = prod
+    gateway = gateway_token()
+    headers = {"Authorization": f"Bearer {gateway}"}
+    header = {
+        "none": None,
+        "refused": SERVICE,  # a token prod does not accept (the development secret)
+        "the gateway's own": gateway,
+        "another gateway's": gateway_token(scope="payments:read payments:gateway"),
+    }[forwarded]
+    if header is not None:
+        headers["X-Forwarded-Authorization"] = f"Bearer {header}"
+
+    # Text that does not parse: refused for the caller, not for the text, and never run.
+    response = await subgraph.http.post(
+        subgraph.endpoint, json={"query": "{ _entities(representations: "}, headers=headers
+    )
+
+    body = response.json()
+    assert response.status_code == 200, response.text
+    assert error_codes(body) == ["UNAUTHENTICATED"], body
+    assert "data" not in body and "cost" not in body.get("extensions", {}), body
+
+
+async def test_a_forwarded_gateway_token_is_no_customer(
+    prod: tuple[Api, list[dict[str, str]]],
+) -> None:
+    subgraph, _payments = prod
+    gateway = gateway_token()
+
+    body = await subgraph.http.post(
+        subgraph.endpoint,
+        json={"query": '{ loan(userId: "hive-gateway", loanId: "loan-1") { loanId } }'},
+        headers={
+            "Authorization": f"Bearer {gateway}",
+            "X-Forwarded-Authorization": f"Bearer {gateway}",
+        },
+    )
+
+    assert error_codes(body.json()) == ["UNAUTHENTICATED"], body.text
