@@ -7,14 +7,15 @@ tokens    lexical tokens of the document (graphql-core's parser stops at the lim
 cost      every field costs 1; a field with a `first` argument (a connection) multiplies
           what it selects by `first` or `last` (`default_page_size` when neither is given, at
           most `max_page_size`), so nested pages multiply; a field of many keys (`nodes(ids:)`,
-          `_entities(representations:)`, `keyed_lists`) by the keys given
+          `_entities(representations:)`, `keyed_lists`) by the keys given; variables as
+          execution reads them (coerced, defaults applied)
 actual    the same count over what the operation returned (`actual_cost`): each page by the
           items it returned, each list of keys by the objects found; never above the cost
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -34,8 +35,10 @@ from graphql import (
     ListValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
+    VariableDefinitionNode,
     VariableNode,
     get_named_type,
+    get_variable_values,
 )
 
 __all__ = [
@@ -93,6 +96,37 @@ class _NoVariables(Mapping[str, Any]):
         raise _VariablesRead
 
 
+class _Coerced(Mapping[str, Any]):
+    """The variables as execution reads them: coerced, defaults applied (graphql-core's own
+    coercion), worked out when first read, so a cost that reads none stays fixed. Values that
+    do not coerce are the request's own: execution refuses them before any resolver runs."""
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        definitions: Collection[VariableDefinitionNode],
+        given: Mapping[str, Any],
+    ) -> None:
+        self._schema, self._definitions, self._given = schema, definitions, given
+        self._values: Mapping[str, Any] | None = None
+
+    def _coerced(self) -> Mapping[str, Any]:
+        if self._values is None:
+            given = dict(self._given)
+            result = get_variable_values(self._schema, self._definitions, given)
+            self._values = given if isinstance(result, list) else result.coerced
+        return self._values
+
+    def __getitem__(self, name: str) -> Any:
+        return self._coerced()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._coerced())
+
+    def __len__(self) -> int:
+        return len(self._coerced())
+
+
 def fixed_cost(
     schema: GraphQLSchema, document: DocumentNode, operation_name: str | None, limits: QueryLimits
 ) -> int | None:
@@ -112,7 +146,7 @@ def operation_cost(
     limits: QueryLimits,
 ) -> int:
     """The cost of the operation `operation_name` (each operation's, without a name: the
-    largest) of a valid `document`, with these variables."""
+    largest) of a valid `document`, with the values execution gives these variables."""
     fragments = {
         definition.name.value: definition
         for definition in document.definitions
@@ -127,7 +161,8 @@ def operation_cost(
         ):
             continue
         root = schema.get_root_type(definition.operation)
-        costing = _Costing(schema, fragments, variables, limits)
+        values = _Coerced(schema, definition.variable_definitions or (), variables)
+        costing = _Costing(schema, fragments, values, limits)
         costs.append(costing.cost(definition.selection_set, root))
     return max(costs)
 

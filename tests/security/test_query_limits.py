@@ -178,3 +178,31 @@ async def test_a_body_that_is_not_json_is_a_400(api: Api) -> None:
     )
     assert response.status_code == 400
     assert "Unable to parse request body as JSON" in response.text
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        COSTLY.replace("query($n: Int)", "query($n: Int = 100)"),
+        # Reached through a named fragment and an inline one, under an alias.
+        """query($n: Int = 100) { a: paymentsByStatus(status: PENDING, first: $n) { ...Page } }
+        fragment Page on PaymentConnection { edges { node { ... on Payment {
+          loan { payments(first: $n) { edges { node { paymentId } } } } } } } }""",
+    ],
+    ids=["plain", "through fragments"],
+)
+async def test_a_defaulted_page_size_is_costed_as_if_it_were_sent(api: Api, document: str) -> None:
+    sent = await refused(api, document, {"n": 100})
+    defaulted = await refused(api, document, {})
+    assert "more than the limit of 10000" in sent
+    assert defaulted == sent
+
+
+async def test_a_defaulted_list_of_ids_is_costed_by_its_length(api: Api) -> None:
+    ids = ", ".join(f'"UGF5bWVudDp1L2wv{n:04d}"' for n in range(100))
+    document = f"""query($ids: [ID!]! = [{ids}]) {{ nodes(ids: $ids) {{ ... on Payment {{
+      loan {{ payments(first: 100) {{ edges {{ node {{ paymentId }} }} }} }} }} }} }}"""
+    sent = await refused(api, document, {"ids": [f"UGF5bWVudDp1L2wv{n:04d}" for n in range(100)]})
+    defaulted = await refused(api, document, {})
+    assert "more than the limit of 10000" in sent
+    assert defaulted == sent
