@@ -493,8 +493,9 @@ class EndpointWindow:
             endpoint = dataclasses.replace(self.state.endpoint, status=status)
             self.state = dataclasses.replace(self.state, endpoint=endpoint)
         if disabled is not None:
-            # Told before the window stops: stopping cancels this flush.
-            await self._on_disabled(self.state.endpoint, *disabled)
+            # Told before the window stops, and told whole: the dispatcher's next listing sees
+            # the endpoint DISABLED and stops the window, which cancels this flush.
+            await asyncio.shield(self._on_disabled(self.state.endpoint, *disabled))
             self.stop()
         return True
 
