@@ -212,9 +212,8 @@ async def checked_receiver(url: str, policy: EventsPolicy) -> str:
     if not addresses:
         raise InvalidInput("url", "its host does not resolve")
     for address in addresses:
-        reason = _forbidden_kind(address)
+        reason = forbidden_address(address)
         if reason is not None:
-            # What an internal name resolves to is not the caller's to learn.
             raise InvalidInput("url", f"must be a public address; its host resolves to {reason}")
     return url
 
@@ -267,14 +266,15 @@ def _host_as_written(netloc: str) -> str:
 
 
 def forbidden_address(address: Address) -> str | None:
-    """Why a delivery may not connect to `address` under the guard (None: it may): loopback,
-    private, link-local, the instance metadata, or anything else not globally routable; an IPv6
-    address carrying an IPv4 one (mapped, compatible, 6to4, NAT64) is judged by the IPv4."""
+    """Why a delivery may not connect to `address` under the guard (None: it may), by its kind:
+    loopback, private, link-local, the instance metadata, or anything else not globally routable;
+    an IPv6 address carrying an IPv4 one (mapped, compatible, 6to4, NAT64) is judged by the IPv4.
+    Never the address: this is an attempt's error and an endpoint's disabled reason, which whoever
+    registered the endpoint reads, and what an internal name resolves to is not theirs to learn."""
     reason = _forbidden_kind(address)
-    if reason is None:
-        return None
-    embedded = _embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else None
-    return f"{reason} ({address})" if embedded is None else f"{reason} ({embedded} in {address})"
+    if reason is None or not isinstance(address, ipaddress.IPv6Address):
+        return reason
+    return reason if _embedded_ipv4(address) is None else f"{reason}, carried in an IPv6 one"
 
 
 def _forbidden_kind(address: Address) -> str | None:

@@ -1,5 +1,7 @@
 """An endpoint disabled by its delivery, on the app's own dispatcher (in-process, on moto): the
-operational event `webhook_endpoint.disabled` reaches every endpoint that lists that type."""
+operational event `webhook_endpoint.disabled` reaches every endpoint that lists that type, and an
+attempt refused for the address its host resolves to records the kind of address, never the
+address, in its error, the disabled reason and the event (SPEC §18, turn 6)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ import pytest
 
 from datasource import DynamoConfig
 from domain import keys
+from server.settings import DEV_JWT_SECRET
 from tests.api.conftest import Api, Clock, api_client, stored_items, token
 from tests.server.webhook_receiver import Receiver
+from tests.stub_dns import StubDns
 
 LEDGER = token("ledger-task", service=True, azp="ledger")
 # Short waits, so that an endpoint failing every attempt is disabled within a second.
@@ -130,3 +134,29 @@ async def test_a_disabling_is_told_to_every_endpoint_that_asks_while_its_window_
 
 def _endpoint_items(config: DynamoConfig) -> list[dict[str, Any]]:
     return [i for i in stored_items(config) if i["SK"]["S"].startswith(keys.ENDPOINT_PREFIX)]
+
+
+async def test_a_name_resolving_to_a_private_address_at_delivery_is_refused_by_its_kind(
+    moto_config: DynamoConfig,
+) -> None:
+    dns = StubDns({"hooks.example.com": ["93.184.215.14"]})
+    settings = {
+        **DELIVERING,
+        "env": "test",
+        "auth_jwt_secret": DEV_JWT_SECRET,
+        "cursor_secret": "a-test-cursor-secret-of-enough-bytes",
+    }
+    async with api_client(moto_config, clock=WallClock(), webhook_dns=dns, **settings) as api:
+        endpoint_id, _ = await register(api, "https://hooks.example.com/payments", as_=LEDGER)
+        # Public at registration, private at delivery: a DNS rebinding.
+        dns.names["hooks.example.com"] = ["10.1.2.3"]
+        await api.create()
+        await disabled(api, endpoint_id, as_=LEDGER)
+        found = await endpoint(api, endpoint_id, as_=LEDGER)
+
+    errors = [edge["node"]["error"] for edge in found["deliveries"]["edges"]]
+    assert errors and all("a private address" in error for error in errors), errors
+    assert "a private address" in found["disabledReason"], found["disabledReason"]
+    # The operational event's `reason` is the disabled reason.
+    for told in (*errors, found["disabledReason"]):
+        assert "10.1.2.3" not in told, told

@@ -102,6 +102,34 @@ async def test_the_guard_refuses_every_internal_answer(address: str, reason: str
         await guard.resolve("hooks.example.com", 443)
 
 
+@pytest.mark.parametrize(
+    ("address", "kind", "hidden"),
+    [
+        ("10.1.2.3", "a private address", ["10.1.2.3"]),
+        ("127.0.0.1", "a loopback address", ["127.0.0.1"]),
+        ("169.254.169.254", "the instance metadata address", ["169.254.169.254"]),
+        ("fe80::1", "a link-local address", ["fe80::1"]),
+        ("64:ff9b::a00:7", "a private address", ["64:ff9b::a00:7", "10.0.0.7"]),
+        ("::ffff:10.9.8.7", "a private address", ["::ffff:a09:807", "10.9.8.7"]),
+    ],
+)
+async def test_a_refused_attempt_names_the_kind_of_address_never_the_address(
+    address: str, kind: str, hidden: list[str]
+) -> None:
+    # A name resolved at delivery (and an address written in the URL): the attempt's error, the
+    # disabled reason and the operational event are read by whoever registered the endpoint.
+    receivers = Receivers(public_only=True, timeout=2, dns=FixedResolver(address))
+    host = f"[{address}]" if ":" in address else address
+    try:
+        resolved = await receivers.post("https://hooks.example.com/ok", body=b"{}", headers={})
+        written = await receivers.post(f"https://{host}/ok", body=b"{}", headers={})
+    finally:
+        await receivers.close()
+    for answer in (resolved, written):
+        assert answer.error is not None and kind in answer.error, answer
+        assert not [shown for shown in hidden if shown in answer.error], answer.error
+
+
 async def test_a_public_answer_passes_the_guard() -> None:
     guard = GuardedResolver(FixedResolver("93.184.215.14"))
     [result] = await guard.resolve("hooks.example.com", 443)
