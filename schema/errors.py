@@ -146,6 +146,10 @@ class PaymentPayload:
     )
 
 
+# The codes a UserError may carry (each member's name is its value); any other (INTERNAL) is
+# no caller's to handle.
+_CODES = frozenset(ErrorCode.__members__)
+
 PaymentResult = Annotated[
     PaymentPayload
     | NotFoundError
@@ -165,7 +169,11 @@ PaymentResult = Annotated[
 
 
 def user_error(error: errors.PaymentsError) -> PaymentResult:
-    """The union member for a domain error; an error with no member is unexpected."""
+    """The union member for a domain error. An error with no member (a `PaymentsError` itself,
+    code INTERNAL: DynamoDB refused a request we built) is unexpected: raised again as it is,
+    for `errors[]`, where it is masked as INTERNAL and logged."""
+    if error.code not in _CODES:
+        raise error
     code = ErrorCode(error.code)
     match error:
         case errors.InvalidInput():

@@ -28,8 +28,9 @@ async def _result(info: Info, work: Awaitable[WriteOutcome]) -> PaymentResult:
     try:
         outcome = await work
     except PaymentsError as error:
+        result = user_error(error)  # an unexpected one is raised again: counted in errors[]
         info.context.user_errors.append(error.code)
-        return user_error(error)
+        return result
     return PaymentPayload(payment=cast(PaymentType, outcome.payment), replayed=outcome.replayed)
 
 
