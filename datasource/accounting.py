@@ -1,11 +1,12 @@
 """Request accounting (SPEC §8, §11): the DynamoDB calls one GraphQL operation made, and the
-capacity they consumed.
+capacity they consumed, and the items they read.
 
 ``count_calls`` puts a ``CallCount`` in a context variable (tasks created inside the ``with``
 share it: a DataLoader's batch counts toward the request that caused it), and
 ``attach_accounting`` puts botocore hooks on the store's client that ask each data call for its
 consumed capacity per table and index, count each API call once (however often botocore
-retried it) with its final outcome, and add the capacity DynamoDB reports, as it reports it.
+retried it) with its final outcome, and add the capacity DynamoDB reports, as it reports it,
+and the items each read went through (a Query's `ScannedCount`, a lookup's items found).
 ``throttled`` counts each attempt DynamoDB throttled.
 
 What is counted and what cannot be: docs/scale-and-cost.md#how-calls-are-counted.
@@ -13,6 +14,7 @@ What is counted and what cannot be: docs/scale-and-cost.md#how-calls-are-counted
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
@@ -35,6 +37,7 @@ __all__ = [
     "count_calls",
     "counting",
     "current",
+    "items_read",
     "list_rounds",
     "throttled",
 ]
@@ -84,6 +87,9 @@ class CallCount:
     # The most Queries one list's page waited for one after another (a merge of shards asks
     # its shards at once, in rounds: `datasource.pages.merged_items`).
     list_rounds: int = 0
+    # The items the reads went through: a Query's or Scan's `ScannedCount` (a filter's
+    # leftovers too), the items a GetItem, BatchGetItem or TransactGetItems found.
+    items_read: int = 0
 
     def add(self, operation: str) -> None:
         self.requests += 1
@@ -99,7 +105,7 @@ class CallCount:
 
     def add_share(self, call: CallCount, share: float) -> None:
         """Count the calls of `call` (another context's count: a call shared with other
-        requests) as this one's own, and `share` of their units."""
+        requests) as this one's own, and `share` of their units and items read."""
         self.requests += call.requests
         for operation, calls in call.operations.items():
             self.operations[operation] = self.operations.get(operation, 0) + calls
@@ -108,6 +114,8 @@ class CallCount:
         for throttle, attempts in call.throttles.items():
             self.throttles[throttle] = self.throttles.get(throttle, 0) + attempts
         self.list_rounds = max(self.list_rounds, call.list_rounds)
+        # Its share of the items, rounded up (a float's last bit aside).
+        self.items_read += math.ceil(call.items_read * share - 1e-9)
         self.units.add(call.units.read * share, call.units.write * share)
         for mine, theirs in (
             (self.units_by_api, call.units_by_api),
@@ -226,6 +234,21 @@ def record_answer(model: Any, http_response: Any = None, parsed: Any = None, **_
     outcome = "ok" if status < 400 else str(error.get("Code") or status)
     operation = str(model.name)
     count.answered(operation, outcome)
+    count.items_read += items_read(operation, answer)
     capacity = answer.get("ConsumedCapacity")
     if capacity is not None:
         count.consumed(operation, capacity)
+
+
+def items_read(operation: str, answer: Mapping[str, Any]) -> int:
+    """The items one answer's read went through: what DynamoDB read to answer it, the items a
+    filter left out included; 0 for a write."""
+    if operation in ("Query", "Scan"):
+        return int(answer.get("ScannedCount", len(answer.get("Items", ()))))
+    if operation == "GetItem":
+        return 1 if answer.get("Item") is not None else 0
+    if operation == "BatchGetItem":
+        return sum(len(items) for items in (answer.get("Responses") or {}).values())
+    if operation == "TransactGetItems":
+        return sum(1 for response in answer.get("Responses") or () if response.get("Item"))
+    return 0

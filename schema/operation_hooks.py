@@ -68,10 +68,11 @@ def _extensions(context: object, calls: CallCount) -> dict[str, Any] | None:
 
 
 def dynamodb_report(calls: CallCount) -> dict[str, Any]:
-    """`extensions.dynamodb` (SPEC §8, §11): the calls, and the capacity units they consumed in
-    all and per table (`<table>`) and index (`<table>/<index>`), to the hundredth.
+    """`extensions.dynamodb` (SPEC §8, §11): the calls, the items they read, and the capacity
+    units they consumed in all and per table (`<table>`) and index (`<table>/<index>`), to the
+    hundredth.
 
-        {"requests": 2, "operations": {"Query": 1, "BatchGetItem": 1},
+        {"requests": 2, "operations": {"Query": 1, "BatchGetItem": 1}, "itemsRead": 4,
          "readCapacityUnits": 1.0, "writeCapacityUnits": 0.0,
          "capacity": {"payments": {"read": 0.5, "write": 0.0},
                       "payments/GSI2": {"read": 0.5, "write": 0.0}}}
@@ -79,6 +80,8 @@ def dynamodb_report(calls: CallCount) -> dict[str, Any]:
     return {
         "requests": calls.requests,
         "operations": dict(calls.operations),
+        # What the reads went through (a Query's ScannedCount, a lookup's items found).
+        "itemsRead": calls.items_read,
         "readCapacityUnits": _units(calls.units.read),
         "writeCapacityUnits": _units(calls.units.write),
         # The most Queries (or rounds of Queries at once, over shards) one list waited for.

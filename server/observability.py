@@ -220,6 +220,7 @@ class Metrics:
                 "dynamodb_operations": {} if calls is None else dict(calls.operations),
                 "dynamodb_rcu": 0.0 if calls is None else round(calls.units.read, 2),
                 "dynamodb_wcu": 0.0 if calls is None else round(calls.units.write, 2),
+                "dynamodb_items_read": 0 if calls is None else calls.items_read,
                 "dynamodb_throttles": 0 if calls is None else sum(calls.throttles.values()),
                 "outcome": outcome,
                 "error_codes": codes,

@@ -182,3 +182,22 @@ def test_every_index_is_detailed_and_an_idle_one_left_out() -> None:
         "t/GSI1": Units(write=2.0),
         "t/GSI2": Units(read=0.5),
     }
+
+
+async def test_the_items_each_read_went_through_are_counted(store: PaymentStore) -> None:
+    payments = [sample_payment(), sample_payment()]
+    for payment in payments:
+        await stored_new(store, payment)
+    loan = LoanRef(payments[0].user_id, payments[0].loan_id)
+    with count_calls() as listing:
+        await store.loan_payments(loan, status=None, first=1, after=None)
+    with count_calls() as looking_up:
+        await store.get(ref_of(payments[0]))
+        await store.get(ref_of(sample_payment()))  # none: nothing read
+        await store.batch_get([ref_of(payment) for payment in payments])
+    with count_calls() as writing:
+        await stored_new(store, sample_payment())
+    # A page of one reads one item more, to know whether the list goes on.
+    assert listing.items_read == 2
+    assert looking_up.items_read == 1 + 0 + 2
+    assert writing.items_read == 0

@@ -22,7 +22,8 @@ from tests.api.conftest import api_client
 REQUEST_FIELDS = [
     "time", "level", "name", "message", "request_id", "operation", "caller_kind", "duration_ms",
     "dynamodb_calls", "dynamodb_operations", "dynamodb_rcu", "dynamodb_wcu",
-    "dynamodb_throttles", "outcome", "error_codes", "requested_cost", "actual_cost",
+    "dynamodb_items_read", "dynamodb_throttles", "outcome", "error_codes", "requested_cost",
+    "actual_cost",
 ]  # fmt: skip
 PAYMENT = """query Payment {
   payment(userId: "alice", loanId: "loan-1", paymentId: "0190f5a4-0000-7000-8000-000000000000") {
@@ -129,6 +130,7 @@ async def test_every_request_line_holds_every_field_in_order(
         "Payment", "service", "OK",
     )  # fmt: skip
     assert found["dynamodb_calls"] == 1 and found["dynamodb_operations"] == {"GetItem": 1}
+    assert found["dynamodb_items_read"] == 0  # no such payment
     tenths = (round(found["duration_ms"] * 1000) + 50) // 100  # half a tenth reads up
     assert found["message"] == (
         f"Payment service OK in {tenths // 10}.{tenths % 10} ms, 1 DynamoDB calls"
