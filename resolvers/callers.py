@@ -34,9 +34,14 @@ class Caller:
     # A federation gateway (SPEC §15): its token proves where a query plan came from, and makes
     # it no caller of the fields (the client it forwards is).
     is_gateway: bool = False
-    # The OAuth client the token was issued to (`azp`, or Cognito's `client_id`): a service's
-    # budget is its client's (`server.budgets`).
+    # The OAuth client the token was issued to (`azp`, or Cognito's `client_id`).
     client_id: str | None = None
 
     def sees(self, user_id: str) -> bool:
         return self.is_service or user_id == self.user_id
+
+    @property
+    def service_client(self) -> str:
+        """The service client calling: the token's OAuth client, else its subject. A service's
+        budget is its client's (`server.budgets`)."""
+        return self.client_id or self.user_id

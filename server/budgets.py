@@ -77,7 +77,7 @@ class BudgetPolicy:
     def budget_of(self, caller: Caller) -> tuple[str, str, Limit]:
         """The caller's class, its budget's key, and its fleet-wide limit."""
         if caller.is_service:
-            client = caller.client_id or caller.user_id
+            client = caller.service_client
             return "service", f"service:{client}", self.overrides.get(client, self.service)
         return "customer", f"customer:{caller.user_id}", self.customer
 
