@@ -80,6 +80,13 @@ class LocalBudgets:
             self._prune(now)
         return verdict
 
+    def available(self, key: str, limit: Limit) -> float:
+        """What a budget holds now, without charging it."""
+        tat = self._tats.get(key)
+        if tat is None:
+            return limit.burst
+        return limit.burst - max(tat - self._clock(), 0.0) * limit.rate
+
     def hold(self, key: str, available: float, limit: Limit) -> None:
         """Set a budget to hold `available` now (a fleet's budget, as this instance's share)."""
         self._tats[key] = self._clock() + (limit.burst - min(available, limit.burst)) / limit.rate

@@ -7,7 +7,8 @@ compiled plan inside `Hooks.scope`, its errors given to `Hooks.on_errors` and wo
 `Hooks.public_error`, `Hooks.observers`, all under `Hooks.trace`. A request refused before
 execution is a `PreExecutionError` (its GraphQL response has no `data` entry); an operation
 `admit` refused is a `Refusal`, raised by `run` once observed and answered by `stream` as the
-operation's error. The runner knows nothing of what its context is: the hooks receive it.
+operation's error; a subscription is `Hooks.hold`'s, its start and each event paid for. The
+runner knows nothing of what its context is: the hooks receive it.
 
 Each step, and why one function rather than Strawberry's extensions:
 docs/engine.md#the-steps-of-an-operation.
@@ -15,29 +16,34 @@ docs/engine.md#the-steps-of-an-operation.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from functools import lru_cache
 from inspect import isawaitable
 from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
 from graphql import (
     DocumentNode,
+    Executor,
     FieldNode,
     GraphQLError,
     GraphQLSchema,
     GraphQLSyntaxError,
     OperationDefinitionNode,
+    create_source_event_stream,
+    execute_subscription_event,
+    map_source_to_response_event,
     parse,
     specified_rules,
-    subscribe,
     validate,
 )
 from graphql import ExecutionResult as GraphQLExecutionResult
+from graphql.execution.executor_throwing_on_incremental import ExecutorThrowingOnIncremental
 from graphql.validation import ASTValidationRule, NoSchemaIntrospectionCustomRule
 from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
@@ -58,6 +64,9 @@ __all__ = [
     "Admission",
     "Charge",
     "Extensions",
+    "FirstParse",
+    "Held",
+    "Holding",
     "Hooks",
     "Observed",
     "Observer",
@@ -131,6 +140,21 @@ class Charge(Protocol):
 # Called with (the context, the operation's type, its cost) just before it runs: a `Charge`, None
 # (not charged), or raises `Refusal`.
 Admission = Callable[[ContextT, OperationType, int], Awaitable[Charge | None]]
+# Called with the context before a text this instance has not prepared is parsed: None, or
+# raises `Refusal` (a caller who cannot pay for that work).
+FirstParse = Callable[[ContextT], Awaitable[None]]
+
+
+class Held(Protocol):
+    """A subscription held open (`Hooks.hold`): each of its events paid for before it runs,
+    `pay` waiting until its caller can; the `Charge` is settled with the event's actual cost."""
+
+    async def pay(self) -> Charge: ...
+
+
+# Entered with (the context, its cost) around a subscription, from before it starts to its end:
+# charges its start and gives what pays its events (None: not charged), or raises `Refusal`.
+Holding = Callable[[ContextT, int], AbstractAsyncContextManager[Held | None]]
 
 
 class Trace(Protocol):
@@ -201,7 +225,9 @@ class Hooks(Generic[ContextT]):
     on_errors        every error, before it is worded for the caller (to log the unexpected)
     public_error     the error as the caller reads it (masking the unexpected)
     before           called before an operation runs (`OperationHook`)
-    admit            then charges its cost, or refuses it (`Admission`)
+    admit            then charges its cost, or refuses it (`Admission`); a query's or a mutation's
+    hold             entered around a subscription: charges its start and each event (`Holding`)
+    first_parse      before a text not yet prepared here is parsed (`FirstParse`)
     observers        each finished operation (`Observed`)
     production_rules validation rules added in production, after introspection's refusal
     """
@@ -213,6 +239,8 @@ class Hooks(Generic[ContextT]):
     public_error: Callable[[GraphQLError], GraphQLError] = _as_is
     before: OperationHook[ContextT] | None = None
     admit: Admission[ContextT] | None = None
+    first_parse: FirstParse[ContextT] | None = None
+    hold: Holding[ContextT] | None = None
     observers: Sequence[Observer[ContextT]] = ()
     production_rules: Sequence[type[ASTValidationRule]] = ()
 
@@ -252,7 +280,8 @@ class OperationRunner(Generic[ContextT]):
             OneOfInputValidationRule,
             *production_rules,
         )
-        self._recent = lru_cache(maxsize=CACHED_DOCUMENTS)(self._parse_and_validate)
+        # The texts prepared last, least recently used first.
+        self._recent: OrderedDict[str, _Prepared] = OrderedDict()
         # Trusted documents (`pin`), prepared at start and never evicted.
         self._pinned: dict[str, _Prepared] = {}
 
@@ -272,7 +301,32 @@ class OperationRunner(Generic[ContextT]):
 
     def _prepare(self, query: str) -> _Prepared:
         pinned = self._pinned.get(query)
-        return pinned if pinned is not None else self._recent(query)
+        if pinned is not None:
+            return pinned
+        recent = self._recent
+        prepared = recent.get(query)
+        if prepared is not None:
+            recent.move_to_end(query)
+            return prepared
+        prepared = recent[query] = self._parse_and_validate(query)
+        if len(recent) > CACHED_DOCUMENTS:
+            recent.popitem(last=False)
+        return prepared
+
+    def is_prepared(self, query: str) -> bool:
+        """Whether `query` is kept parsed and validated here (pinned or recent)."""
+        return query in self._pinned or query in self._recent
+
+    async def _first_parse(self, query: str, context: ContextT) -> Refusal | None:
+        """`Hooks.first_parse`'s refusal of a text not prepared here, or None."""
+        hook = self._hooks.first_parse
+        if hook is None or self.is_prepared(query):
+            return None
+        try:
+            await hook(context)
+        except Refusal as refusal:
+            return refusal
+        return None
 
     def _operation(self, prepared: _Prepared, operation_name: str | None) -> _Operation:
         """The operation named (or the only one) of a parsed document, kept with it;
@@ -366,14 +420,21 @@ class OperationRunner(Generic[ContextT]):
             raise MissingQuery
         started = time.perf_counter()
         hooks = self._hooks
-        document, errors, cost = self._checked(query, variables, operation_name, allowed)
+        # Refused before its text is parsed, or parsed, checked and costed.
+        refused = await self._first_parse(query, context)
+        document: DocumentNode | None = None
+        errors: list[GraphQLError] = []
+        cost = 0
+        if refused is None:
+            document, errors, cost = self._checked(query, variables, operation_name, allowed)
         trace = hooks.trace(context, document, operation_name, query, started)
         data = None
         executed = False
         charge: Charge | None = None
-        refused: Refusal | None = None
         with hooks.scope(context) as extensions_of, trace:
-            if document is not None and not errors:
+            if refused is not None:
+                errors = [refused.error]
+            elif document is not None and not errors:
                 operation = self._operation(self._prepare(query), operation_name)
                 if hooks.before is not None:
                     selected = functools.partial(self.selected, query, operation_name)
@@ -425,6 +486,11 @@ class OperationRunner(Generic[ContextT]):
         if not query:
             raise MissingQuery
         started = time.perf_counter()
+        unpaid = await self._first_parse(query, context)
+        if unpaid is not None:
+            self._hooks.trace(context, None, operation_name, query, started).end([unpaid.error])
+            yield PreExecutionError(data=None, errors=[unpaid.error], extensions=unpaid.extensions)
+            return
         try:
             document, errors, cost = self._checked(query, variables, operation_name, allowed)
         except NoSuchOperation as error:
@@ -463,54 +529,86 @@ class OperationRunner(Generic[ContextT]):
                     data=None, errors=[refusal.error], extensions=refusal.extensions
                 )
             return
-        # Charged once, as it starts: what it holds open is paid for then.
-        extensions: dict[str, Any] | None = None
-        if self._hooks.admit is not None:
-            try:
-                charge = await self._hooks.admit(context, operation.type, cost)
-            except Refusal as refusal:
-                self._hooks.trace(context, document, operation_name, query, started).end(
-                    [refusal.error]
-                )
-                yield PreExecutionError(
-                    data=None, errors=[refusal.error], extensions=refusal.extensions
-                )
+        # Held open (`Hooks.hold`): its start charged, then each event paid for before it runs.
+        async with contextlib.AsyncExitStack() as holding:
+            held: Held | None = None
+            if self._hooks.hold is not None:
+                try:
+                    held = await holding.enter_async_context(self._hooks.hold(context, cost))
+                except Refusal as refusal:
+                    self._hooks.trace(context, document, operation_name, query, started).end(
+                        [refusal.error]
+                    )
+                    yield PreExecutionError(
+                        data=None, errors=[refusal.error], extensions=refusal.extensions
+                    )
+                    return
+            # The subscription's span ends once it is accepted; each event sent has its own.
+            trace = self._hooks.trace(context, document, operation_name, query, started)
+            with trace:
+                source = await self._subscribe(document, context, variables, operation_name, held)
+            trace.end(source.errors or [] if isinstance(source, GraphQLExecutionResult) else [])
+            if isinstance(source, GraphQLExecutionResult):  # refused before its first event
+                await holding.aclose()  # what it held given back before it is answered
+                yield PreExecutionError(data=None, errors=self._public(source.errors))
                 return
-            extensions = None if charge is None else charge.settle(cost)
-        # The subscription's span ends once it is accepted; each event sent has its own.
-        trace = self._hooks.trace(context, document, operation_name, query, started)
-        with trace:
-            source = subscribe(
-                self._schema,
-                document,
-                context_value=context,
-                variable_values=variables,
-                operation_name=operation_name,
-                hide_suggestions=self._hide_suggestions,
-            )
-            if isawaitable(source):
-                source = await source
-        trace.end(source.errors or [] if isinstance(source, GraphQLExecutionResult) else [])
-        if isinstance(source, GraphQLExecutionResult):  # refused before its first event
-            yield PreExecutionError(data=None, errors=self._public(source.errors))
-            return
-        try:
-            async for event in source:
-                if event.errors:
-                    self._hooks.event_errors(event.errors)
+            try:
+                async for event in source:
+                    if event.errors:
+                        self._hooks.event_errors(event.errors)
+                    yield ExecutionResult(
+                        data=event.data,
+                        errors=self._public(event.errors) or None,
+                        extensions=event.extensions,
+                    )
+            except Exception as error:  # the source failed: one last answer, masked if unexpected
                 yield ExecutionResult(
-                    data=event.data,
-                    errors=self._public(event.errors) or None,
-                    extensions=extensions,
+                    data=None,
+                    errors=self._public([GraphQLError(str(error), original_error=error)]),
                 )
-        except Exception as error:  # the source failed: one last answer, masked if unexpected
-            yield ExecutionResult(
-                data=None, errors=self._public([GraphQLError(str(error), original_error=error)])
-            )
-        finally:
-            close = getattr(source, "aclose", None)
-            if close is not None:
-                await close()
+            finally:
+                await source.aclose()
+
+    async def _subscribe(
+        self,
+        document: DocumentNode,
+        context: ContextT,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+        held: Held | None,
+    ) -> AsyncGenerator[GraphQLExecutionResult, None] | GraphQLExecutionResult:
+        """graphql-core's `subscribe`, with each event paid for (`Held.pay`) before its answer
+        is worked out, and its charge settled with that answer's actual cost, which its
+        `extensions` then hold; or why it could not start."""
+        executor = ExecutorThrowingOnIncremental.build(
+            self._schema,
+            document,
+            context_value=context,
+            raw_variable_values=variables,
+            operation_name=operation_name,
+            hide_suggestions=self._hide_suggestions,
+        )
+        if isinstance(executor, list):  # its variables could not be coerced
+            return GraphQLExecutionResult(None, errors=executor)
+        events = create_source_event_stream(executor)
+        if isawaitable(events):
+            events = await events
+        if isinstance(events, GraphQLExecutionResult):
+            return events
+        if held is None:
+            return map_source_to_response_event(executor, events)
+
+        async def paid(event: Executor[Any]) -> GraphQLExecutionResult:
+            assert held is not None
+            charge = await held.pay()
+            result = execute_subscription_event(event)
+            if isawaitable(result):
+                result = await result
+            used = actual_cost(self._schema, document, operation_name, self._limits, result.data)
+            result.extensions = charge.settle(used)
+            return result
+
+        return map_source_to_response_event(executor, events, paid)
 
     def _checked(
         self,

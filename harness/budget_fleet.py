@@ -31,7 +31,9 @@ __all__ = [
     "INSTANCES",
     "LOOKUP",
     "NOISY_CLIENT",
+    "OFFERED",
     "QUIET_CLIENT",
+    "QUIET_RATE",
     "RATE",
     "Contention",
     "Tally",
@@ -69,6 +71,9 @@ def fleet_settings(broker_url: str, *overrides: str, **settings: str) -> dict[st
         "max_query_cost": str(BURST),
         "budget_overrides": budgets,
         "budget_expected_instances": str(INSTANCES),
+        # Each instance's first parse of the lookup costs what the lookup does: its budgets are
+        # the point, not the first parse's (tests/api/test_budgets.py).
+        "budget_new_document_cost": "1",
         **settings,
     }
 

@@ -50,8 +50,10 @@ class Context:
     calls: CallCount | None = None
     writes: list[tuple[PaymentStatus | None, PaymentStatus]] = field(default_factory=list)
     user_errors: list[str] = field(default_factory=list)
-    # Its cost charged to the caller's budget (`server.budgets`): (requested, actual).
+    # Its cost charged to the caller's budget (`server.budgets`): (requested, actual); and the
+    # least it is charged, whatever it selects (its text's first parse here, `first_parse`).
     cost: tuple[int, int] | None = None
+    least_cost: int = 0
     # Over WebSocket: this instance's live events, `connection_init`'s payload (set by
     # Strawberry), and how a subscription closes its connection (a subscriber too slow).
     live: EventHub | None = None
@@ -71,7 +73,7 @@ class Context:
         """A context for one more operation on the same connection: its own loaders (no reads
         cached by an earlier operation), its own record of what it did and its own span."""
         return dataclasses.replace(
-            self, calls=None, writes=[], user_errors=[], cost=None, span=None
+            self, calls=None, writes=[], user_errors=[], cost=None, least_cost=0, span=None
         )
 
     @property

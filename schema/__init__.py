@@ -19,6 +19,8 @@ from strawberry.types.graphql import OperationType
 from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from engine import (
     Admission,
+    FirstParse,
+    Holding,
     Observer,
     OperationRunner,
     QueryLimits,
@@ -53,7 +55,9 @@ class PaymentsSchema(FederatedSchema):
     adds (its request log and metrics); `dynamodb_budget` the seconds each operation may spend
     on DynamoDB (`datasource.deadline`); `trace_documents` puts each operation's document in its
     span (`schema.tracing`); `admit` charges each operation to its caller's budget
-    (`server.budgets`). Operations run by their compiled plans (`engine.compiler`);
+    and `first_parse` refuses a text not yet prepared to a caller who cannot pay for it
+    (`server.budgets`), `hold` a subscription's start and events and its caller's slot
+    (`server.subscription_budgets`). Operations run by their compiled plans (`engine.compiler`);
     `leaves_from_items` has them read a listed payment's fields from its item
     (`schema.stored_payments`).
 
@@ -71,6 +75,8 @@ class PaymentsSchema(FederatedSchema):
         trace_documents: bool = False,
         subgraph: bool = False,
         admit: Admission[Any] | None = None,
+        first_parse: FirstParse[Any] | None = None,
+        hold: Holding[Any] | None = None,
         leaves_from_items: bool = True,
     ) -> None:
         check_version()
@@ -101,6 +107,8 @@ class PaymentsSchema(FederatedSchema):
                 dynamodb_budget=dynamodb_budget,
                 trace_documents=trace_documents,
                 admit=admit,
+                first_parse=first_parse,
+                hold=hold,
             ),
         )
 

@@ -15,7 +15,7 @@ from graphql import GraphQLError
 
 from datasource import deadline
 from datasource.accounting import CallCount, count_calls
-from engine import Admission, Extensions, Hooks, Observer
+from engine import Admission, Extensions, FirstParse, Holding, Hooks, Observer
 from resolvers.context import Context
 from schema import tracing
 from schema.federation import NoSubgraphSdlRule
@@ -32,11 +32,15 @@ def payments_hooks(
     dynamodb_budget: float | None,
     trace_documents: bool,
     admit: Admission[Any] | None = None,
+    first_parse: FirstParse[Any] | None = None,
+    hold: Holding[Any] | None = None,
 ) -> Hooks[Any]:
     """The hooks of the payments schema: `dynamodb_budget` is the seconds each operation may
     spend on DynamoDB (None: no limit), `trace_documents` puts each document in its span, `admit`
-    charges each operation to its caller's budget (`server.budgets`; None: no budgets). The
-    context is a request's `Context`, or whatever a test or a tool passes: each hook checks."""
+    charges each operation to its caller's budget and `first_parse` refuses a text not yet prepared
+    to a caller who cannot pay for it (`server.budgets`; None: no budgets), `hold` charges a
+    subscription's start and events and holds its caller's slot (`server.subscription_budgets`).
+    The context is a request's `Context`, or whatever a test or a tool passes: each hook checks."""
     return Hooks(
         scope=functools.partial(dynamodb_scope, dynamodb_budget),
         trace=functools.partial(tracing.operation_trace, record_document=trace_documents),
@@ -45,6 +49,8 @@ def payments_hooks(
         public_error=public_error,
         before=read_only_selected,
         admit=admit,
+        first_parse=first_parse,
+        hold=hold,
         observers=observers,
         production_rules=(NoSubgraphSdlRule,),
     )

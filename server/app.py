@@ -52,6 +52,8 @@ from server.observability import Metrics
 from server.readiness import TableCheck, readyz
 from server.settings import Settings
 from server.status_log import log_status_every
+from server.subscription_budgets import SubscriptionBudgets
+from server.subscription_slots import SubscriptionSlots
 from server.tracing import open_tracing
 from server.webhook_delivery import address_lookup, webhook_delivery
 
@@ -103,11 +105,13 @@ def create_app(
         if settings.budgets
         else None
     )
+    subscriptions = None if budgets is None else subscription_budgets(settings, budgets)
     routes = [
         *graphql_routes(
             settings,
             auth,
             budgets=budgets,
+            subscriptions=subscriptions,
             metrics=metrics,
             clock=clock,
             token_clock=token_clock,
@@ -133,6 +137,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.auth = auth
     app.state.budgets = budgets
+    app.state.subscriptions = subscriptions
     app.state.table_check = TableCheck()
     return app
 
@@ -151,16 +156,20 @@ async def store_lifespan(
 ) -> AsyncIterator[None]:
     """The store on `app.state.store`, the live updates on `app.state.live` and the webhook
     dispatcher on `app.state.webhooks` for the app's life; with `seed_demo_data`, a table this
-    start creates gets the demonstration payments.
+    start creates gets the demonstration payments. A table of `test` or `prod` not as the
+    service needs it is compared again until it is (`TableCheck.watch`).
     The tracer (if any) is the store's, and sends what is left of its spans at the end."""
     metrics: Metrics = app.state.metrics
     auth: AuthConfig = app.state.auth
+    table_check: TableCheck = app.state.table_check
     async with (
         # The provider's keys are read in the background: the start does not wait for them.
         jwks_reading(auth.jwks),
-        budgets_sharing(settings, app.state.budgets),
+        budgets_sharing(settings, app.state.budgets, app.state.subscriptions),
         open_tracing(settings, provider=tracer_provider) as tracer,
-        payment_store(settings, endpoint_url=endpoint_url, client=client, tracer=tracer) as opened,
+        payment_store(
+            settings, endpoint_url=endpoint_url, client=client, tracer=tracer, compare_table=True
+        ) as opened,
     ):
         if opened.created_table and seed_demo_data:
             with acting_as(LOCAL_SETUP):
@@ -184,6 +193,7 @@ async def store_lifespan(
                 dns=webhook_dns,
                 hub=feed.hub,
             ) as sender,
+            running(table_check.watch(opened.store), name="table check"),
         ):
             app.state.live = feed
             app.state.webhooks = sender
@@ -201,16 +211,37 @@ async def store_lifespan(
 
 
 @contextlib.asynccontextmanager
-async def budgets_sharing(settings: Settings, budgets: Budgets | None) -> AsyncIterator[None]:
-    """The budgets shared through the fleet's broker, if it has one (`server.budgets`)."""
+async def budgets_sharing(
+    settings: Settings, budgets: Budgets | None, subscriptions: SubscriptionBudgets | None
+) -> AsyncIterator[None]:
+    """The budgets and the count of subscriptions shared through the fleet's broker, if it has
+    one (`server.budgets`, `server.subscription_slots`)."""
     broker = settings.live_broker_url
     if budgets is None or broker is None:
         yield
         return
-    async with budgets.sharing(
-        broker.get_secret_value(), charge_within=settings.budget_broker_timeout
-    ):
+    url = broker.get_secret_value()
+    async with contextlib.AsyncExitStack() as sharing:
+        await sharing.enter_async_context(
+            budgets.sharing(url, charge_within=settings.budget_broker_timeout)
+        )
+        if subscriptions is not None:
+            await sharing.enter_async_context(subscriptions.slots.sharing(url))
         yield
+
+
+def subscription_budgets(settings: Settings, budgets: Budgets) -> SubscriptionBudgets:
+    """Subscriptions charged to `budgets`, each caller's capped (`server.subscription_budgets`)."""
+    caps = {
+        "customer": settings.budget_customer_max_subscriptions,
+        "service": settings.budget_service_max_subscriptions,
+    }
+    slots = SubscriptionSlots(
+        caps,
+        instances=settings.budget_expected_instances,
+        lease_seconds=settings.budget_subscription_lease_seconds,
+    )
+    return SubscriptionBudgets(budgets, slots)
 
 
 def graphql_routes(
@@ -218,6 +249,7 @@ def graphql_routes(
     auth: AuthConfig,
     *,
     budgets: Budgets | None,
+    subscriptions: SubscriptionBudgets | None,
     metrics: Metrics,
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
@@ -238,6 +270,7 @@ def graphql_routes(
             settings,
             auth,
             budgets=budgets,
+            subscriptions=subscriptions,
             metrics=metrics,
             clock=clock,
             token_clock=token_clock,
@@ -257,6 +290,7 @@ def graphql_endpoint(
     auth: AuthConfig,
     *,
     budgets: Budgets | None,
+    subscriptions: SubscriptionBudgets | None,
     metrics: Metrics,
     clock: Callable[[], datetime],
     token_clock: Callable[[], float],
@@ -272,6 +306,8 @@ def graphql_endpoint(
         trace_documents=settings.otel_graphql_document,
         subgraph=subgraph,
         admit=None if budgets is None else budgets.admit,
+        first_parse=None if budgets is None else budgets.first_parse,
+        hold=None if subscriptions is None else subscriptions.hold,
         leaves_from_items=settings.leaves_from_items,
     )
     return PaymentsGraphQL(

@@ -57,6 +57,7 @@ class BudgetPolicy:
     service: Limit
     overrides: Mapping[str, Limit]
     mutation_cost: int
+    new_document_cost: int
     instances: int
     max_cost: int
 
@@ -70,6 +71,7 @@ class BudgetPolicy:
                 for client, (rate, burst) in settings.budget_overrides.items()
             },
             mutation_cost=settings.budget_mutation_cost,
+            new_document_cost=settings.budget_new_document_cost,
             instances=settings.budget_expected_instances,
             max_cost=settings.max_query_cost,
         )
@@ -113,6 +115,9 @@ class Budgets:
         self._on_throttled = on_throttled
         self._clock = clock
         self._local = LocalBudgets(clock=clock)
+        # What each budget held in the broker at its last charge here, refilling since: what a
+        # caller is taken to hold before a first parse (`first_parse`), with no round trip.
+        self._seen = LocalBudgets(clock=clock)
         self._shared: SharedBudgets | None = None
         self._refunds: dict[str, float] = {}
         # The breaker: the broker's failures in a row, when it opened (None: closed), when to
@@ -140,20 +145,51 @@ class Budgets:
             finally:
                 self._shared = None
 
+    async def first_parse(self, context: Any) -> None:
+        """The engine's `Hooks.first_parse`, before this instance parses, validates and plans a
+        text anew: a caller whose budget holds less than that work costs is refused
+        (`Throttled`) before the text is read; else the operation costs at least as much. With
+        a broker, what the budget held at its last charge here, refilling since, stands for
+        what it holds (no round trip): the charge itself still decides."""
+        if not isinstance(context, Context) or not isinstance(context.authenticated, Caller):
+            return
+        least = self.policy.new_document_cost
+        kind, key, limit = self.policy.budget_of(context.authenticated)
+        if self._shared is not None and self._failed_at is None:
+            held = self._seen.available(key, limit)
+        else:
+            limit = self.policy.share(limit)
+            held = self._local.available(key, limit)
+        held = min(held + self._refunds.get(key, 0.0), limit.burst)
+        if held + HAIR < least:
+            self._on_throttled(kind)
+            context.cost = (least, 0)
+            raise Throttled(least, Verdict(False, held, (least - held) / limit.rate), limit)
+        context.least_cost = least
+
     async def admit(self, context: Any, operation_type: OperationType, cost: int) -> _Charge | None:
         """The engine's `Hooks.admit`: charge the caller, or raise `Throttled`."""
         if not isinstance(context, Context) or not isinstance(context.authenticated, Caller):
             return None
         kind, key, limit = self.policy.budget_of(context.authenticated)
         mutation = operation_type is OperationType.MUTATION
-        requested = max(cost, self.policy.mutation_cost) if mutation else cost
+        least = max(self.policy.mutation_cost if mutation else 0, context.least_cost)
+        requested = max(cost, least)
         verdict, limit = await self._charge(key, requested, limit)
         if not verdict.admitted:
             self._on_throttled(kind)
             context.cost = (requested, 0)
             raise Throttled(requested, verdict, limit)
-        least = self.policy.mutation_cost if mutation else 0
         return _Charge(self, context, key, requested, least, verdict, limit)
+
+    async def charge_event(self, context: Context, caller: Caller, cost: int) -> _Charge | float:
+        """One event of a subscription charged `cost` to `caller` (no least, no refusal
+        counted): its charge, or the seconds until the budget holds `cost` (nothing charged)."""
+        _kind, key, limit = self.policy.budget_of(caller)
+        verdict, limit = await self._charge(key, cost, limit)
+        if not verdict.admitted:
+            return verdict.retry_after
+        return _Charge(self, context, key, cost, 0, verdict, limit)
 
     async def _charge(self, key: str, cost: int, limit: Limit) -> tuple[Verdict, Limit]:
         refund = self._refunds.pop(key, 0.0)
@@ -165,6 +201,7 @@ class Budgets:
                 self._broker_failed(error)
             else:
                 self._broker_answered()
+                self._seen.hold(key, verdict.available, limit)
                 # Should the broker fail, this instance goes on from its share of what the
                 # fleet's budget holds now, not from a full budget.
                 share = self.policy.share(limit)

@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     # The scope of the federation gateway's own token: `/subgraph` runs its text (query plans)
     # as the client it forwards (X-Forwarded-Authorization), under every document policy.
     auth_gateway_scope: Annotated[str, Field(min_length=1)] = "payments:gateway"
+    # The scope of the operators of webhooks: they see and manage every service client's
+    # endpoints (each client sees its own), and give an owner to one stored before owners.
+    auth_webhooks_admin_scope: Annotated[str, Field(min_length=1)] = "payments:webhooks-admin"
     # Cognito access tokens carry `client_id`, not `aud`: the app clients accepted (comma list).
     auth_jwt_client_ids: Annotated[tuple[str, ...], NoDecode] = ()
     # Seconds of clock skew allowed on `iat`, `nbf` and `exp`: a provider's clock drifts from
@@ -130,6 +133,9 @@ class Settings(BaseSettings):
     # Budgets of query cost per caller (docs/callers-and-errors.md, "Budgets"): on or off; each
     # class's rate (cost a second) and burst (at most held; at least the max query cost); named
     # service clients' own (`client=rate/burst`, comma-separated); a mutation's least cost; the
+    # least an operation costs whose text this instance parses, validates and plans anew (its
+    # first parse: about 19 ms of CPU for a document of 15 aliases, the work of some hundred
+    # units of reads), below which a caller's budget is refused before the text is read; the
     # instances a fleet without its broker divides each budget among; how long a charge may wait
     # on the broker before this instance's share takes over.
     budgets: bool = True
@@ -141,8 +147,15 @@ class Settings(BaseSettings):
         default_factory=dict
     )
     budget_mutation_cost: Annotated[int, Field(ge=1)] = 10
+    budget_new_document_cost: Annotated[int, Field(ge=1)] = 100
     budget_expected_instances: Annotated[int, Field(ge=1)] = 1
     budget_broker_timeout: Annotated[float, Field(gt=0, le=1)] = 0.02
+    # The open subscriptions a customer (its user) and a service (its client) may hold across
+    # the fleet (docs/callers-and-errors.md, "Subscriptions"), and the seconds an instance's
+    # count of them lasts in the broker unless renewed (a dead instance's stop counting within).
+    budget_customer_max_subscriptions: Annotated[int, Field(ge=1)] = 100
+    budget_service_max_subscriptions: Annotated[int, Field(ge=1)] = 1000
+    budget_subscription_lease_seconds: Annotated[float, Field(gt=0)] = 15.0
 
     # Trusted documents (docs/protocols.md, "Trusted documents"): the manifests (comma-separated
     # paths), and who must name one of their documents; by default `any` outside prod,
@@ -333,6 +346,11 @@ class Settings(BaseSettings):
                 )
         if self.auth_gateway_scope == self.auth_service_scope:
             raise ValueError("LOC_AUTH_GATEWAY_SCOPE must differ from LOC_AUTH_SERVICE_SCOPE")
+        if self.auth_webhooks_admin_scope in (self.auth_service_scope, self.auth_gateway_scope):
+            raise ValueError(
+                "LOC_AUTH_WEBHOOKS_ADMIN_SCOPE must differ from LOC_AUTH_SERVICE_SCOPE and "
+                "LOC_AUTH_GATEWAY_SCOPE"
+            )
         if self.auth_jwks_cache_min_seconds > self.auth_jwks_cache_max_seconds:
             raise ValueError(
                 "LOC_AUTH_JWKS_CACHE_MIN_SECONDS must not exceed LOC_AUTH_JWKS_CACHE_MAX_SECONDS"
@@ -382,7 +400,7 @@ class Settings(BaseSettings):
 
     def _check_budgets(self) -> None:
         """Every budget admits the costliest operation allowed, so none is refused forever."""
-        least = max(self.max_query_cost, self.budget_mutation_cost)
+        least = max(self.max_query_cost, self.budget_mutation_cost, self.budget_new_document_cost)
         limits = {
             "LOC_BUDGET_CUSTOMER_*": (self.budget_customer_rate, self.budget_customer_burst),
             "LOC_BUDGET_SERVICE_*": (self.budget_service_rate, self.budget_service_burst),
@@ -392,8 +410,9 @@ class Settings(BaseSettings):
                 raise ValueError(f"{name}: the rate must be a positive number")
             if burst < least:
                 raise ValueError(
-                    f"{name}: the burst ({burst:g}) must be at least LOC_MAX_QUERY_COST and "
-                    f"LOC_BUDGET_MUTATION_COST ({least}), or such an operation is never admitted"
+                    f"{name}: the burst ({burst:g}) must be at least LOC_MAX_QUERY_COST, "
+                    "LOC_BUDGET_MUTATION_COST and LOC_BUDGET_NEW_DOCUMENT_COST "
+                    f"({least}), or such an operation is never admitted"
                 )
         if any(not client for client in self.budget_overrides):
             raise ValueError("LOC_BUDGET_OVERRIDES: a client id is empty")

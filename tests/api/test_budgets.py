@@ -75,10 +75,19 @@ def create_input(**extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
+async def api(moto_config: DynamoConfig) -> AsyncIterator[Api]:
+    """The engine's count, charged as it is: a first parse costs no more than any operation
+    (what it costs on its own: `test_a_new_document_costs_at_least_its_first_parse`)."""
+    async with api_client(moto_config, budget_new_document_cost=1) as api:
+        yield api
+
+
+@pytest.fixture
 async def small(moto_config: DynamoConfig) -> AsyncIterator[Api]:
     """Budgets of 100 at a rate so slow (1 a minute) that nothing refills during a test."""
     async with api_client(
         moto_config,
+        budget_new_document_cost=1,
         max_query_cost=100,
         budget_customer_rate=1 / 60,
         budget_customer_burst=100,
@@ -159,12 +168,14 @@ async def exhaust(api: Api, as_: str) -> None:
 async def test_over_budget_is_429_with_retry_after_and_nothing_runs(
     small: Api, moto_config: DynamoConfig, accept: str
 ) -> None:
+    variables = {"loan": "loan-1", "first": 20}
+    # Prepared by another caller's request: refused for its cost, not before it is read.
+    await post(small, PAGE, variables, as_=BOB)
     await exhaust(small, ALICE)
     stored = len(payment_items(moto_config))
     status, _, body = await post(small, CREATE, {"input": create_input()}, as_=ALICE)
     assert status == 429, body
     assert len(payment_items(moto_config)) == stored  # nothing written
-    variables = {"loan": "loan-1", "first": 20}
     requested = engine_cost(PAGE, variables)
     status, headers, body = await post(small, PAGE, variables, as_=ALICE, accept=accept)
     assert status == 429, body
@@ -280,3 +291,39 @@ async def test_gql_meets_429_with_throttled(small: Api) -> None:
     assert refused.value.errors[0]["extensions"]["code"] == "THROTTLED"
     response = transport.response_headers
     assert response is not None and int(response["retry-after"]) > 0
+
+
+async def test_a_new_document_costs_at_least_its_first_parse(moto_config: DynamoConfig) -> None:
+    async with api_client(moto_config) as api:  # the default least cost of a first parse, 100
+        payment = await api.create()
+        found = {"payment": payment["paymentId"]}
+        first = [cost_of((await post(api, LOOKUP, found))[2]) for _ in range(2)]
+    # Parsed, validated and planned anew: charged 100, and no refund below it.
+    assert (first[0]["requestedQueryCost"], first[0]["actualQueryCost"]) == (100, 100)
+    # Prepared already: its selection's cost.
+    assert (first[1]["requestedQueryCost"], first[1]["actualQueryCost"]) == (5, 5)
+
+
+async def test_a_caller_who_cannot_pay_a_first_parse_is_refused_before_its_text_is_read(
+    moto_config: DynamoConfig,
+) -> None:
+    async with api_client(
+        moto_config, budget_service_rate=1 / 60, budget_service_burst=150, max_query_cost=100
+    ) as api:
+        payment = await api.create(as_=service_token("another-client"))
+        found = {"payment": payment["paymentId"]}
+        admitted = [await post(api, LOOKUP, found) for _ in range(2)]  # 100, then 5: 45 left
+        # New text, even text that does not parse, is refused for the budget, unread.
+        unparsed = await post(api, "{ payment(", {})
+        another = await post(api, LOOKUP.replace("amountCents", "status"), found)
+        # Text prepared already still runs for what it selects.
+        cached = await post(api, LOOKUP, found)
+
+    assert [status for status, _, _ in admitted] == [200, 200]
+    assert cost_of(admitted[1][2])["throttleStatus"]["currentlyAvailable"] == 45
+    for status, headers, body in (unparsed, another):
+        assert status == 429, body
+        assert [e["extensions"]["code"] for e in body["errors"]] == ["THROTTLED"], body
+        assert cost_of(body)["requestedQueryCost"] == 100
+        assert int(headers["retry-after"]) > 0
+    assert cached[0] == 200 and cost_of(cached[2])["actualQueryCost"] == 5

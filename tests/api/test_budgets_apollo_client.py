@@ -52,6 +52,8 @@ async def url(ddblocal_backend: Backend) -> AsyncIterator[str]:
             max_query_cost=str(BURST),
             budget_service_rate=str(1 / 60),
             budget_service_burst=str(BURST),
+            # A first parse costs what the operation does (tested in tests/api/test_budgets.py).
+            budget_new_document_cost="1",
         ) as [url]:
             # Three payments, so each page returns all it asked for and nothing is refunded;
             # created by a client of its own, so the budgets under test are full.

@@ -1,6 +1,6 @@
 """Budgets over WebSocket (SPEC §21), against a real server, in both protocols (graphql-transport-ws
-and the legacy graphql-ws): a subscription is charged when it starts and its events carry that
-charge in `extensions.cost`; an operation over budget is an `error` message with THROTTLED for
+and the legacy graphql-ws): a subscription is charged when it starts and each event its own
+cost, which the event's `extensions.cost` shows; an operation over budget is an `error` message with THROTTLED for
 that operation alone, and the socket stays open."""
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ async def url(ddblocal_backend: Backend) -> AsyncIterator[str]:
             max_query_cost="100",
             budget_service_rate=str(1 / 60),
             budget_service_burst="100",
+            # A first parse costs what the operation does (tested in tests/api/test_budgets.py).
+            budget_new_document_cost="1",
         ) as [url]:
             yield url
     finally:
@@ -84,8 +86,8 @@ async def test_a_subscription_is_charged_as_it_starts_and_over_budget_is_an_erro
             assert cost["requestedQueryCost"] == cost["actualQueryCost"] == requested
             assert cost["throttleStatus"]["maximumAvailable"] == 100
             assert requested > 10  # more than the budget holds once the mutations used it
-            # The creation's 10 and the subscription's charge.
-            assert cost["throttleStatus"]["currentlyAvailable"] == 100 - 10 - requested
+            # The creation's 10, the subscription's start and its first event (all it selects).
+            assert cost["throttleStatus"]["currentlyAvailable"] == 100 - 10 - 2 * requested
 
             while (
                 await http.post(
@@ -147,7 +149,7 @@ async def test_the_legacy_protocol_charges_a_subscription_and_over_budget_is_an_
             cost = event["payload"]["extensions"]["cost"]
             requested = engine_cost(EVENTS, variables)
             assert cost["requestedQueryCost"] == cost["actualQueryCost"] == requested
-            assert cost["throttleStatus"]["currentlyAvailable"] == 100 - 10 - requested
+            assert cost["throttleStatus"]["currentlyAvailable"] == 100 - 10 - 2 * requested
 
             while (
                 await http.post(

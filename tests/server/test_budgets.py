@@ -137,6 +137,7 @@ def policy(instances: int = 1) -> BudgetPolicy:
         service=Limit(300, 3000),
         overrides={},
         mutation_cost=10,
+        new_document_cost=100,
         instances=instances,
         max_cost=1000,
     )
