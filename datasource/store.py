@@ -49,6 +49,7 @@ from datasource.table import (
     SK,
     page_key_attributes,
 )
+from datasource.table_fit import TableFit
 from datasource.tracing import CallSpans
 from datasource.webhooks import WebhookStore
 from domain import keys
@@ -133,6 +134,8 @@ class PaymentStore:
         self.breaker = breaker
         if breaker is not None:
             breaker.attach(client, probe=self._describe_table)
+        # Refuses writes while the table is not as the service needs it (`compare_definition`).
+        self.fit: TableFit | None = None
 
     @property
     def throttles(self) -> Throttles:
@@ -163,8 +166,9 @@ class PaymentStore:
     ) -> None:
         """Write and read in the layouts the table's record says hold data (made if there is
         none: `datasource.layouts.establish`, the feed in `feed_shards`), read again every
-        `refresh_seconds`. If DynamoDB does not answer now, the service still starts (and is
-        unready): the record is read before the first use that needs it."""
+        `refresh_seconds`. If DynamoDB does not answer now, or the table is not known to be as
+        the service needs it (`compare_definition`), the service still starts (and is unready):
+        the record is read before the first use that needs it."""
         live = Layouts(
             self._layouts.status,
             FeedLayout.of(feed_shards),
@@ -174,10 +178,24 @@ class PaymentStore:
             settle_seconds=settle_seconds,
         )
         self._layouts = live
+        if self.fit is not None and not self.fit.fits:
+            return
         try:
             await live.refresh()
         except PaymentsError as error:
             logger.warning("the layout record is read later: %s", error)
+
+    async def compare_definition(self, *, stream: bool) -> None:
+        """Compare the table with `datasource.table`'s definition now (one DescribeTable; the
+        stream too with `stream`), and again at each `ping`; until it is as the service needs
+        it, writes are refused (`datasource.table_fit`)."""
+        if self.fit is None:
+            self.fit = TableFit(self._table, stream=stream)
+            self.fit.attach(self._client)
+        try:
+            await self.ping()
+        except StorageUnavailable as error:
+            logger.warning("table %s: compared once DynamoDB answers (%s)", self._table, error)
 
     async def layout_record(self) -> LayoutRecord | None:
         return await layouts.read_record(self._client, self._table)
@@ -525,13 +543,17 @@ class PaymentStore:
         )
 
     async def _describe_table(self) -> object:
-        return await self._client.describe_table(TableName=self._table)
+        described = await self._client.describe_table(TableName=self._table)
+        if self.fit is not None:
+            self.fit.compare(described["Table"])
+        return described
 
     async def ping(self) -> None:
-        """Raise StorageUnavailable unless the table answers (readiness)."""
+        """Raise StorageUnavailable unless the table answers (readiness); compare it with what
+        the service needs, if asked to (`compare_definition`)."""
         try:
             async with storage_call():
-                await self._client.describe_table(TableName=self._table)
+                await self._describe_table()
         except PaymentsError as error:
             # Denied access or a wrong region is as unready as a timeout, whatever the cause.
             if isinstance(error, StorageUnavailable):

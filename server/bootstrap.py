@@ -1,7 +1,8 @@
 """What `serve` and `collect` set up before they work: the DynamoDB they talk to and the store.
 
 In `local` without an endpoint the command starts DynamoDB Local for its own life, and in `local`
-a missing table is created; elsewhere both belong to the infrastructure (`Settings`).
+a missing table is created; elsewhere both belong to the infrastructure (`Settings`), and the
+service compares the table with what it needs before it writes.
 """
 
 from __future__ import annotations
@@ -86,9 +87,13 @@ async def payment_store(
     endpoint_url: str | None = None,
     client: DynamoDBClient | None = None,
     tracer: Tracer | None = None,
+    compare_table: bool = False,
 ) -> AsyncIterator[OpenedStore]:
     """The store on the settings' table, open for the block; `endpoint_url` (the embedded
     DynamoDB's, if any) wins over the settings'. `tracer` (`server.tracing`) traces its calls.
+    With `compare_table` (the serving process), a table the service did not make (`test`,
+    `prod`) is first compared with what it needs, its stream if live updates read it
+    (`PaymentStore.compare_definition`): until it is, no write is sent.
 
     `client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces the one
     this would open. The store writes and reads in the layouts the table's layout record names
@@ -121,6 +126,8 @@ async def payment_store(
                 created = await create_table_if_missing(
                     store.client, config.table_name, stream=settings.live_updates
                 )
+        elif compare_table:
+            await store.compare_definition(stream=settings.live_updates)
         if client is None:
             await store.follow_layout_record(
                 feed_shards=settings.events_shards,

@@ -1,9 +1,11 @@
 """`/readyz`: whether this instance can serve, as its status; and, for its operators, why.
 
 Ready means the circuit breaker is closed and the table answers a `DescribeTable` within
-`READINESS_TIMEOUT_SECONDS`. That answer is kept for `READINESS_CACHE_SECONDS`, and probes that
-come together share one call: however often `/readyz` is asked (the load balancer forwards every
-path to the API port), DynamoDB is asked at most once per interval.
+`READINESS_TIMEOUT_SECONDS`, and in `test` and `prod` is as the service needs it (that answer
+compared, `datasource.table_fit`; `TableMismatch` else). The answer is kept for
+`READINESS_CACHE_SECONDS`, and probes that come together share one call: however often `/readyz`
+is asked, DynamoDB is asked at most once per interval. Until the table is known to be as needed,
+`TableCheck.watch` asks every `TABLE_RECHECK_SECONDS` too, probes or none.
 
 Anyone who reaches the API port may ask, so in `test` and `prod` it answers the status alone:
 `{"status": "ok"}`, or 503 `{"status": "unavailable"}`. The detail (why not, the live updates,
@@ -29,13 +31,25 @@ from server.budgets import Budgets
 from server.live_feed import LiveFeed
 from server.webhook_delivery import WebhookDispatcher
 
-__all__ = ["READINESS_CACHE_SECONDS", "READINESS_TIMEOUT_SECONDS", "TableCheck", "readyz"]
+__all__ = [
+    "READINESS_CACHE_SECONDS",
+    "READINESS_TIMEOUT_SECONDS",
+    "TABLE_MISMATCH",
+    "TABLE_RECHECK_SECONDS",
+    "TableCheck",
+    "readyz",
+]
 
 # A readiness probe that waits out the client's retries would time out itself; answer quickly.
 READINESS_TIMEOUT_SECONDS = 2.0
 # How long the table's answer stands: short against an orchestrator's probe period (10 s or
 # more), long enough that no flood of probes becomes a flood of DescribeTables.
 READINESS_CACHE_SECONDS = 2.0
+# How often a table not known to be as the service needs it is compared again without a probe:
+# the load balancer's health-check period (`infra.stack`), an orchestrator's usual one.
+TABLE_RECHECK_SECONDS = 10.0
+# The reason a table that answers is not ready: it lacks what the service needs.
+TABLE_MISMATCH = "TableMismatch"
 
 
 class TableCheck:
@@ -65,6 +79,17 @@ class TableCheck:
                     self._checked_at = self._clock()
         return self._problem
 
+    async def watch(self, store: PaymentStore, *, every: float = TABLE_RECHECK_SECONDS) -> None:
+        """While the store's table is not known to be as the service needs it, ask again every
+        `every` seconds (probes between share the answers): a table put right is used without
+        a restart, whether anything probes `/readyz` or not. Returns once it is."""
+        fit = store.fit
+        if fit is None:
+            return
+        while not fit.fits:
+            await asyncio.sleep(every)
+            await self.problem(store)
+
 
 async def _ask(store: PaymentStore) -> str | None:
     try:
@@ -72,6 +97,8 @@ async def _ask(store: PaymentStore) -> str | None:
             await store.ping()
     except (StorageUnavailable, TimeoutError) as error:
         return type(error).__name__
+    if store.fit is not None and not store.fit.fits:
+        return TABLE_MISMATCH
     return None
 
 
@@ -86,7 +113,9 @@ async def readyz(request: Request, *, detail: bool) -> JSONResponse:
         table: TableCheck = state.table_check
         problem = await table.problem(store)
     if problem is not None:
-        reason = {"reason": problem} if detail else {}
+        reason: dict[str, object] = {"reason": problem} if detail else {}
+        if detail and problem == TABLE_MISMATCH and store.fit is not None:
+            reason |= {"table": store.table_name, "tableProblems": list(store.fit.problems)}
         return JSONResponse({"status": "unavailable", **reason}, status_code=503)
     if not detail:
         return JSONResponse({"status": "ok"})
