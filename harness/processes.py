@@ -177,7 +177,9 @@ class Process:
             process.kill()
             process.wait()
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """SIGTERM, as an orchestrator stops it, and wait for it to exit (SIGKILL after
+        STOP_GRACE_SECONDS); its output stays readable until `stop`."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.terminate()
@@ -186,6 +188,9 @@ class Process:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+    def stop(self) -> None:
+        self.terminate()
         self._log.close()
 
 

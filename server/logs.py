@@ -4,10 +4,15 @@ Loggers: `loc_payments.request` (one line per GraphQL request), `loc_payments.au
 per write), `loc_payments.graphql` (unexpected errors, with tracebacks). Nothing logs a token, a
 request's variables, or more than the last four digits of an account number (inputs holding
 one are refused before anything is logged).
+
+Request lines and the audit lines of payment writes are written once per event-loop pass, after
+that pass's answers are sent (their record of history is the stored events); any other line
+writes them first, and a graceful stop flushes them (docs/operations.md, "Logs").
 """
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import logging
 import os
@@ -63,6 +68,9 @@ class JsonHandler(logging.StreamHandler[TextIO]):
             JsonFormatter(JSON_FIELDS, rename_fields={"asctime": "time", "levelname": "level"})
         )
         self._descriptor = _utf8_descriptor(stream)
+        # Lines made during this pass of the event loop, written together at its end.
+        self._pending: list[bytes] = []
+        self._flush_scheduled = False
 
     def setStream(self, stream: TextIO) -> TextIO | None:
         replaced = super().setStream(stream)
@@ -84,17 +92,68 @@ class JsonHandler(logging.StreamHandler[TextIO]):
         }
         try:
             data = orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
-            with self.lock:  # type: ignore[union-attr]  # made by `Handler.__init__`
-                if self._descriptor is None:
+            if self._descriptor is None:
+                with self.lock:  # type: ignore[union-attr]  # made by `Handler.__init__`
                     self.stream.write(data.decode())
                     self.stream.flush()
-                else:
-                    _write_all(self._descriptor, data)
+            else:
+                self._write_after_pass(data)
         except RecursionError:  # as `StreamHandler.emit`
             raise
         except Exception:
             record = logging.makeLogRecord({"name": name, "msg": message, **fields})
             self.handleError(record)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """An audit line of a payment write waits for the pass's end as a request line does; any
+        other line is written at once, after the lines waiting (so the order holds)."""
+        if self._descriptor is not None and _after_pass(record):
+            try:
+                self._write_after_pass((self.format(record) + self.terminator).encode())
+            except RecursionError:
+                raise
+            except Exception:
+                self.handleError(record)
+            return
+        self.write_pending()
+        super().emit(record)
+
+    def flush(self) -> None:
+        """The lines waiting, then the stream's buffer (`logging.shutdown` calls it at exit)."""
+        self.write_pending()
+        super().flush()
+
+    def write_pending(self) -> None:
+        """Write the lines waiting for the end of the event loop's pass, in one system call."""
+        self._flush_scheduled = False
+        if not self._pending:
+            return
+        with self.lock:  # type: ignore[union-attr]
+            pending, self._pending = self._pending, []
+            assert self._descriptor is not None  # lines wait only when written to a file
+            _write_all(self._descriptor, b"".join(pending))
+
+    def _write_after_pass(self, data: bytes) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._pending.append(data)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a command, a job's thread): at once
+            self.write_pending()
+            return
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            # Called in the loop's next pass: after every callback of this one, the writes of
+            # this pass's answers to their sockets included.
+            loop.call_soon(self.write_pending)
+
+
+def _after_pass(record: logging.LogRecord) -> bool:
+    """A line that may wait for the pass's end: a payment write's audit line (its event is
+    stored in the same transaction as the write)."""
+    return record.name == "loc_payments.audit" and str(getattr(record, "event", "")).startswith(
+        "payment."
+    )
 
 
 def _utf8_descriptor(stream: TextIO) -> int | None:

@@ -4,10 +4,12 @@ request line holds every field of the audit trail, whichever way it was written.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -137,3 +139,43 @@ async def test_every_request_line_holds_every_field_in_order(
     )
     assert found["requested_cost"] >= 1 and found["actual_cost"] >= 1
     assert len(found["request_id"]) == 32 and found["dynamodb_throttles"] == 0
+
+
+async def test_a_pass_s_request_and_payment_audit_lines_wait_for_its_end_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "lines.json"
+    with path.open("w", encoding="utf-8") as stream:
+        handler = cast(
+            JsonHandler, configure_logging(log_format="json", local=False, stream=stream)
+        )
+        descriptor, writes, os_write = stream.fileno(), [], os.write
+
+        def counted(fd: int, data: bytes) -> int:
+            writes.append(fd)
+            return os_write(fd, data)
+
+        monkeypatch.setattr(os, "write", counted)
+        try:
+            audit = logging.getLogger("loc_payments.audit")
+            handler.write_info("loc_payments.request", "first", {"request_id": "r-1"}, 1.0)
+            audit.info("payment.created", extra={"event": "payment.created"})
+            handler.write_info("loc_payments.request", "second", {"request_id": "r-2"}, 1.0)
+            waiting = path.read_text()
+            await asyncio.sleep(0)  # the loop's next pass
+            after_pass = path.read_text()
+            # Any other line, as an operator's audit line, at once, after those waiting.
+            handler.write_info("loc_payments.request", "third", {"request_id": "r-3"}, 1.0)
+            audit.info("webhook", extra={"event": "webhook_endpoint.deleted"})
+            at_once = path.read_text()
+        finally:
+            logging.getLogger().removeHandler(handler)
+
+    assert waiting == ""
+    messages = [json.loads(line)["message"] for line in after_pass.splitlines()]
+    assert messages == ["first", "payment.created", "second"]
+    assert writes == [descriptor, descriptor]  # one for the pass; one for the last two
+    assert [json.loads(line)["message"] for line in at_once.splitlines()][3:] == [
+        "third",
+        "webhook",
+    ]
