@@ -6,8 +6,9 @@ The first pass runs the service (P3) against the engine floor (P1, `bench.peers.
 on the fake DynamoDB, each a server process on the server core, this process the load
 generator; P1 must answer the service's `data` first, and in each repetition the peers take
 turns at going first. Then `bench.local_pass`, and the live-updates, tracing and
-trusted-documents passes, each on a DynamoDB Local of its own, the throttling storms
-(`bench.storm`), and each index's write ceiling at the default layout (`bench.partitions`).
+trusted-documents passes, each on a DynamoDB Local of its own, budgets in a fleet
+(`bench.budget_fleet`), the throttling storms (`bench.storm`), and each index's write ceiling at
+the default layout (`bench.partitions`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import uvloop
 
 from bench import (
+    budget_fleet,
     data,
     documents_cost,
     figures,
@@ -206,6 +208,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         results["field_usage"] = await usage_cost.measure(usage, log=log)
         webhooks = webhooks_cost.QUICK if quick else webhooks_cost.DEFAULT
         results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
+        budgets = budget_fleet.QUICK if quick else budget_fleet.DEFAULT
+        results["budgets"] = await budget_fleet.measure(budgets, log=log)
         storms = storm.QUICK if quick else storm.DEFAULT
         results["storm"] = await storm.measure(storms, log=log)
         results["partitions"] = await partitions.measure(log=log)
@@ -216,6 +220,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         found += partitions.targets(results["partitions"])
     if "webhooks" in results:
         found += webhooks_cost.targets(results["webhooks"])
+    if "budgets" in results:
+        found += budget_fleet.targets(results["budgets"])
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started
@@ -248,6 +254,7 @@ def main() -> None:
         ("documents", documents_cost.render),
         ("field_usage", usage_cost.render),
         ("webhooks", webhooks_cost.render),
+        ("budgets", budget_fleet.render),
         ("storm", storm.render),
         ("partitions", partitions.render_results),
     )

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import report, storm, usage_cost, webhooks_cost
+from bench import budget_fleet, report, storm, usage_cost, webhooks_cost
 
 __all__ = ["MARKER", "RESULTS", "MarkerError", "latest", "main", "render", "write_pages"]
 
@@ -244,6 +244,13 @@ def _webhooks(results: Results) -> str:
     return webhooks_cost.render(webhooks) + f" (commit `{results['commit']}`)."
 
 
+def _budgets(results: Results) -> str:
+    budgets = results.get("budgets")
+    if budgets is None:
+        return _absent(results, "figures of budgets in a fleet")
+    return budget_fleet.render(budgets) + f" (commit `{results['commit']}`)."
+
+
 def _storm(results: Results) -> str:
     storms = results.get("storm")
     if storms is None:
@@ -260,6 +267,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "documents": _documents,
     "field_usage": _field_usage,
     "webhooks": _webhooks,
+    "budgets": _budgets,
     "storm": _storm,
     "cpu_breakdown": _cpu_breakdown,
 }

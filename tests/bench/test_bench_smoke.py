@@ -75,8 +75,9 @@ def _the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -
     }
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
-    # 14 of the engine and DynamoDB Local, 4 of the storm, the partitions', the webhooks' drain
-    assert len(targets) == 20
+    # 14 of the engine and DynamoDB Local, 4 of the storm, the partitions', the webhooks' drain,
+    # a refusal's CPU
+    assert len(targets) == 21
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
@@ -173,6 +174,23 @@ def _the_webhooks_drain_is_measured_and_a_target(quick_run: QuickRun) -> None:
     assert "One endpoint whose receiver answers after 50 ms delivers" in quick_run.stdout
 
 
+def _budgets_in_a_fleet_are_measured_and_a_refusals_cpu_is_a_target(quick_run: QuickRun) -> None:
+    """Issue 63: the figures of budgets in a fleet that `make test` no longer asserts."""
+    budgets = quick_run.results["budgets"]
+    assert budgets["failed"] == [] and budgets["quiet"]["throttled"] == 0
+    assert budgets["quiet"]["served"] == budgets["quiet"]["offered"] > 0
+    assert budgets["quiet"]["p99_alone_ms"] > 0 and budgets["quiet"]["p99_beside_noisy_ms"] > 0
+    assert budgets["noisy"]["admitted_cost"] > 0 and budgets["noisy"]["throttled"] > 0
+    assert budgets["states"]["down"] == ["local: broker unavailable"] * 3
+    refusal = budgets["refusal"]
+    assert refusal["refused_cpu_ms"] > 0 and refusal["admitted_cpu_ms"] > 0
+    targets = {target["name"]: target for target in quick_run.results["targets"]}
+    found = targets["budgets: a refusal's server CPU / an admitted one-payment lookup's"]
+    assert found["measured"] == {"fleet": refusal["ratio"]}
+    assert found["bound"] == 0.25 and found["kind"] == "max"
+    assert "Budgets in a fleet: 3 instances sharing a Redis broker" in quick_run.stdout
+
+
 def _the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
     storms = quick_run.results["storm"]
     assert storms["default_mode"] == "standard"
@@ -206,5 +224,6 @@ CHECKS = (
     _the_service_memory_is_read_after_every_repetition,
     _the_fleet_and_the_field_usage_passes_are_made,
     _the_webhooks_drain_is_measured_and_a_target,
+    _budgets_in_a_fleet_are_measured_and_a_refusals_cpu_is_a_target,
     _the_throttling_storms_are_made_in_each_retry_mode,
 )
