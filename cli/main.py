@@ -27,6 +27,7 @@ from jobs.checkpoint import CheckpointRefused
 from server.auth import (
     DEFAULT_TOKEN_TTL_SECONDS,
     SERVICE_SCOPE,
+    WEBHOOKS_ADMIN_SCOPE,
     TokenRefused,
     mint_development_token,
 )
@@ -42,6 +43,7 @@ def _token(settings: Settings, arguments: argparse.Namespace) -> int:
             settings,
             user_id=arguments.user,
             service=arguments.service,
+            webhooks_admin=arguments.webhooks_admin,
             ttl_seconds=arguments.ttl,
             now=time.time(),
         )
@@ -62,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument("--user", required=True, help="the user id (the `sub` claim)")
     token.add_argument(
         "--service", action="store_true", help=f"a service caller (scope {SERVICE_SCOPE})"
+    )
+    token.add_argument(
+        "--webhooks-admin",
+        action="store_true",
+        help=f"an operator of every client's webhook endpoints (scope {WEBHOOKS_ADMIN_SCOPE})",
     )
     token.add_argument(
         "--ttl",

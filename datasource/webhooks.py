@@ -1,7 +1,8 @@
 """Webhook endpoints, their delivery attempts and due retries, as items of the one table.
 
-`WebhookStore` keeps an endpoint (`WEBHOOKS` / `ENDPOINT#<id>`: its URL, types, status, secrets,
-where its deliveries have reached in the feed, and the lease of the instance delivering it) and,
+`WebhookStore` keeps an endpoint (`WEBHOOKS` / `ENDPOINT#<id>`: its URL, types, owner, status,
+secrets, where its deliveries have reached in the feed, and the lease of the instance delivering
+it; a client's change is made on the condition that the endpoint is that client's) and,
 under `WEBHOOK#<id>`, its attempts (kept 30 days) and due retries. Attempts and retries are written
 plainly (`write_plainly`); `commit` then moves the endpoint's position past them, once per batch,
 on the condition that the writer still holds the lease and no enabling moved the position
@@ -124,6 +125,14 @@ def _endpoint_key(endpoint_id: str) -> Item:
     }
 
 
+def _owned(of_client: str | None) -> tuple[str, dict[str, Any]]:
+    """The condition that the endpoint exists and, unless `of_client` is None (an operator's
+    change), is that client's; and the values it names."""
+    if of_client is None:
+        return f"attribute_exists({PK})", {}
+    return f"attribute_exists({PK}) AND loc_owner = :of_client", {":of_client": {"S": of_client}}
+
+
 def _deliveries_scope(endpoint_id: str) -> ListScope:
     return ListScope(None, user_id=keys.webhook_partition(endpoint_id))
 
@@ -158,6 +167,8 @@ class WebhookStore:
             item["loc_event_types"] = {"L": [{"S": name} for name in endpoint.event_types]}
         if endpoint.description is not None:
             item["loc_description"] = {"S": endpoint.description}
+        if endpoint.owner is not None:
+            item["loc_owner"] = {"S": endpoint.owner}
         async with storage_call():
             await self._client.put_item(
                 TableName=self._table,
@@ -197,25 +208,39 @@ class WebhookStore:
         item = response.get("Item")
         return None if item is None else _state(item)
 
-    async def delete(self, endpoint_id: str) -> None:
-        """NotFound unless it exists. Its attempts and retries stay until their TTL; nothing
-        delivers an endpoint that is gone."""
+    async def delete(self, endpoint_id: str, *, of_client: str | None) -> WebhookEndpoint:
+        """The endpoint deleted; NotFound unless it exists and (`of_client`) is that client's.
+        Its attempts and retries stay until their TTL; nothing delivers an endpoint that is
+        gone."""
+        condition, values = _owned(of_client)
+        # DynamoDB refuses an empty map of values.
+        named: dict[str, Any] = {"ExpressionAttributeValues": values} if values else {}
         async with storage_call():
             try:
-                await self._client.delete_item(
+                response = await self._client.delete_item(
                     TableName=self._table,
                     Key=_endpoint_key(endpoint_id),
-                    ConditionExpression=f"attribute_exists({PK})",
+                    ConditionExpression=condition,
+                    ReturnValues="ALL_OLD",
+                    **named,
                 )
             except self._client.exceptions.ConditionalCheckFailedException:
                 raise _MISSING from None
+        return _state(response["Attributes"]).endpoint
 
     async def rotate(
-        self, endpoint_id: str, *, secret: str, now: datetime, grace: timedelta
+        self,
+        endpoint_id: str,
+        *,
+        of_client: str | None,
+        secret: str,
+        now: datetime,
+        grace: timedelta,
     ) -> EndpointState:
         """A new signing secret; the one it replaces still signs until `now + grace`."""
         return await self._update(
             endpoint_id,
+            of_client,
             "SET loc_previous_secret = loc_secret, loc_secret = :secret, "
             "loc_previous_secret_until = :until, loc_secret_rotated_date = :now",
             {
@@ -225,7 +250,9 @@ class WebhookStore:
             },
         )
 
-    async def enable(self, endpoint_id: str, *, from_now: datetime | None) -> EndpointState:
+    async def enable(
+        self, endpoint_id: str, *, of_client: str | None, from_now: datetime | None
+    ) -> EndpointState:
         """ENABLED again: from where it stopped, or (`from_now`) from the events after then,
         the retries of older events dropped."""
         update = (
@@ -240,17 +267,43 @@ class WebhookStore:
                 "REMOVE loc_disabled_date, loc_disabled_reason, loc_failing_since, loc_feed_key"
             )
             values |= {":from": {"S": keys.feed_bound(moment)}, ":now": {"S": moment}}
-        return await self._update(endpoint_id, update, values)
+        return await self._update(endpoint_id, of_client, update, values)
 
-    async def _update(self, endpoint_id: str, update: str, values: dict[str, Any]) -> EndpointState:
+    async def assign_owner(
+        self, endpoint_id: str, *, owner: str
+    ) -> tuple[str | None, EndpointState]:
+        """The endpoint given to the service client `owner`, and whose it was before (None: no
+        client's); NotFound unless it exists."""
+        async with storage_call():
+            try:
+                response = await self._client.update_item(
+                    TableName=self._table,
+                    Key=_endpoint_key(endpoint_id),
+                    UpdateExpression="SET loc_owner = :owner",
+                    ConditionExpression=f"attribute_exists({PK})",
+                    ExpressionAttributeValues={":owner": {"S": owner}},
+                    ReturnValues="ALL_OLD",
+                )
+            except self._client.exceptions.ConditionalCheckFailedException:
+                raise _MISSING from None
+        before = response["Attributes"]
+        previous = before.get("loc_owner")
+        return None if previous is None else previous["S"], _state(
+            {**before, "loc_owner": {"S": owner}}
+        )
+
+    async def _update(
+        self, endpoint_id: str, of_client: str | None, update: str, values: dict[str, Any]
+    ) -> EndpointState:
+        condition, owned = _owned(of_client)
         async with storage_call():
             try:
                 response = await self._client.update_item(
                     TableName=self._table,
                     Key=_endpoint_key(endpoint_id),
                     UpdateExpression=update,
-                    ConditionExpression=f"attribute_exists({PK})",
-                    ExpressionAttributeValues=values,
+                    ConditionExpression=condition,
+                    ExpressionAttributeValues=values | owned,
                     ReturnValues="ALL_NEW",
                 )
             except self._client.exceptions.ConditionalCheckFailedException:
@@ -490,10 +543,11 @@ def _state(item: Item) -> EndpointState:
     types = get("loc_event_types")
     description = get("loc_description")
     previous = get("loc_previous_secret")
-    owner = get("loc_lease_owner")
+    lease_owner = get("loc_lease_owner")
     feed_key = get("loc_feed_key")
     reason = get("loc_disabled_reason")
     changed = get("loc_retries_changed")
+    owner = get("loc_owner")
     endpoint = WebhookEndpoint(
         endpoint_id=item["loc_endpoint_id"]["S"],
         url=item["loc_url"]["S"],
@@ -504,6 +558,7 @@ def _state(item: Item) -> EndpointState:
         secret_rotated_at=_moment(item, "loc_secret_rotated_date"),
         disabled_at=_moment(item, "loc_disabled_date"),
         disabled_reason=None if reason is None else reason["S"],
+        owner=None if owner is None else owner["S"],
     )
     return EndpointState(
         endpoint=endpoint,
@@ -512,7 +567,7 @@ def _state(item: Item) -> EndpointState:
         previous_secret_until=_moment(item, "loc_previous_secret_until"),
         feed_from=item["loc_feed_from"]["S"],
         feed_key=None if feed_key is None else dict(feed_key["M"]),
-        lease_owner=None if owner is None else owner["S"],
+        lease_owner=None if lease_owner is None else lease_owner["S"],
         lease_until_ms=int(item["loc_lease_until"]["N"]),
         failing_since=_moment(item, "loc_failing_since"),
         delivers_from=_moment(item, "loc_delivers_from"),

@@ -4,7 +4,8 @@ The history of record is the stored events (`domain.history`), written in the wr
 transaction; the log line, on its own logger, carries the same facts to the log pipeline: which
 payment, from which status to which, why, who (the actor's kind and id), when, and the version
 the write produced. Every write emits both through `resolvers.workflow`, but the demonstration
-data's, which a local start logs as one line (`unlogged`).
+data's, which a local start logs as one line (`unlogged`). An operator's change to a webhook
+endpoint that is not its own client's is a line too (`audit_endpoint_change`), once it is made.
 """
 
 from __future__ import annotations
@@ -14,12 +15,20 @@ import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from domain.payment import Payment
 from domain.validation import format_timestamp
 
-__all__ = ["Actor", "ActorKind", "audit_write", "unlogged"]
+__all__ = [
+    "Actor",
+    "ActorKind",
+    "EndpointChange",
+    "audit_endpoint_change",
+    "audit_write",
+    "unlogged",
+]
 
 audit_log = logging.getLogger("loc_payments.audit")
 
@@ -82,5 +91,50 @@ def audit_write(before: Payment | None, after: Payment, actor: Actor) -> None:
             "at": format_timestamp(after.updated_at),
             "version": after.version,
             "request_id": actor.request_id,
+        },
+    )
+
+
+class EndpointChange(StrEnum):
+    """What an operator did to another client's webhook endpoint (SPEC §18)."""
+
+    SECRET_ROTATED = "webhook_endpoint.secret_rotated"
+    DELETED = "webhook_endpoint.deleted"
+    ENABLED = "webhook_endpoint.enabled"
+    EVENT_RESENT = "webhook_endpoint.event_resent"
+    OWNER_ASSIGNED = "webhook_endpoint.owner_assigned"
+
+
+def audit_endpoint_change(
+    change: EndpointChange,
+    *,
+    endpoint_id: str,
+    owner: str | None,
+    operator: Actor,
+    operator_client: str,
+    at: datetime,
+    **details: str,
+) -> None:
+    """The line of an operator's change to an endpoint of `owner` (None: one stored before
+    endpoints had owners): who (the operator's subject and client), when, and `details` (the
+    event resent, the owner given)."""
+    if _unlogged.get():
+        return
+    audit_log.info(
+        "%s %s of %s by %s",
+        change.value,
+        endpoint_id,
+        owner or "no client",
+        operator_client,
+        extra={
+            "event": change.value,
+            "endpoint_id": endpoint_id,
+            "owner": owner,
+            "actor_id": operator.id,
+            "actor_kind": "operator",
+            "actor_client": operator_client,
+            "at": format_timestamp(at),
+            "request_id": operator.request_id,
+            **details,
         },
     )

@@ -138,6 +138,9 @@ class WebhookEndpoint:
     secret_rotated_at: datetime | None = None
     disabled_at: datetime | None = None
     disabled_reason: str | None = None
+    # The service client that registered it (`Caller.service_client`); None: stored before
+    # endpoints had owners, no client's (only operators see it, until one gives it an owner).
+    owner: str | None = None
 
     def wants(self, event_type: str) -> bool:
         if self.event_types is None:

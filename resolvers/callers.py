@@ -36,6 +36,8 @@ class Caller:
     is_gateway: bool = False
     # The OAuth client the token was issued to (`azp`, or Cognito's `client_id`).
     client_id: str | None = None
+    # An operator of webhooks (SPEC §18): sees and manages every client's endpoints.
+    is_webhooks_admin: bool = False
 
     def sees(self, user_id: str) -> bool:
         return self.is_service or user_id == self.user_id
@@ -43,5 +45,6 @@ class Caller:
     @property
     def service_client(self) -> str:
         """The service client calling: the token's OAuth client, else its subject. A service's
-        budget is its client's (`server.budgets`)."""
+        budget is its client's (`server.budgets`), and so are the webhook endpoints it
+        registers (`resolvers.webhooks`)."""
         return self.client_id or self.user_id

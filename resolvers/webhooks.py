@@ -1,5 +1,11 @@
 """What the events fields do (SPEC §18): webhook endpoints, their deliveries, the events feed,
 and the body every delivery of an event carries. Services only.
+
+An endpoint belongs to the service client that registered it (`Caller.service_client`): a client
+lists and changes its own, and another's is NOT_FOUND, as one that does not exist. An operator
+of webhooks (`Caller.is_webhooks_admin`) sees and changes every endpoint, those stored before
+endpoints had owners included, and gives them owners; each change it makes to an endpoint that
+is not its own client's is written to the audit log once made (`domain.audit`).
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ from uuid_utils.compat import uuid7
 
 from datasource import HistoryPage, PageOf
 from datasource.events import settled_before
-from datasource.webhooks import WebhookStore
+from datasource.webhooks import EndpointState, WebhookStore
 from domain import validation
+from domain.audit import EndpointChange, audit_endpoint_change
 from domain.errors import InvalidInput, NotFound
 from domain.history import PaymentEvent
 from domain.payment import Payment
@@ -32,10 +39,12 @@ from domain.webhooks import (
     event_type,
     new_secret,
 )
+from resolvers.callers import Caller, Forbidden
 from resolvers.context import Context
 from resolvers.node_ids import payment_node_id
 
 __all__ = [
+    "assign_owner",
     "create_endpoint",
     "delete_endpoint",
     "deliveries",
@@ -48,16 +57,62 @@ __all__ = [
 ]
 
 
-def _webhooks(context: Context) -> WebhookStore:
-    context.service()
-    return context.store.webhooks
+def _webhooks(context: Context) -> tuple[WebhookStore, Caller]:
+    """The endpoints, for a service or an operator of webhooks; FORBIDDEN to anyone else."""
+    caller = context.caller()
+    if not (caller.is_service or caller.is_webhooks_admin):
+        raise Forbidden("this field is for services only")
+    return context.store.webhooks, caller
+
+
+def _client(caller: Caller) -> str | None:
+    """The client whose endpoints `caller` may see and change; None: every endpoint (an
+    operator's)."""
+    return None if caller.is_webhooks_admin else caller.service_client
+
+
+def _sees(caller: Caller, endpoint: WebhookEndpoint) -> bool:
+    client = _client(caller)
+    return client is None or endpoint.owner == client
+
+
+def _audited(
+    context: Context,
+    caller: Caller,
+    change: EndpointChange,
+    endpoint_id: str,
+    *,
+    owner: str | None,
+    **details: str,
+) -> None:
+    """The audit line of an operator's change to an endpoint that was not its own client's
+    (`owner`: whose it was)."""
+    if not caller.is_webhooks_admin or owner == caller.service_client:
+        return
+    audit_endpoint_change(
+        change,
+        endpoint_id=endpoint_id,
+        owner=owner,
+        operator=context.actor(),
+        operator_client=caller.service_client,
+        at=context.clock(),
+        **details,
+    )
+
+
+async def _endpoint(webhooks: WebhookStore, caller: Caller, endpoint_id: str) -> EndpointState:
+    """The endpoint, if `caller` may see it; NotFound as for one that does not exist."""
+    state = await webhooks.endpoint(_checked_id(endpoint_id))
+    if state is None or not _sees(caller, state.endpoint):
+        raise NotFound("webhook endpoint not found")
+    return state
 
 
 async def create_endpoint(
     context: Context, *, url: str, event_types: Sequence[str] | None, description: str | None
 ) -> tuple[WebhookEndpoint, str]:
-    """The new endpoint and its signing secret (shown this once)."""
-    webhooks = _webhooks(context)
+    """The new endpoint, its caller's client's, and its signing secret (shown this once)."""
+    webhooks, caller = _webhooks(context)
     if description is not None:
         validation.reason("description", description)
     endpoint = WebhookEndpoint(
@@ -69,6 +124,7 @@ async def create_endpoint(
         description=description,
         status=EndpointStatus.ENABLED,
         created_at=context.clock(),
+        owner=caller.service_client,
     )
     secret = new_secret()
     await webhooks.create(endpoint, secret=secret)
@@ -76,54 +132,91 @@ async def create_endpoint(
 
 
 async def endpoints(context: Context) -> list[WebhookEndpoint]:
-    return [state.endpoint for state in await _webhooks(context).endpoints()]
+    """The caller's client's endpoints; an operator's: every one."""
+    webhooks, caller = _webhooks(context)
+    listed = [state.endpoint for state in await webhooks.endpoints()]
+    return [endpoint for endpoint in listed if _sees(caller, endpoint)]
 
 
 async def delete_endpoint(context: Context, *, endpoint_id: str) -> str:
-    await _webhooks(context).delete(_checked_id(endpoint_id))
+    webhooks, caller = _webhooks(context)
+    deleted = await webhooks.delete(_checked_id(endpoint_id), of_client=_client(caller))
+    _audited(context, caller, EndpointChange.DELETED, endpoint_id, owner=deleted.owner)
     return endpoint_id
 
 
 async def rotate_secret(context: Context, *, endpoint_id: str) -> tuple[WebhookEndpoint, str]:
     """A new secret; the old one signs beside it for the policy's grace period."""
-    webhooks = _webhooks(context)
+    webhooks, caller = _webhooks(context)
     secret = new_secret()
     state = await webhooks.rotate(
         _checked_id(endpoint_id),
+        of_client=_client(caller),
         secret=secret,
         now=context.clock(),
         grace=context.events.secret_grace,
+    )
+    _audited(
+        context, caller, EndpointChange.SECRET_ROTATED, endpoint_id, owner=state.endpoint.owner
     )
     return state.endpoint, secret
 
 
 async def enable_endpoint(context: Context, *, endpoint_id: str, from_now: bool) -> WebhookEndpoint:
     """ENABLED again, from where it stopped (within the feed's retention) or from now."""
-    webhooks = _webhooks(context)
-    state = await webhooks.endpoint(_checked_id(endpoint_id))
-    if state is None:
-        raise NotFound("webhook endpoint not found")
+    webhooks, caller = _webhooks(context)
+    state = await _endpoint(webhooks, caller, endpoint_id)
     now = context.clock()
     if not from_now:
         retention = context.events.retention
         horizon = now - retention
         if state.stopped_at < format_timestamp(horizon):
             raise beyond_retention("from", retention, horizon)
-    enabled = await webhooks.enable(state.endpoint.endpoint_id, from_now=now if from_now else None)
+    enabled = await webhooks.enable(
+        state.endpoint.endpoint_id,
+        of_client=_client(caller),
+        from_now=now if from_now else None,
+    )
+    _audited(context, caller, EndpointChange.ENABLED, endpoint_id, owner=enabled.endpoint.owner)
     return enabled.endpoint
 
 
 async def resend_event(context: Context, *, endpoint_id: str, event_id: str) -> WebhookEndpoint:
     """The event delivered to the endpoint again, as a new series of attempts, due now."""
-    webhooks = _webhooks(context)
+    webhooks, caller = _webhooks(context)
     ref, version = event_of_id("eventId", event_id)
-    state = await webhooks.endpoint(_checked_id(endpoint_id))
-    if state is None:
-        raise NotFound("webhook endpoint not found")
+    state = await _endpoint(webhooks, caller, endpoint_id)
     if await context.store.event(ref, version) is None:
         raise NotFound("event not found")
     await webhooks.schedule(
         state.endpoint.endpoint_id, event_id=event_id, due=context.clock(), attempt=1
+    )
+    _audited(
+        context,
+        caller,
+        EndpointChange.EVENT_RESENT,
+        endpoint_id,
+        owner=state.endpoint.owner,
+        event_id=event_id,
+    )
+    return state.endpoint
+
+
+async def assign_owner(context: Context, *, endpoint_id: str, owner: str) -> WebhookEndpoint:
+    """The endpoint given to the service client `owner` (its tokens' `azp` or `client_id`, else
+    `sub`): operators only."""
+    webhooks, caller = _webhooks(context)
+    if not caller.is_webhooks_admin:
+        raise Forbidden("this field is for operators of webhooks only")
+    checked = validation.identifier("owner", owner)
+    previous, state = await webhooks.assign_owner(_checked_id(endpoint_id), owner=checked)
+    _audited(
+        context,
+        caller,
+        EndpointChange.OWNER_ASSIGNED,
+        endpoint_id,
+        owner=previous,
+        new_owner=checked,
     )
     return state.endpoint
 
@@ -131,7 +224,11 @@ async def resend_event(context: Context, *, endpoint_id: str, event_id: str) -> 
 async def deliveries(
     context: Context, endpoint: WebhookEndpoint, *, first: int | None, after: str | None
 ) -> PageOf[WebhookDelivery]:
-    return await _webhooks(context).deliveries(endpoint.endpoint_id, first=first, after=after)
+    webhooks, caller = _webhooks(context)
+    # Every endpoint a caller is given is one it sees; a check here keeps it so.
+    if not _sees(caller, endpoint):
+        raise NotFound("webhook endpoint not found")
+    return await webhooks.deliveries(endpoint.endpoint_id, first=first, after=after)
 
 
 async def events(

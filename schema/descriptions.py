@@ -27,6 +27,7 @@ __all__ = [
     "INSTALLMENT_ID",
     "LOAN_ID",
     "OWNER",
+    "OWN_ENDPOINTS",
     "PAGE_INFO",
     "PAYMENT_ID",
     "SERVICES_ONLY",
@@ -39,6 +40,11 @@ __all__ = [
 ]
 
 SERVICES_ONLY = "Services only: a customer is refused (`FORBIDDEN` in `errors`)."
+OWN_ENDPOINTS = (
+    "Services only (a customer is refused: `FORBIDDEN` in `errors`), on the endpoints their "
+    "client registered: another client's is NOT_FOUND, as one that does not exist. An operator "
+    "of webhooks (its own scope) acts on every endpoint."
+)
 
 # Ids.
 GLOBAL_ID = (

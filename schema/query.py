@@ -162,6 +162,11 @@ class Query:
         )
         return PaymentEventConnection.from_page(page, complete=True)
 
-    @strawberry.field(description="The webhook endpoints, oldest first (services).")
+    @strawberry.field(
+        description=(
+            "The caller's client's webhook endpoints, oldest first (services); an operator of "
+            "webhooks (its own scope) sees every client's."
+        )
+    )
     async def webhook_endpoints(self, info: Info) -> list[WebhookEndpointType]:
         return cast(list[WebhookEndpointType], await webhooks.endpoints(info.context))

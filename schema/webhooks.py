@@ -1,5 +1,5 @@
 """The events types (SPEC §18): webhook endpoints, their deliveries, and the results of the
-webhook mutations. Services only."""
+webhook mutations. Services only, each on its own client's endpoints; operators on all."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from schema.descriptions import (
     EDGES,
     ENDPOINT_ID,
     EVENT_ID,
+    OWN_ENDPOINTS,
     PAGE_INFO,
     SERVICES_ONLY,
     After,
@@ -144,6 +145,13 @@ class WebhookEndpointType:
             "or status; null unless it is DISABLED."
         )
     )
+    owner: str | None = strawberry.field(
+        description=(
+            "The service client it belongs to: the one that registered it, as its token named "
+            "it (`azp` or `client_id`, else `sub`). Null for an endpoint stored before endpoints "
+            "had owners: only operators see it, until one gives it an owner."
+        )
+    )
 
     @classmethod
     def is_type_of(cls, obj: Any, info: Any) -> bool:
@@ -179,6 +187,11 @@ class EnableWebhookEndpointPayload:
     endpoint: WebhookEndpointType = strawberry.field(description="The endpoint as it is now.")
 
 
+@strawberry.type(description="The endpoint given to a service client.")
+class AssignWebhookEndpointOwnerPayload:
+    endpoint: WebhookEndpointType = strawberry.field(description="The endpoint as it is now.")
+
+
 @strawberry.type(description="An event to be sent to an endpoint again, now, with its retries.")
 class ResendWebhookEventPayload:
     endpoint: WebhookEndpointType = strawberry.field(description="The endpoint it is sent to.")
@@ -204,6 +217,13 @@ EnableWebhookEndpointResult = Annotated[
     strawberry.union(
         "EnableWebhookEndpointResult",
         description="The endpoint enabled, or a `UserError` that says why not.",
+    ),
+]
+AssignWebhookEndpointOwnerResult = Annotated[
+    AssignWebhookEndpointOwnerPayload | NotFoundError | InvalidInputError | UnavailableError,
+    strawberry.union(
+        "AssignWebhookEndpointOwnerResult",
+        description="The endpoint with its new owner, or a `UserError` that says why not.",
     ),
 ]
 ResendWebhookEventResult = Annotated[
@@ -247,6 +267,17 @@ class ResendWebhookEventInput:
     event_id: strawberry.ID = strawberry.field(description=EVENT_ID)
 
 
+@strawberry.input(description="An endpoint, and the service client to give it to.")
+class AssignWebhookEndpointOwnerInput:
+    endpoint_id: strawberry.ID = strawberry.field(description=ENDPOINT_ID)
+    owner: str = strawberry.field(
+        description=(
+            "The service client's id as its tokens carry it (`azp` or `client_id`, else `sub`): "
+            "1 to 128 characters, no `#`, no control characters."
+        )
+    )
+
+
 async def _refused(info: Info, work: Awaitable[Any]) -> Any:
     try:
         return await work
@@ -258,7 +289,10 @@ async def _refused(info: Info, work: Awaitable[Any]) -> Any:
 @strawberry.type
 class WebhookMutations:
     @strawberry.mutation(
-        description=f"A new webhook endpoint; its secret is in the answer only. {SERVICES_ONLY}"
+        description=(
+            "A new webhook endpoint, belonging to the caller's service client (its token's `azp` "
+            f"or `client_id`, else `sub`); its secret is in the answer only. {SERVICES_ONLY}"
+        )
     )
     async def create_webhook_endpoint(
         self, info: Info, input: MutationInput[CreateWebhookEndpointInput]
@@ -277,7 +311,7 @@ class WebhookMutations:
         return cast(WebhookEndpointResult, await _refused(info, create()))
 
     @strawberry.mutation(
-        description=f"Stop sending events to an endpoint, and forget it. {SERVICES_ONLY}"
+        description=f"Stop sending events to an endpoint, and forget it. {OWN_ENDPOINTS}"
     )
     async def delete_webhook_endpoint(
         self, info: Info, input: MutationInput[WebhookEndpointInput]
@@ -292,7 +326,7 @@ class WebhookMutations:
         description=(
             "A new signing secret, in the answer only; the old one signs beside it for a grace "
             "period (a day by default), so receivers can switch without losing an event. "
-            f"{SERVICES_ONLY}"
+            f"{OWN_ENDPOINTS}"
         )
     )
     async def rotate_webhook_secret(
@@ -311,7 +345,7 @@ class WebhookMutations:
     @strawberry.mutation(
         description=(
             "Turn a DISABLED (or any) endpoint back on, from where it stopped or from now. "
-            f"{SERVICES_ONLY}"
+            f"{OWN_ENDPOINTS}"
         )
     )
     async def enable_webhook_endpoint(
@@ -328,7 +362,7 @@ class WebhookMutations:
         return cast(EnableWebhookEndpointResult, await _refused(info, enable()))
 
     @strawberry.mutation(
-        description=f"Send an event to an endpoint again, now, with its retries. {SERVICES_ONLY}"
+        description=f"Send an event to an endpoint again, now, with its retries. {OWN_ENDPOINTS}"
     )
     async def resend_webhook_event(
         self, info: Info, input: MutationInput[ResendWebhookEventInput]
@@ -342,3 +376,21 @@ class WebhookMutations:
             )
 
         return cast(ResendWebhookEventResult, await _refused(info, resend()))
+
+    @strawberry.mutation(
+        description=(
+            "Give an endpoint to a service client: one stored before endpoints had owners (no "
+            "client's), or another client's. Operators of webhooks only (their own scope): "
+            "anyone else is refused (`FORBIDDEN` in `errors`); the change is audited."
+        )
+    )
+    async def assign_webhook_endpoint_owner(
+        self, info: Info, input: MutationInput[AssignWebhookEndpointOwnerInput]
+    ) -> AssignWebhookEndpointOwnerResult:
+        async def assign() -> AssignWebhookEndpointOwnerPayload:
+            endpoint = await webhooks.assign_owner(
+                info.context, endpoint_id=input.endpoint_id, owner=input.owner
+            )
+            return AssignWebhookEndpointOwnerPayload(endpoint=cast(WebhookEndpointType, endpoint))
+
+        return cast(AssignWebhookEndpointOwnerResult, await _refused(info, assign()))

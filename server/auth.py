@@ -3,11 +3,12 @@ tokens a local server accepts.
 
 `authenticate` verifies a token with the key its `kid` names among an identity provider's keys
 (`server.jwks`), under that key's own algorithm only, or with HS256 or RS256 as configured
-(`AuthConfig`), and answers the caller: the user (`LOC_AUTH_USER_CLAIM`), or a service or a
-federation gateway by its scopes; else `TokenRefused`. Signature and claims are verified once and
-remembered with the keys' generation; the times (`iat`, `nbf`, `exp`) are checked on every use
-against the `now` passed in, with `LOC_AUTH_LEEWAY_SECONDS` of leeway (`token_expiry`: when a
-WebSocket is closed). `mint_development_token` makes a local server's tokens.
+(`AuthConfig`), and answers the caller: the user (`LOC_AUTH_USER_CLAIM`), or a service, a
+federation gateway or an operator of webhooks by its scopes; else `TokenRefused`. Signature and
+claims are verified once and remembered with the keys' generation; the times (`iat`, `nbf`,
+`exp`) are checked on every use against the `now` passed in, with `LOC_AUTH_LEEWAY_SECONDS` of
+leeway (`token_expiry`: when a WebSocket is closed). `mint_development_token` makes a local
+server's tokens.
 
 Why: docs/callers-and-errors.md#callers.
 """
@@ -27,6 +28,7 @@ from server.settings import Settings
 __all__ = [
     "DEFAULT_TOKEN_TTL_SECONDS",
     "SERVICE_SCOPE",
+    "WEBHOOKS_ADMIN_SCOPE",
     "AuthConfig",
     "TokenRefused",
     "authenticate",
@@ -36,6 +38,7 @@ __all__ = [
 
 SERVICE_SCOPE = "payments:service"
 GATEWAY_SCOPE = "payments:gateway"
+WEBHOOKS_ADMIN_SCOPE = "payments:webhooks-admin"
 DEFAULT_TOKEN_TTL_SECONDS = 12 * 60 * 60
 # PyJWT's words, so that a refusal reads as it did when PyJWT checked the times itself.
 _NOT_AN_INTEGER = {
@@ -62,6 +65,7 @@ class AuthConfig:
     user_claim: str = "sub"
     service_scope: str = SERVICE_SCOPE
     gateway_scope: str = GATEWAY_SCOPE
+    webhooks_admin_scope: str = WEBHOOKS_ADMIN_SCOPE
     # Accepted app clients (Cognito): a token's `client_id`, or its `aud`, must be one.
     client_ids: tuple[str, ...] = ()
     # Clock skew allowed on `iat`, `nbf` and `exp`, in seconds.
@@ -88,6 +92,7 @@ class AuthConfig:
             user_claim=settings.auth_user_claim,
             service_scope=settings.auth_service_scope,
             gateway_scope=settings.auth_gateway_scope,
+            webhooks_admin_scope=settings.auth_webhooks_admin_scope,
             client_ids=settings.auth_jwt_client_ids,
             leeway_seconds=settings.auth_leeway_seconds,
         )
@@ -196,6 +201,7 @@ def _verified(token: str, config: AuthConfig, generation: int) -> _Verified:
         is_service=config.service_scope in scopes,
         is_gateway=config.gateway_scope in scopes,
         client_id=client_id if isinstance(client_id, str) and client_id else None,
+        is_webhooks_admin=config.webhooks_admin_scope in scopes,
     )
     return _Verified(caller, _times(claims))
 
@@ -235,10 +241,12 @@ def mint_development_token(
     user_id: str,
     now: float,
     service: bool = False,
+    webhooks_admin: bool = False,
     ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS,
 ) -> str:
     """An HS256 token signed with the development secret, valid from `now` (seconds since the
-    epoch) for `ttl_seconds`: a local server accepts it.
+    epoch) for `ttl_seconds`, of a service and/or an operator of webhooks (their scopes) or a
+    customer: a local server accepts it.
 
     Refused for any other secret: a tool that mints tokens for a real key is a way to forge them.
     """
@@ -261,8 +269,11 @@ def mint_development_token(
         "iat": issued_at,
         "exp": issued_at + ttl_seconds,
     }
-    if service:
-        claims["scope"] = settings.auth_service_scope
+    scopes = [settings.auth_service_scope] if service else []
+    if webhooks_admin:
+        scopes.append(settings.auth_webhooks_admin_scope)
+    if scopes:
+        claims["scope"] = " ".join(scopes)
     # The server checks these when configured, so a token without them would be refused.
     if settings.auth_jwt_issuer is not None:
         claims["iss"] = settings.auth_jwt_issuer

@@ -413,13 +413,17 @@ class WebhookDispatcher:
         return await self._renew(endpoint_id)
 
     async def _disabled(self, endpoint: WebhookEndpoint, at: datetime, reason: str) -> None:
-        """The operational event to every endpoint that lists its type (not to those that
-        take every type: their consumers parse payment events); the lease let go."""
+        """The operational event to the owner's other endpoints that list its type (not to those
+        that take every type: their consumers parse payment events; never to another client's,
+        which must not learn this one's URL; an endpoint of no client's tells none); the lease
+        let go."""
         log.warning("webhook endpoint %s disabled: %s", endpoint.endpoint_id, reason)
         identifier, body = endpoint_disabled_event(endpoint, at=at, reason=reason)
         text = orjson.dumps(body).decode()
         for state in await self._webhooks.endpoints():
             other = state.endpoint
+            if endpoint.owner is None or other.owner != endpoint.owner:
+                continue
             if other.endpoint_id == endpoint.endpoint_id or not other.wants(ENDPOINT_DISABLED):
                 continue
             if other.status is EndpointStatus.DISABLED:

@@ -1,7 +1,7 @@
 """An endpoint disabled by its delivery, on the app's own dispatcher (in-process, on moto): the
-operational event `webhook_endpoint.disabled` reaches every endpoint that lists that type, and an
-attempt refused for the address its host resolves to records the kind of address, never the
-address, in its error, the disabled reason and the event (SPEC §18, turn 6)."""
+operational event `webhook_endpoint.disabled` goes only to its owner's endpoints that list that
+type (SPEC §18, turn 6), and an attempt refused for the address its host resolves to records the
+kind of address, never the address, in its error, the disabled reason and the event."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.server.webhook_receiver import Receiver
 from tests.stub_dns import StubDns
 
 LEDGER = token("ledger-task", service=True, azp="ledger")
+NOTIFY = token("notify-task", service=True, azp="notifications")
 # Short waits, so that an endpoint failing every attempt is disabled within a second.
 DELIVERING: dict[str, Any] = {
     "webhooks": True,
@@ -130,6 +131,39 @@ async def test_a_disabling_is_told_to_every_endpoint_that_asks_while_its_window_
         await disabled(api, broken_id, as_=LEDGER)
         await lease_let_go(moto_config, broken_id)
     assert all(scheduled(moto_config, endpoint_id) for endpoint_id in listeners)
+
+
+async def test_the_disabled_event_goes_only_to_the_owners_endpoints(
+    moto_config: DynamoConfig, receiver: Receiver
+) -> None:
+    async with api_client(moto_config, clock=WallClock(), **DELIVERING) as api:
+        broken_id, secret = await register(api, receiver.url("broken"), as_=LEDGER)
+        receiver.paths["broken"].secret = secret
+        receiver.paths["broken"].fail_all = True
+        told: dict[str, str] = {}
+        for path, caller in (("ledger-ops", LEDGER), ("notify-ops", NOTIFY)):
+            told[path], secret = await register(
+                api, receiver.url(path), as_=caller, eventTypes=["webhook_endpoint.disabled"]
+            )
+            receiver.paths[path].secret = secret
+        await api.create()
+
+        await disabled(api, broken_id, as_=LEDGER)
+
+        await lease_let_go(moto_config, broken_id)
+        ours = receiver.paths["ledger-ops"]
+
+        async def arrived() -> bool:
+            return len(ours.delivered) == 1
+
+        await until(arrived, "the operational event at the ledger's own endpoint")
+        [event] = ours.delivered.values()
+        assert (event["type"], event["data"]["endpointId"]) == (
+            "webhook_endpoint.disabled",
+            broken_id,
+        )
+    assert scheduled(moto_config, told["notify-ops"]) == [], "another client's endpoint told"
+    assert receiver.paths["notify-ops"].attempts == {}
 
 
 def _endpoint_items(config: DynamoConfig) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import pytest
 from cli.main import main
 from cli.serve_command import command_as_invoked
 from harness.processes import KEPT_SETTINGS
-from server.auth import SERVICE_SCOPE
+from server.auth import SERVICE_SCOPE, WEBHOOKS_ADMIN_SCOPE
 from server.settings import DEV_JWT_SECRET
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +31,16 @@ def test_the_token_command_prints_a_token(capsys: pytest.CaptureFixture[str]) ->
         SERVICE_SCOPE,
         60,
     )
+
+
+def test_the_token_command_prints_an_operators_token(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["token", "--user", "ops", "--webhooks-admin"]) == 0
+
+    claims = jwt.decode(capsys.readouterr().out.strip(), DEV_JWT_SECRET, algorithms=["HS256"])
+    assert claims["scope"] == WEBHOOKS_ADMIN_SCOPE
+    assert main(["token", "--user", "ops", "--service", "--webhooks-admin"]) == 0
+    claims = jwt.decode(capsys.readouterr().out.strip(), DEV_JWT_SECRET, algorithms=["HS256"])
+    assert claims["scope"] == f"{SERVICE_SCOPE} {WEBHOOKS_ADMIN_SCOPE}"
 
 
 def test_the_token_command_refuses_a_real_secret(

@@ -72,7 +72,8 @@ FIXED: dict[str, Any] = {"amountCents": 100, "returnCode": "R01", "reason": "iso
 CUSTOMER_MUTATIONS = {"createPayment"}
 SERVICE_ONLY_QUERIES = {"paymentsByStatus"}
 # Events out (SPEC §18): services only, and aimed at no user's data but all of it (the feed) or
-# at the service's own endpoints. tests/api/test_webhook_endpoints.py and test_events_feed.py
+# at the service's own endpoints. tests/api/test_webhook_endpoints.py, test_webhook_owners.py
+# (where one service client's endpoint is aimed at another's: NOT_FOUND) and test_events_feed.py
 # refuse customers each of them (FORBIDDEN), the way this test would.
 EVENTS_OUT = {
     ("Query", "events"),
@@ -83,6 +84,7 @@ EVENTS_OUT = {
     ("Mutation", "rotateWebhookSecret"),
     ("Mutation", "enableWebhookEndpoint"),
     ("Mutation", "resendWebhookEvent"),
+    ("Mutation", "assignWebhookEndpointOwner"),
 }
 # What a customer may see in `errors[]` for another user's data: never FORBIDDEN on a field
 # a customer may call, and never an error without a code (a request the generator got wrong).

@@ -153,6 +153,15 @@ def test_the_gateway_scope_is_not_the_service_scope() -> None:
         Settings(auth_gateway_scope="payments:service")
 
 
+@pytest.mark.parametrize("scope", ["payments:service", "payments:gateway"])
+def test_the_webhooks_admin_scope_is_neither_the_service_nor_the_gateway_scope(
+    scope: str,
+) -> None:
+    # Every service (or the gateway) would see and change every client's webhook endpoints.
+    with pytest.raises(ValidationError, match="LOC_AUTH_WEBHOOKS_ADMIN_SCOPE must differ"):
+        Settings(auth_webhooks_admin_scope=scope)
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
