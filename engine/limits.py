@@ -6,18 +6,21 @@ aliases   aliased fields, through fragment spreads (MaxAliasesLimiter's rule)
 tokens    lexical tokens of the document (graphql-core's parser stops at the limit)
 cost      every field costs 1; a field with a `first` argument (a connection) multiplies
           what it selects by `first` or `last` (`default_page_size` when neither is given, at
-          most `max_page_size`), so nested pages multiply; a field of many keys (`nodes(ids:)`,
-          `_entities(representations:)`, `keyed_lists`) by the keys given; variables as
-          execution reads them (coerced, defaults applied)
+          most `max_page_size`), so nested pages multiply, and adds what its page reads beyond
+          its items (`page_reads`); a field of many keys (`nodes(ids:)`,
+          `_entities(representations:)`, `keyed_lists`) by the keys given; a list with no size
+          by its cap (`list_caps`); `__schema` and `__type` by what they answer over the schema;
+          variables as execution reads them (coerced, defaults applied)
 actual    the same count over what the operation returned (`actual_cost`): each page by the
-          items it returned, each list of keys by the objects found; never above the cost
+          items it returned, each list of keys or capped list by the objects found; never above
+          the cost
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from graphql import (
@@ -25,11 +28,17 @@ from graphql import (
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
+    GraphQLArgument,
+    GraphQLDirective,
+    GraphQLEnumValue,
     GraphQLError,
+    GraphQLField,
+    GraphQLInputField,
     GraphQLNamedType,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLSchema,
+    GraphQLType,
     InlineFragmentNode,
     IntValueNode,
     ListValueNode,
@@ -37,9 +46,14 @@ from graphql import (
     SelectionSetNode,
     VariableDefinitionNode,
     VariableNode,
+    get_argument_values,
     get_named_type,
     get_variable_values,
+    introspection_types,
+    is_composite_type,
+    is_list_type,
 )
+from graphql.type.introspection import SchemaMetaFieldDef, TypeMetaFieldDef
 
 __all__ = [
     "KEYED_LISTS",
@@ -48,6 +62,7 @@ __all__ = [
     "cost_refusal",
     "fixed_cost",
     "operation_cost",
+    "uncapped_lists",
 ]
 
 # The fields that answer one object per key given, and the argument of their keys: Relay's
@@ -66,6 +81,14 @@ class QueryLimits:
     default_page_size: int = 20
     max_page_size: int = 100
     keyed_lists: Mapping[str, str] = field(default_factory=lambda: KEYED_LISTS)
+    # Lists with no size argument, by schema coordinate (`Payment.applications`): the most items
+    # one holds, a bound the service enforces. Each costs that many items.
+    list_caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # Pages read from several partitions at once, by schema coordinate: the items a page of `n`
+    # may read beyond the n + 1 a page of one partition reads, added to its cost.
+    page_reads: Mapping[str, Callable[[int], int]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 def cost_refusal(cost: int, limits: QueryLimits) -> GraphQLError | None:
@@ -203,17 +226,29 @@ class _Costing:
     def _field(
         self, node: FieldNode, parent: GraphQLNamedType | None, spread: frozenset[str]
     ) -> int:
+        name = node.name.value
+        if parent is self.schema.query_type and name in _META_FIELDS:
+            return self._introspection(node, _META_FIELDS[name])
         fields = getattr(parent, "fields", {})
-        definition = fields.get(node.name.value)
+        definition = fields.get(name)
         if definition is None:  # __typename, or a field validation will refuse
             return 1
         inner = self.cost(node.selection_set, get_named_type(definition.type), spread)
-        keys = self.limits.keyed_lists.get(node.name.value)
+        keys = self.limits.keyed_lists.get(name)
         if keys is not None and parent is self.schema.query_type:
             return 1 + self._count(node, keys) * inner
+        coordinate = f"{getattr(parent, 'name', '')}.{name}"
         if "first" not in definition.args:
-            return 1 + inner
-        return 1 + self._first(node) * inner
+            return 1 + self.limits.list_caps.get(coordinate, 1) * inner
+        first = self._first(node)
+        reads = self.limits.page_reads.get(coordinate)
+        return 1 + first * inner + (0 if reads is None else reads(first))
+
+    def _introspection(self, node: FieldNode, definition: GraphQLField) -> int:
+        """`__schema` or `__type`: counted over what it answers (`_Introspected`)."""
+        arguments = _arguments(definition, node, self.variables)
+        answer = definition.resolve(None, _info(self.schema), **arguments)  # type: ignore[misc]
+        return 1 + _Introspected(self.schema, self.fragments, self.variables).value(node, answer)
 
     def _count(self, node: FieldNode, name: str) -> int:
         """How many keys the argument `name` gives (a single value is a list of one)."""
@@ -255,6 +290,137 @@ class _Costing:
         return min(max(1, first), self.limits.max_page_size)
 
 
+# The introspection fields of the query type, which no schema type lists.
+_META_FIELDS: Mapping[str, GraphQLField] = MappingProxyType(
+    {"__schema": SchemaMetaFieldDef, "__type": TypeMetaFieldDef}
+)
+
+
+def _arguments(
+    definition: GraphQLField, node: FieldNode, variables: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The field's arguments as execution coerces them (graphql-core's own), its variables'
+    values read from `variables`."""
+    values: Any = SimpleNamespace(coerced=variables, sources={})
+    return get_argument_values(definition, node, values)
+
+
+def _info(schema: GraphQLSchema) -> Any:
+    """What graphql-core's introspection resolvers read of their `info`: the schema."""
+    return SimpleNamespace(schema=schema)
+
+
+@dataclass(frozen=True, slots=True)
+class _Introspected:
+    """The cost of an introspection selection, counted as `_Costing` counts (a field 1, an
+    object its fields, a list each of its items) over what graphql-core's own introspection
+    resolvers answer for this schema: exactly what the answer holds, `@skip` aside. Counted
+    once per selection and schema element, so `type { fields { type { ... } } }` does not
+    walk the schema again at every level."""
+
+    schema: GraphQLSchema
+    fragments: Mapping[str, FragmentDefinitionNode]
+    variables: Mapping[str, Any]
+    counted: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)
+
+    def value(self, node: FieldNode, answer: Any) -> int:
+        """What `node` selects of its `answer` (an introspection object, a list of them, or
+        None), its own 1 aside."""
+        if answer is None or node.selection_set is None:
+            return 0
+        if isinstance(answer, list | ItemsView | ValuesView) or (
+            isinstance(answer, tuple) and not _is_pair(answer)
+        ):
+            return sum(self.object(node.selection_set, item) for item in answer)
+        return self.object(node.selection_set, answer)
+
+    def object(self, selections: SelectionSetNode, answer: Any) -> int:
+        key = (id(selections), _identity(answer))
+        counted = self.counted.get(key)
+        if counted is None:
+            counted = self.counted[key] = self._count(selections, answer)
+        return counted
+
+    def _count(self, selections: SelectionSetNode, answer: Any) -> int:
+        kind = _introspection_type(answer)
+        total = 0
+        for node in _fields(selections, self.fragments, frozenset()):
+            definition = kind.fields.get(node.name.value)
+            if definition is None:  # __typename
+                total += 1
+                continue
+            arguments = _arguments(definition, node, self.variables)
+            resolved = definition.resolve(answer, _info(self.schema), **arguments)
+            total += 1 + self.value(node, resolved)
+        return total
+
+
+def _is_pair(answer: Any) -> bool:
+    """A (name, definition) pair: how graphql-core's resolvers answer a field, an argument, an
+    input field or an enum value."""
+    return isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], str)
+
+
+def _identity(answer: Any) -> tuple[int, ...]:
+    # A pair is made anew at each call; what it holds is the schema's own.
+    return (id(answer[1]),) if _is_pair(answer) else (id(answer),)
+
+
+def _introspection_type(answer: Any) -> GraphQLObjectType:
+    """The introspection type that answers for a schema element."""
+    if isinstance(answer, GraphQLSchema):
+        name = "__Schema"
+    elif isinstance(answer, GraphQLDirective):
+        name = "__Directive"
+    elif _is_pair(answer) and isinstance(answer[1], GraphQLField):
+        name = "__Field"
+    elif _is_pair(answer) and isinstance(answer[1], GraphQLArgument | GraphQLInputField):
+        name = "__InputValue"
+    elif _is_pair(answer) and isinstance(answer[1], GraphQLEnumValue):
+        name = "__EnumValue"
+    else:
+        name = "__Type"
+    kind = introspection_types[name]
+    assert isinstance(kind, GraphQLObjectType)
+    return kind
+
+
+def uncapped_lists(schema: GraphQLSchema, limits: QueryLimits) -> list[str]:
+    """The schema coordinates of the lists of objects that nothing bounds: no size argument
+    (`first`), no keys (`keyed_lists`), no cap (`limits.list_caps`). Each costs as one item
+    whatever it answers; a schema served under a budget should have none."""
+    objects = [
+        named
+        for named in schema.type_map.values()
+        if isinstance(named, GraphQLObjectType) and not named.name.startswith("__")
+    ]
+    # A connection's lists (`edges`) are its page: the field that answers it has a size.
+    pages = {
+        get_named_type(definition.type)
+        for named in objects
+        for definition in named.fields.values()
+        if "first" in definition.args
+    }
+    found = []
+    for named in objects:
+        for name, definition in named.fields.items():
+            coordinate = f"{named.name}.{name}"
+            if (
+                _is_object_list(definition.type)
+                and named not in pages
+                and "first" not in definition.args
+                and not (name in limits.keyed_lists and named is schema.query_type)
+                and coordinate not in limits.list_caps
+            ):
+                found.append(coordinate)
+    return found
+
+
+def _is_object_list(kind: GraphQLType) -> bool:
+    nullable = kind.of_type if isinstance(kind, GraphQLNonNull) else kind
+    return is_list_type(nullable) and is_composite_type(get_named_type(nullable))
+
+
 def actual_cost(
     schema: GraphQLSchema,
     document: DocumentNode,
@@ -287,7 +453,7 @@ def actual_cost(
     return 0
 
 
-_LEAF, _KEYED, _PAGE, _OTHER = "leaf", "keyed", "page", "other"
+_LEAF, _KEYED, _PAGE, _OTHER, _META = "leaf", "keyed", "page", "other", "meta"
 # A selection set as `_Actual` reads it: the fields always answered and costing 1 each (leaves
 # without a directive), and the rest, each with the type it is selected on.
 _Shape = tuple[int, list[tuple[FieldNode, GraphQLNamedType | None]]]
@@ -422,12 +588,16 @@ class _Actual:
         if value is None:
             return 1
         how, named = self._kind_of(node, parent)
+        if how is _META:
+            return _answered(value)
         if how is _LEAF or named is None:
             return 1
         if how is _KEYED or (how is _PAGE and isinstance(value, list)):
-            return 1 + sum(self.cost(node.selection_set, named, item) for item in _items(value))
+            found = list(_items(value))
+            reads = self._reads(node, parent, len(found)) if how is _PAGE else 0
+            return 1 + sum(self.cost(node.selection_set, named, item) for item in found) + reads
         if how is _PAGE:
-            return 1 + self._page(node, named, value)
+            return 1 + self._page(node, named, value) + self._reads(node, parent, _size(value))
         if isinstance(value, list):
             items = (self.cost(node.selection_set, named, item) for item in _items(value))
             return 1 + max(items, default=0)
@@ -437,13 +607,26 @@ class _Actual:
         self, node: FieldNode, parent: GraphQLNamedType | None
     ) -> tuple[str, GraphQLNamedType | None]:
         """How a field counts: a leaf (or unknown), a list of keys, a page, or any other."""
-        definition = getattr(parent, "fields", {}).get(node.name.value)
+        name = node.name.value
+        if name in _META_FIELDS and parent is self.schema.query_type:
+            return _META, None
+        definition = getattr(parent, "fields", {}).get(name)
         if definition is None or node.selection_set is None:
             return _LEAF, None
         named = get_named_type(definition.type)
-        if node.name.value in self.limits.keyed_lists and parent is self.schema.query_type:
+        if name in self.limits.keyed_lists and parent is self.schema.query_type:
             return _KEYED, named
-        return (_PAGE if "first" in definition.args else _OTHER), named
+        if "first" in definition.args:
+            return _PAGE, named
+        if f"{getattr(parent, 'name', '')}.{name}" in self.limits.list_caps:
+            return _KEYED, named  # each item it holds counted
+        return _OTHER, named
+
+    def _reads(self, node: FieldNode, parent: GraphQLNamedType | None, returned: int) -> int:
+        """What a page that returned `returned` items read beyond them, as `page_reads` counts
+        a page of that size (of one at least: an empty page asked every partition too)."""
+        reads = self.limits.page_reads.get(f"{getattr(parent, 'name', '')}.{node.name.value}")
+        return 0 if reads is None else reads(max(1, returned))
 
     def _inner(self, node: FieldNode, named: GraphQLNamedType, value: Any) -> int:
         return self.cost(node.selection_set, named, value) if value is not None else 0
@@ -463,6 +646,21 @@ class _Actual:
             if key in lists:
                 total += self._each(field_node, on, page[key])
         return total
+
+
+def _size(page: Mapping[str, Any]) -> int:
+    """The items a connection returned: its longest list (`edges`)."""
+    return max((len(value) for value in page.values() if isinstance(value, list)), default=0)
+
+
+def _answered(value: Any) -> int:
+    """An introspection field's actual cost, counted over its answer as `_Introspected`
+    counts over the schema: the field 1, and each field of each object in it."""
+    if isinstance(value, dict):
+        return 1 + sum(_answered(inner) for inner in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_answered(item) - 1 for item in value if isinstance(item, dict))
+    return 1
 
 
 def _fields(
