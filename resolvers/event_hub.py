@@ -129,6 +129,11 @@ class EventHub:
         # Pending subscribers, with the number of rounds begun when each registered.
         self._pending: dict[Subscriber, int] = {}
         self._rounds_started = 0
+        # The subscriptions' own (`resolvers.live`, not the webhook dispatcher's): those still
+        # finding where they start, those that have, and the quiet ones (`subscriptions`).
+        self._starting: set[Subscriber] = set()
+        self._started: set[Subscriber] = set()
+        self.quiet = 0
 
     def publish(self, event: PaymentEvent) -> None:
         for subscriber in tuple(self._subscribers):
@@ -150,9 +155,35 @@ class EventHub:
             self._subscribers.add(subscriber)
         return subscriber
 
+    def opened(self, subscriber: Subscriber) -> None:
+        """`subscriber` is a subscription's, finding where it starts (replaying, reading the
+        stored versions)."""
+        self._starting.add(subscriber)
+
+    def started(self, subscriber: Subscriber) -> None:
+        """`subscriber`'s subscription sends each event published to it from now on."""
+        self._starting.discard(subscriber)
+        self._started.add(subscriber)
+
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.discard(subscriber)
         self._pending.pop(subscriber, None)
+        self._starting.discard(subscriber)
+        self._started.discard(subscriber)
+
+    def subscriptions(self) -> dict[str, int]:
+        """This instance's open subscriptions by state (the metrics' gauge): `live` (each event
+        stored from now on is sent), `starting` (replaying, reading where it starts, or at the
+        stream's head until a round of the feed finishes), `quiet` (another user's events: none
+        is sent); one dropped, its connection closing, is counted no more. graphql-transport-ws
+        acknowledges a connection, never a subscription: this says when one is under way."""
+        started = [subscriber for subscriber in self._started if not subscriber.dropped]
+        waiting = sum(1 for subscriber in started if subscriber in self._pending)
+        return {
+            "live": len(started) - waiting,
+            "starting": sum(1 for subscriber in self._starting if not subscriber.dropped) + waiting,
+            "quiet": self.quiet,
+        }
 
     def round_started(self) -> None:
         self._rounds_started += 1

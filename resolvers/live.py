@@ -46,9 +46,14 @@ async def payment_events(
     wanted, replay_from = _checked(context, user_id, loan_id, payment_id, after_version)
     if wanted.user_id is not None and not caller.sees(wanted.user_id):
         # Another user's events read as a quiet stream, like another user's payment as null.
-        await asyncio.Event().wait()
+        hub.quiet += 1
+        try:
+            await asyncio.Event().wait()
+        finally:
+            hub.quiet -= 1
     at_stream_head = replay_from is None and wanted.user_id is None
     subscriber = hub.subscribe(wanted, context.close_connection, at_stream_head=at_stream_head)
+    hub.opened(subscriber)
     try:
         # The last version sent of each payment, or stored when the subscription was accepted:
         # a live event at or below it is a repeat, or was stored before.
@@ -61,6 +66,7 @@ async def payment_events(
                 yield stored
         elif wanted.user_id is not None:
             sent = await _stored_versions(context, wanted)
+        hub.started(subscriber)
         while (live := await subscriber.next()) is not None:
             if live.version <= sent.get(live.payment_id, 0):
                 continue

@@ -197,6 +197,7 @@ async def store_lifespan(
         ):
             app.state.live = feed
             app.state.webhooks = sender
+            metrics.watch_subscriptions(feed.hub)
             if settings.status_log_interval == 0:
                 yield
                 return

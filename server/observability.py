@@ -2,11 +2,12 @@
 
 The metrics, plain counts given to the app's `prometheus-client` registry at each scrape, count
 GraphQL operations and their latency, DynamoDB calls, units, throttles and the breaker, status
-moves, errors, throttled operations, and each schema coordinate an authenticated caller selected
-(who still uses a field, SPEC §19). Every label a caller chooses is bounded: the first
-`MAX_OPERATION_LABELS` operation names and `MAX_CLIENT_LABELS` client names get a label each, any
-other `(other)`, and only operations that ran for an authenticated caller and were not refused
-take a client label, so no caller can grow the registry (and every scrape) without bound.
+moves, errors, throttled operations, open subscriptions, and each schema coordinate an
+authenticated caller selected (who still uses a field, SPEC §19). Every label a caller chooses is
+bounded: the first `MAX_OPERATION_LABELS` operation names and `MAX_CLIENT_LABELS` client names get
+a label each, any other `(other)`, and only operations that ran for an authenticated caller and
+were not refused take a client label, so no caller can grow the registry (and every scrape)
+without bound.
 
 Every metric and label, and the log line's fields: docs/operations.md#operating-it.
 """
@@ -39,6 +40,7 @@ from datasource.retries import Throttles
 from engine import Observed
 from resolvers.callers import Caller, Forbidden, Unauthenticated
 from resolvers.context import Context
+from resolvers.event_hub import EventHub
 from server.logs import log_info
 
 __all__ = ["MAX_OPERATION_LABELS", "OTHER_OPERATIONS", "Metrics"]
@@ -157,6 +159,10 @@ class Metrics:
     def watch_throttles(self, throttles: Throttles) -> None:
         """Report the throttles the store's client met (read at each scrape)."""
         self.registry.register(_ThrottlesCollector(throttles))
+
+    def watch_subscriptions(self, hub: EventHub) -> None:
+        """Report the live updates' subscriptions by state (read at each scrape)."""
+        self.registry.register(_SubscriptionsCollector(hub))
 
     def observe(self, observed: Observed[Any]) -> None:
         """Count a finished operation and write its request log line."""
@@ -342,6 +348,21 @@ class _ThrottlesCollector(Collector):
         )
         for (api, index), attempts in sorted(self._throttles.counts.items()):
             family.add_metric([api, index], attempts)
+        yield family
+
+
+class _SubscriptionsCollector(Collector):
+    def __init__(self, hub: EventHub) -> None:
+        self._hub = hub
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "loc_payments_live_subscriptions",
+            "Open paymentEvents subscriptions on this instance, by state",
+            labels=["state"],
+        )
+        for state, count in self._hub.subscriptions().items():
+            family.add_metric([state], count)
         yield family
 
 

@@ -111,3 +111,29 @@ async def drained(subscriber: Subscriber) -> list[PaymentEvent]:
             break
         events.append(received)
     return events
+
+
+async def test_the_subscriptions_are_counted_by_state_and_a_dropped_one_no_more() -> None:
+    hub = EventHub(queue_size=1)
+    hub.subscribe(EventFilter())  # the webhook dispatcher's: no subscription's
+    replaying = hub.subscribe(EventFilter(user_id="alice"))
+    hub.opened(replaying)
+    head = hub.subscribe(EventFilter(loan_id="loan-9"), at_stream_head=True)
+    hub.opened(head)
+    hub.started(head)
+    bobs = hub.subscribe(EventFilter(user_id="bob"))
+    hub.opened(bobs)
+    hub.started(bobs)
+    hub.quiet += 1
+    assert hub.subscriptions() == {"live": 1, "starting": 2, "quiet": 1}
+
+    hub.round_started()
+    hub.round_finished()  # the one at the head is accepted
+    assert hub.subscriptions() == {"live": 2, "starting": 1, "quiet": 1}
+    hub.publish(event("bob"))
+    hub.publish(event("bob", version=2))  # a queue of one: bob's falls behind, dropped
+    assert hub.subscriptions() == {"live": 1, "starting": 1, "quiet": 1}
+    for subscriber in (replaying, head, bobs):
+        hub.unsubscribe(subscriber)
+    hub.quiet -= 1
+    assert hub.subscriptions() == {"live": 0, "starting": 0, "quiet": 0}
