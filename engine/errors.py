@@ -7,7 +7,7 @@
     │   ├── MissingQuery              no text to run: HTTP 400
     │   ├── NoSuchOperation           no operation of that name, or no name among several
     │   └── OperationTypeNotAllowed   a type the transport does not run (a GET mutation): 400, 405
-    ├── Refusal                       the service's `Hooks.admit` refused the operation
+    ├── Refusal                       the service's `Hooks.admit` (`hold`) refused the operation
     ├── ManifestsRefused              trusted documents a service cannot start with
     └── UntestedStrawberry            a Strawberry the adapter was not tested with (a RuntimeError)
 
@@ -75,8 +75,8 @@ class OperationTypeNotAllowed(RequestError, InvalidOperationTypeError):
 
 
 class Refusal(EngineError):
-    """An operation the service refused before it ran (`Hooks.admit`): its `error`, and what its
-    answer's `extensions` hold."""
+    """An operation the service refused before it ran (`Hooks.admit`, a subscription's
+    `Hooks.hold`): its `error`, and what its answer's `extensions` hold."""
 
     def __init__(self, error: GraphQLError, extensions: dict[str, Any] | None = None) -> None:
         super().__init__(error.message)
