@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from datasource.cursors import ListScope
 from datasource.items import Item
-from datasource.pages import PageQuery, merged_items
+from datasource.pages import Cut, PageQuery, merged_items
 from datasource.table import GSI4, GSI4PK, GSI4SK
 from domain import keys
 from domain.enums import PaymentStatus
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FEED_SCOPE",
     "feed_items",
+    "feed_partitions",
     "feed_query",
     "feed_range",
     "feed_start",
@@ -99,10 +100,12 @@ async def feed_items(
     start_key: Item | None,
     wanted: int,
     types: Sequence[str] | None = None,
-) -> list[Item]:
+    limit: int | None = None,
+) -> tuple[list[Item], Cut | None]:
     """Up to `wanted` events from `lower` to `upper`, after the feed position `start_key` (a
     cursor's key, in whichever partition its event was), oldest first: each range of the
-    layout read in its own shards and merged, the ranges in order."""
+    layout read in its own shards and merged, the ranges in order. `limit`: the most items read
+    in all (None: no limit); reaching it before `wanted` events, where it stopped (`Cut`)."""
     position = None if start_key is None else start_key[GSI4SK]["S"]
     items: list[Item] = []
     for span in feed.ranges(lower, upper):
@@ -112,7 +115,7 @@ async def feed_items(
             feed_range(upper=span.upper, lower=span.lower, types=types, partition=partition)
             for partition in span.partitions()
         ]
-        items += await merged_items(
+        merge = await merged_items(
             client,
             table_name=table_name,
             queries=queries,
@@ -120,10 +123,21 @@ async def feed_items(
             start_key=start_key if position is not None and position >= span.lower else None,
             wanted=wanted - len(items),
             backward=False,
+            limit=limit,
         )
+        items += merge.items
+        if merge.cut is not None:
+            return items, merge.cut
+        if limit is not None:
+            limit -= merge.read
         if len(items) >= wanted:
             break
-    return items
+    return items, None
+
+
+def feed_partitions(feed: keys.FeedLayout, lower: str, upper: str) -> int:
+    """The most partitions one range of the feed from `lower` to `upper` is kept in."""
+    return max((len(span.partitions()) for span in feed.ranges(lower, upper)), default=1)
 
 
 def _type_filter(

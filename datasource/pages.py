@@ -10,6 +10,12 @@ end is exact: the far one, read one item past the page (`hasNextPage` forward,
 names came before (forward) or after (backward) this page. `first` and `last` together, or
 either with the other direction's cursor, are refused: what Relay's algorithm would make of
 them (a slice of a slice) is a page no client asks for.
+
+A page reads at most `read_limit` items (its size and one more, and a merge's fan-out over its
+partitions): the query cost counts them. A page that reaches the limit before it is full (a
+filter leaving most items out, a merge whose partitions are far from even) comes back short:
+the items placed so far, `hasNextPage` true and `endCursor` where it stopped (backward:
+`hasPreviousPage` and `startCursor`), which resumes exactly.
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
+    "Cut",
     "EdgeOf",
+    "Merged",
     "Page",
     "PageOf",
     "PageQuery",
@@ -45,6 +53,7 @@ __all__ = [
     "merged_page",
     "page_of_items",
     "query_page",
+    "read_limit",
 ]
 
 # A list's page when the caller names no size (`first`), and the largest page it may ask for.
@@ -90,6 +99,8 @@ class PageOf(Generic[NodeT]):
     has_next_page: bool
     end_cursor: str | None
     has_previous_page: bool = False
+    # Where a backward page cut short by its read limit stopped; None: its first edge's cursor.
+    start_cursor: str | None = None
 
 
 # A page of payments, the lists' page. A type alias: instances are made as PageOf.
@@ -100,6 +111,23 @@ def page_size(first: int, field: str = "first") -> int:
     if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= MAX_PAGE_SIZE:
         raise InvalidInput(field, f"must be between 1 and {MAX_PAGE_SIZE}")
     return first
+
+
+def read_limit(size: int, partitions: int = 1) -> int:
+    """The most items a page of `size` reads from a list kept in `partitions` partitions: one
+    partition, the page and one more; a merge, two rounds of each partition's share (with its
+    margin) and the page again, which the first rounds fill but when the partitions are far from
+    even (`merged_items`)."""
+    wanted = size + 1
+    if partitions <= 1:
+        return wanted
+    share = -(-wanted // partitions) + _SHARE_MARGIN
+    return 2 * partitions * share + wanted
+
+
+# Where a read stopped at its limit: the key of the last item it went through (a
+# LastEvaluatedKey), before the page was full. A page cut there resumes after it.
+Cut = Item
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +254,16 @@ async def query_page(
             start_key = None
         elif position > query.sort_end:
             return page_of_items([], query.scope, cursors, paging, node)
-    items = await read_items(client, table_name, query, start_key, paging.size + 1, paging.backward)
-    return page_of_items(items, query.scope, cursors, paging, node)
+    items, cut = await read_items(
+        client,
+        table_name,
+        query,
+        start_key,
+        paging.size + 1,
+        paging.backward,
+        limit=read_limit(paging.size),
+    )
+    return page_of_items(items, query.scope, cursors, paging, node, cut=cut)
 
 
 async def merged_page(
@@ -256,20 +292,32 @@ async def merged_page(
     assert all(query.scope == scope for query in (*queries, *moving_from))
     start_key = paging.start_key(cursors, scope)
     wanted = paging.size + 1
+    left = read_limit(paging.size, len(queries) + len(moving_from))
+    order, identity, reverse = _ordering(queries, paging.backward)
     found: list[Item] = []
+    cuts: list[Cut] = []
     rounds = 0
     for phase in (moving_from, queries):
         if phase:
-            items, taken = await _merge(
-                client, table_name, phase, start_key, wanted, paging.backward
+            merge = await _merge(
+                client, table_name, phase, start_key, wanted, paging.backward, left
             )
-            found += items
-            rounds += taken
+            found += merge.items
+            rounds += merge.rounds
+            left -= merge.read
+            if merge.cut is not None:
+                cuts.append(merge.cut)
     list_rounds(rounds)
-    order, identity, reverse = _ordering(queries, paging.backward)
     distinct = {identity(item): item for item in found}
-    items = sorted(distinct.values(), key=order, reverse=reverse)[:wanted]
-    return page_of_items(items, scope, cursors, paging, node)
+    items = sorted(distinct.values(), key=order, reverse=reverse)
+    cut = None
+    if cuts:
+        # A phase cut short knows nothing past its cut: the page ends at the nearest cut.
+        cut = max(cuts, key=order) if reverse else min(cuts, key=order)
+        items = [item for item in items if not _ahead(order(cut), order(item), reverse)]
+    if len(items) >= wanted:
+        cut = None
+    return page_of_items(items[:wanted], scope, cursors, paging, node, cut=cut)
 
 
 # Items asked of each shard in a merge's first round beyond its share of the page: with 64
@@ -298,17 +346,26 @@ async def merged_items(
     start_key: Item | None,
     wanted: int,
     backward: bool,
-) -> list[Item]:
+    limit: int | None = None,
+) -> Merged:
     """The first `wanted` items past `start_key` of one list kept in several partitions, merged
     lazily (SPEC §20): every partition asked at once for a few items (its share of the page and
     a margin), then only the partitions read to a point before the page's end as known so far
     asked again, at once. An item is placed once every partition still open has been read past
     it. The second refill asks each partition for all the page still lacks, which places it
     whole (a filter can leave fewer items than asked for, and a merge with one goes on).
-    The rounds are counted (`accounting.list_rounds`)."""
-    items, rounds = await _merge(client, table_name, queries, start_key, wanted, backward)
-    list_rounds(rounds)
-    return items
+    The rounds are counted (`accounting.list_rounds`).
+
+    `limit`: the most items the merge reads after its first round (None: no limit); reaching
+    it, the merge answers the items placed so far and where it stopped (`Merged.cut`)."""
+    merge = await _merge(client, table_name, queries, start_key, wanted, backward, limit)
+    list_rounds(merge.rounds)
+    return merge
+
+
+def _ahead(a: tuple[str, ...], b: tuple[str, ...], reverse: bool) -> bool:
+    """Whether the sort value `a` comes before `b` in the order read."""
+    return a > b if reverse else a < b
 
 
 def _ordering(
@@ -330,6 +387,17 @@ def _ordering(
     return order, identity, queries[0].newest_first != backward
 
 
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """What a merge found: its items, the rounds of Queries and the items they read, and where
+    its read limit stopped it, if it did."""
+
+    items: list[Item]
+    rounds: int
+    read: int
+    cut: Cut | None
+
+
 async def _merge(
     client: DynamoDBClient,
     table_name: str,
@@ -337,14 +405,11 @@ async def _merge(
     start_key: Item | None,
     wanted: int,
     backward: bool,
-) -> tuple[list[Item], int]:
-    """`merged_items`' work: the items, and the rounds it took."""
+    limit: int | None = None,
+) -> Merged:
+    """`merged_items`' work: the items, the rounds it took, the items read, and its cut."""
     attribute = queries[0].partition_attribute
     order, identity, reverse = _ordering(queries, backward)
-
-    def ahead(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-        return a > b if reverse else a < b
-
     shards = [
         _Shard(
             query, None if start_key is None else start_key | {attribute: {"S": query.partition}}
@@ -354,41 +419,55 @@ async def _merge(
     # A payment moved between partitions while they were read (a reshard) is listed once.
     found: dict[tuple[str, ...], Item] = {}
     share = wanted if len(shards) == 1 else -(-wanted // len(shards)) + _SHARE_MARGIN
+    read_so_far = 0
 
-    async def read(shard: _Shard, limit: int) -> None:
-        parameters = shard.query.parameters(table_name, backward=backward) | {"Limit": limit}
+    async def read(shard: _Shard, asked: int) -> None:
+        nonlocal read_so_far
+        parameters = shard.query.parameters(table_name, backward=backward) | {"Limit": asked}
         if shard.start is not None:
             parameters["ExclusiveStartKey"] = shard.start
         async with storage_call():
             response = await client.query(**parameters)
-        for item in response.get("Items", []):
+        items = response.get("Items", [])
+        read_so_far += response.get("ScannedCount", len(items))
+        for item in items:
             found.setdefault(identity(item), item)
         shard.start = response.get("LastEvaluatedKey")
         # Read to its end, or to its last key: nothing it holds before that is still unread.
         shard.frontier = None if shard.start is None else order(shard.start)
 
     rounds = 0
-    asked, limit = shards, share
+    asked, each = shards, share
+    merged: list[Item] = []
+    placed, reach = 0, None
     while True:
-        await asyncio.gather(*(read(shard, limit) for shard in asked))
+        if limit is not None and reach is not None:
+            # Every partition is read once (the first round), whatever the limit.
+            each = min(each, (limit - read_so_far) // len(asked))
+            if each < 1:
+                # Out of reads: the items placed, cut where every open partition is read to.
+                return Merged(merged[:placed], rounds, read_so_far, reach.start)
+        await asyncio.gather(*(read(shard, each) for shard in asked))
         rounds += 1
         merged = sorted(found.values(), key=order, reverse=reverse)
-        frontiers = [shard.frontier for shard in shards if shard.frontier is not None]
-        if not frontiers:  # every partition read to its end
+        open_shards = [shard for shard in shards if shard.frontier is not None]
+        if not open_shards:  # every partition read to its end
             break
-        reach = max(frontiers) if reverse else min(frontiers)
-        placed = sum(1 for item in merged if not ahead(reach, order(item)))
+        frontier = max if reverse else min
+        reach = frontier(open_shards, key=lambda shard: shard.frontier or ())
+        assert reach.frontier is not None
+        placed = sum(1 for item in merged if not _ahead(reach.frontier, order(item), reverse))
         if placed >= wanted:
             break
         end = order(merged[wanted - 1]) if len(merged) >= wanted else None
         asked = [
             shard
-            for shard in shards
-            if shard.frontier is not None and (end is None or ahead(shard.frontier, end))
+            for shard in open_shards
+            if shard.frontier is not None and (end is None or _ahead(shard.frontier, end, reverse))
         ]
         # Round two asks for a share again; from round three on, for all the page lacks.
-        limit = share if rounds < 2 else wanted - placed
-    return merged[:wanted], rounds
+        each = share if rounds < 2 else wanted - placed
+    return Merged(merged[:wanted], rounds, read_so_far, None)
 
 
 async def read_items(
@@ -398,26 +477,36 @@ async def read_items(
     start_key: Item | None,
     wanted: int,
     backward: bool,
-) -> list[Item]:
+    *,
+    limit: int | None = None,
+) -> tuple[list[Item], Cut | None]:
     """Up to `wanted` items of the query past `start_key`, asking again while DynamoDB stops
-    early (its 1 MB limit)."""
+    early (its 1 MB limit, or a filter), reading at most `limit` items (None: no limit); where
+    the limit stopped it before `wanted` items, if it did."""
     items: list[Item] = []
-    queries = 0
+    queries = read = 0
+    cut = None
     while len(items) < wanted:
+        asked = wanted - len(items)
+        if limit is not None:
+            asked = min(asked, limit - read)
+            if asked < 1:
+                cut = start_key
+                break
         queries += 1
-        parameters = query.parameters(table_name, backward=backward) | {
-            "Limit": wanted - len(items)
-        }
+        parameters = query.parameters(table_name, backward=backward) | {"Limit": asked}
         if start_key is not None:
             parameters["ExclusiveStartKey"] = start_key
         async with storage_call():
             response = await client.query(**parameters)
-        items.extend(response.get("Items", []))
+        found = response.get("Items", [])
+        items.extend(found)
+        read += response.get("ScannedCount", len(found))
         start_key = response.get("LastEvaluatedKey")
         if start_key is None:
             break
     list_rounds(queries)
-    return items
+    return items, cut
 
 
 def page_of_items(
@@ -426,21 +515,33 @@ def page_of_items(
     cursors: CursorCodec,
     paging: Paging,
     node: Callable[[Item], NodeT],
+    *,
+    cut: Cut | None = None,
 ) -> PageOf[NodeT]:
     """The page of `items`, as read (backward: from the far end) with one more if the list goes
-    on; its edges in the list's own order."""
+    on; its edges in the list's own order. `cut`: where a read that reached its limit stopped,
+    before the page was full: the page goes on from there (its far cursor)."""
     names = page_key_attributes(scope.index)
-    beyond = len(items) > paging.size
+    beyond = len(items) > paging.size or cut is not None
     kept = items[: paging.size]
     if paging.backward:
         kept.reverse()
     edges = [EdgeOf(node(item), partial(_sign, cursors, scope, names, item)) for item in kept]
     came_from_a_cursor = paging.cursor is not None
+    far = None if cut is None else _sign(cursors, scope, names, cut)
+    if paging.backward:
+        return PageOf(
+            edges=edges,
+            has_next_page=came_from_a_cursor,
+            end_cursor=edges[-1].cursor if edges else None,
+            has_previous_page=beyond,
+            start_cursor=far,
+        )
     return PageOf(
         edges=edges,
-        has_next_page=came_from_a_cursor if paging.backward else beyond,
-        end_cursor=edges[-1].cursor if edges else None,
-        has_previous_page=beyond if paging.backward else came_from_a_cursor,
+        has_next_page=beyond,
+        end_cursor=far if far is not None else edges[-1].cursor if edges else None,
+        has_previous_page=came_from_a_cursor,
     )
 
 

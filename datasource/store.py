@@ -25,12 +25,20 @@ from datasource.coalesce import Coalescer
 from datasource.config import DynamoConfig
 from datasource.cursors import CursorCodec, ListScope
 from datasource.deadline import storage_call
-from datasource.events import FEED_SCOPE, feed_items, feed_query, feed_start
+from datasource.events import FEED_SCOPE, feed_items, feed_partitions, feed_query, feed_start
 from datasource.history import HistoryPage, event_from_item, event_key_of, history_query
 from datasource.idempotency import put_new_with_key, replayed_move
 from datasource.items import Item, from_item, primary_key, projected_attributes, to_item
 from datasource.layouts import LayoutRecord, Layouts
-from datasource.pages import Page, PageQuery, Paging, merged_page, page_of_items, query_page
+from datasource.pages import (
+    Page,
+    PageQuery,
+    Paging,
+    merged_page,
+    page_of_items,
+    query_page,
+    read_limit,
+)
 from datasource.retries import RetryPolicy, Throttles, throttles_of
 from datasource.shards import PartitionPage, Placed
 from datasource.table import (
@@ -477,17 +485,19 @@ class PaymentStore:
                 paging=paging,
                 node=event_from_item,
             )
-        items = await feed_items(
+        lower = feed_start(created_after)
+        items, cut = await feed_items(
             self._client,
             table_name=self._table,
             feed=feed,
-            lower=feed_start(created_after),
+            lower=lower,
             upper=upper,
             start_key=paging.start_key(self._cursors, FEED_SCOPE),
             wanted=paging.size + 1,
             types=types,
+            limit=read_limit(paging.size, feed_partitions(feed, lower, upper)),
         )
-        return page_of_items(items, FEED_SCOPE, self._cursors, paging, event_from_item)
+        return page_of_items(items, FEED_SCOPE, self._cursors, paging, event_from_item, cut=cut)
 
     async def feed_after(
         self, *, lower: str, key: Item | None, upper: str, limit: int
@@ -495,7 +505,7 @@ class PaymentStore:
         """Up to `limit` settled events from `lower`, after the feed position `key`, each with
         its GSI4 key and the payment as its write left it (a webhook's delivery): one Query of
         the feed, one BatchGetItem of the events' items (the feed does not carry the payment)."""
-        listed = await feed_items(
+        listed, _ = await feed_items(
             self._client,
             table_name=self._table,
             feed=(await self._layouts.current()).feed,

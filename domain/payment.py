@@ -10,7 +10,11 @@ from uuid_utils.compat import uuid7
 from domain import validation
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 
-__all__ = ["Application", "LoanRef", "Payment", "PaymentRef", "new_payment"]
+__all__ = ["MAX_APPLICATIONS", "Application", "LoanRef", "Payment", "PaymentRef", "new_payment"]
+
+# The most installments one payment is applied to (a year of monthly installments): a bound on
+# what a payment's `applications` answers, which its query cost counts.
+MAX_APPLICATIONS = 12
 
 
 @dataclass(frozen=True, slots=True)

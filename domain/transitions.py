@@ -24,7 +24,7 @@ from enum import Enum
 from domain import ach_returns, validation
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import Conflict, InvalidInput, InvalidTransition
-from domain.payment import Application, Payment
+from domain.payment import MAX_APPLICATIONS, Application, Payment
 
 __all__ = [
     "RULES",
@@ -128,6 +128,10 @@ class TransitionRequest:
             validation.identifier("confirmationId", confirmation_id)
         if return_code is not None:
             validation.return_code("returnCode", return_code)
+        if applications is not None and len(applications) > MAX_APPLICATIONS:
+            raise InvalidInput(
+                "applications", f"apply a payment to at most {MAX_APPLICATIONS} installments"
+            )
         for index, application in enumerate(applications or ()):
             validation.identifier(
                 f"applications[{index}].installmentId", application.installment_id

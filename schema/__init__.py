@@ -17,6 +17,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from domain.keys import DEFAULT_FEED_SHARDS, DEFAULT_GSI2_SHARDS
 from engine import (
     Admission,
     FirstParse,
@@ -29,6 +30,7 @@ from engine import (
     graphql_schema,
 )
 from resolvers.context import Context
+from schema.costs import LIST_CAPS, page_reads
 from schema.federation import (
     FEDERATION_VERSION,
     FederatedSchema,
@@ -185,9 +187,17 @@ class PaymentsSchema(FederatedSchema):
 
 def payments_limits(limits: QueryLimits | None = None) -> QueryLimits:
     """`limits` (the engine's defaults without) with the payments' page sizes
-    (`datasource.pages`), which a connection's cost counts."""
+    (`datasource.pages`), which a connection's cost counts, the caps of its unsized lists, and
+    what its sharded lists' pages read (`schema.costs`: at the default layouts unless `limits`
+    says for the layouts served)."""
+    limits = limits or QueryLimits()
     return dataclasses.replace(
-        limits or QueryLimits(), default_page_size=DEFAULT_PAGE_SIZE, max_page_size=MAX_PAGE_SIZE
+        limits,
+        default_page_size=DEFAULT_PAGE_SIZE,
+        max_page_size=MAX_PAGE_SIZE,
+        list_caps=LIST_CAPS,
+        page_reads=limits.page_reads
+        or page_reads(status_partitions=DEFAULT_GSI2_SHARDS, feed_partitions=DEFAULT_FEED_SHARDS),
     )
 
 

@@ -131,7 +131,9 @@ class CompletePaymentInput(TransitionInput):
     )
     applications: list[ApplicationInput] | None = strawberry.field(
         default=None,
-        description="Installments the payment pays; without them, all to the intended one.",
+        description=(
+            "Installments the payment pays, at most 12; without them, all to the intended one."
+        ),
     )
 
 

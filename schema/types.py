@@ -189,7 +189,9 @@ class PaymentType(Node):
         description="Times the payment was presented to the payments service."
     )
     applications: list[PaymentApplicationType] = strawberry.field(
-        description="How its amount was applied to installments, at completion; empty before."
+        description=(
+            "How its amount was applied to installments (at most 12), at completion; empty before."
+        )
     )
     update_reason: str | None = strawberry.field(description="Why the last write happened.")
     return_code: str | None = strawberry.field(description="The ACH return code, once returned.")
@@ -309,18 +311,28 @@ class PageInfo:
         )
     )
     start_cursor: str | None = strawberry.field(
-        description="The first edge's cursor, to page backward with `before`; null on no edges."
+        description=(
+            "The first edge's cursor, to page backward with `before`; null on no edges. A "
+            "backward page cut short by its read limit (fewer edges than `last`, "
+            "`hasPreviousPage` true): where the read stopped, which resumes exactly."
+        )
     )
     end_cursor: str | None = strawberry.field(
-        description="The last edge's cursor, to page forward with `after`; null on no edges."
+        description=(
+            "The last edge's cursor, to page forward with `after`; null on no edges. A page cut "
+            "short by its read limit (fewer edges than `first`, `hasNextPage` true, as a filter "
+            "that leaves most items out can make it): where the read stopped, which resumes "
+            "exactly."
+        )
     )
 
 
 def page_info(page: PageOf[Any]) -> PageInfo:
+    start = page.start_cursor
     return PageInfo(
         has_next_page=page.has_next_page,
         has_previous_page=page.has_previous_page,
-        start_cursor=page.edges[0].cursor if page.edges else None,
+        start_cursor=start if start is not None else page.edges[0].cursor if page.edges else None,
         end_cursor=page.end_cursor,
     )
 

@@ -38,6 +38,7 @@ from engine import (
     load_trusted_documents,
 )
 from schema import PaymentsSchema, build_schema
+from schema.costs import page_reads
 from server.auth import AuthConfig, mint_development_token
 from server.background import running
 from server.bootstrap import payment_store
@@ -339,11 +340,17 @@ def graphql_endpoint(
 
 
 def query_limits(settings: Settings) -> QueryLimits:
+    """The settings' limits; a sharded list's page costs what it reads over the partitions the
+    settings' layouts keep it in (`schema.costs`)."""
     return QueryLimits(
         max_depth=settings.max_query_depth,
         max_aliases=settings.max_query_aliases,
         max_tokens=settings.max_query_tokens,
         max_cost=settings.max_query_cost,
+        page_reads=page_reads(
+            status_partitions=len(settings.status_layout.read_partitions()),
+            feed_partitions=settings.events_shards,
+        ),
     )
 
 

@@ -144,7 +144,7 @@ async def test_the_events_feed_answers_what_one_shard_answers(
 
     async def pages(store: PaymentStore) -> list[Any]:
         answers, after = [], None
-        for _ in range(3):
+        for _ in range(3 if types is None else 8):
             page = await store.events(
                 first=size, after=after, types=types, created_after=created_after, upper=upper
             )
@@ -155,8 +155,20 @@ async def test_the_events_feed_answers_what_one_shard_answers(
         return answers
 
     expected, got = await pages(one), await pages(many)
-    assert event_ids(got) == event_ids(expected)
-    assert [p.has_next_page for p in got] == [p.has_next_page for p in expected]
+    if types is None:
+        assert event_ids(got) == event_ids(expected)
+        assert [p.has_next_page for p in got] == [p.has_next_page for p in expected]
+    else:
+        # A filtered page reads at most its read limit (`pages.read_limit`, more over many
+        # shards than over one), so it may come back short, each with the cursor where it
+        # stopped: page after page, the same events in the same order.
+        listed = [edge for page in event_ids(got) for edge in page]
+        listed_one = [edge for page in event_ids(expected) for edge in page]
+        assert all(len(page.edges) <= size for page in (*got, *expected))
+        shorter = min(len(listed), len(listed_one))
+        assert listed[:shorter] == listed_one[:shorter]
+        if not got[-1].has_next_page and not expected[-1].has_next_page:
+            assert listed == listed_one
 
     # A webhook's delivery reads the same merge, from any event it reached.
     limit = data.draw(st.integers(1, 30))

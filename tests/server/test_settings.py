@@ -1,3 +1,4 @@
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -6,6 +7,7 @@ from pydantic import SecretStr, ValidationError
 
 from datasource.config import DynamoConfig
 from engine import QueryLimits
+from schema import payments_limits
 from server.app import query_limits
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Env, Settings
 
@@ -254,4 +256,10 @@ def test_a_setting_that_configures_an_object_defaults_to_the_objects_own_default
         "coalesce_lookups",
     ):
         assert getattr(config, name) == getattr(defaults, name), name
-    assert query_limits(settings) == QueryLimits()
+    limits = query_limits(settings)
+    # What a sharded list's page reads is the service's own, over the layouts the settings name.
+    assert dataclasses.replace(limits, page_reads=QueryLimits().page_reads) == QueryLimits()
+    for name, reads in payments_limits().page_reads.items():
+        assert [limits.page_reads[name](size) for size in (1, 20, 100)] == [
+            reads(size) for size in (1, 20, 100)
+        ], name
