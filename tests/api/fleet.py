@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 from harness.processes import Service, serving
 from harness.proxy import Proxy, proxy_to
 from tests.api.conftest import SERVICE
-from tests.api.live_instances import EVENTS, MAX_ATTEMPTS, Instance
+from tests.api.live_instances import EVENTS, MAX_ATTEMPTS, METRICS, Instance
 from tests.api.websocket_client import TRANSPORT_WS, acknowledged, send
 from tests.backends import Backend, fresh_table
 
@@ -74,6 +74,7 @@ async def fleet(
         "max_attempts": MAX_ATTEMPTS,
         "live_lease_seconds": LEASE_SECONDS,
         **({} if broker_url is None else {"live_broker_url": broker_url}),
+        **METRICS,
         **settings,
     }
     try:
@@ -114,6 +115,11 @@ class Watcher:
     async def wait_for(self, count: int) -> None:
         await self.wait(lambda: len(self.events) >= count, f"waiting for {count} events")
 
+    async def wait_for_version(self, payment_id: str, version: int) -> None:
+        await self.wait(
+            lambda: version in self.versions(payment_id), f"waiting for {payment_id} v{version}"
+        )
+
     async def wait_closed(self) -> tuple[int, str]:
         await self.wait(lambda: self.closed is not None, "waiting for the close")
         assert self.closed is not None
@@ -138,9 +144,11 @@ async def _follow(socket: ClientConnection, watcher: Watcher) -> None:
 
 @contextlib.asynccontextmanager
 async def watching(
-    instance: Instance, bearer: str = SERVICE, *, settle: float = 0.5, **variables: Any
+    instance: Instance, bearer: str = SERVICE, **variables: Any
 ) -> AsyncIterator[Watcher]:
-    """A subscription to `paymentEvents(variables)` on `instance`, a moment after it was sent."""
+    """A subscription to `paymentEvents(variables)` on `instance`, once the instance counts it
+    live; on leaving (its socket not closed by the server), until it counts it no more."""
+    before = await instance.subscriptions()
     async with connect(instance.ws_url, subprotocols=[TRANSPORT_WS]) as socket:  # type: ignore[list-item]
         await acknowledged(socket, bearer)
         await send(
@@ -149,10 +157,14 @@ async def watching(
         )
         watcher = Watcher()
         watcher.task = asyncio.create_task(_follow(socket, watcher))
-        await asyncio.sleep(settle)
         try:
+            await instance.until_subscriptions(
+                "live", lambda count: watcher.closed is not None or count > before
+            )
             yield watcher
         finally:
             watcher.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher.task
+    if watcher.closed is None:
+        await instance.until_subscriptions("live", lambda count: count <= before)

@@ -20,12 +20,15 @@ from tests.api.live_instances import Instance
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "trusted-documents" / "live-updates.mjs"
 WAIT = 20.0  # seconds an expected line may take, at most
-SETTLE = 0.5  # seconds a subscribe the client sent takes to be registered, at most
 
 
 @dataclass
 class LiveClient:
     process: asyncio.subprocess.Process
+    instance: Instance
+    # The instance's live subscriptions once this client's are taken up (its own, and those it
+    # had before this client started).
+    live: int
     lines: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -67,13 +70,19 @@ class LiveClient:
         """Whether a connection was acknowledged since the socket last closed."""
         return self.connections > len(self.closes)
 
+    async def wait_subscribed(self) -> None:
+        """Until a connection is acknowledged and the instance has taken up the subscriptions
+        sent on it (graphql-transport-ws acknowledges none: its metrics count them)."""
+        await self.wait(lambda: self.connected, "a connection")
+        await self.instance.until_subscriptions("live", lambda count: count >= self.live)
+
     async def wait_resubscribed(self, closes: int) -> None:
         """Until the socket closed more than `closes` times, a connection was acknowledged since
-        the last close, and the subscriptions sent again on it were registered."""
+        the last close, and the subscriptions sent again on it were taken up."""
         await self.wait(
             lambda: len(self.closes) > closes and self.connected, f"a reconnection after {closes}"
         )
-        await asyncio.sleep(SETTLE)
+        await self.wait_subscribed()
 
 
 async def _gather(process: asyncio.subprocess.Process, client: LiveClient) -> None:
@@ -87,10 +96,11 @@ async def live_client(
     instance: Instance, bearer: str = SERVICE, **subscriptions: dict[str, Any]
 ) -> AsyncIterator[LiveClient]:
     """graphql-ws subscribed on `instance` to `paymentEvents` once for each named variables
-    (`userId`, `loanId`, `paymentId`, `afterVersion`), once its subscriptions are registered."""
+    (`userId`, `loanId`, `paymentId`, `afterVersion`), once its subscriptions are taken up."""
     node = shutil.which("node")
     assert node is not None, "the graphql-ws client runs under Node (installed with npm)"
     options = [f"--subscribe={name}={json.dumps(v)}" for name, v in subscriptions.items()]
+    live = await instance.subscriptions("live")
     process = await asyncio.create_subprocess_exec(
         node,
         str(SCRIPT),
@@ -100,11 +110,10 @@ async def live_client(
         cwd=SCRIPT.parent,
         stdout=asyncio.subprocess.PIPE,
     )
-    client = LiveClient(process)
+    client = LiveClient(process, instance, live + len(subscriptions))
     gathering = asyncio.create_task(_gather(process, client))
     try:
-        await client.wait(lambda: client.connected, "the first connection")
-        await asyncio.sleep(SETTLE)
+        await client.wait_subscribed()
         yield client
     finally:
         if process.returncode is None:

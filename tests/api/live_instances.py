@@ -5,16 +5,18 @@ of live updates (tests/api/test_live_updates.py) and of their traces (test_live_
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from harness.processes import HOST, free_port
 from tests.api.conftest import RESULT_FIELDS, SERVICE
+from tests.api.metrics import metric
 from tests.backends import Backend, fresh_table
+from tests.eventually import eventually
 from tests.servers import served
 
 # A short poll, so that the tests wait little; the default is the README's.
@@ -30,11 +32,17 @@ subscription($u: ID, $l: ID, $p: ID, $after: Int) {
 }
 """
 WAIT = 15.0  # seconds an expected event may take, at most
+# `/metrics` on the API's port (`local`): the gauge of open subscriptions tells when the server
+# has taken one up, which graphql-transport-ws never acknowledges.
+METRICS = {"metrics": "app"}
+SUBSCRIPTIONS = "loc_payments_live_subscriptions"
 
 
 @dataclass(frozen=True)
 class Instance:
     url: str
+    # Where its `/metrics` are: the operators' port outside `local`, else the API's.
+    metrics_url: str = ""
 
     @property
     def ws_url(self) -> str:
@@ -61,14 +69,46 @@ class Instance:
         payment: dict[str, Any] = result["payment"]
         return payment
 
+    async def subscriptions(self, state: str = "live") -> int:
+        """Its open subscriptions in `state` (`live`: sent each event stored from now on;
+        `starting`; `quiet`: another user's events), as its metrics count them."""
+        async with httpx.AsyncClient(base_url=self.metrics_url or self.url, timeout=10) as http:
+            text = (await http.get("/metrics")).text
+        return int(metric(text, SUBSCRIPTIONS, state=state))
+
+    async def until_subscriptions(self, state: str, accepts: Callable[[int], bool]) -> None:
+        """Until its count of subscriptions in `state` is one `accepts`."""
+        counted: list[int] = []
+
+        async def accepted() -> bool:
+            counted.append(await self.subscriptions(state))
+            return accepts(counted[-1])
+
+        await eventually(
+            accepted, what=lambda: f"{state} subscriptions: {counted[-1:]}", within=WAIT
+        )
+
 
 @asynccontextmanager
 async def instances(backend: Backend, count: int, **settings: str) -> AsyncIterator[list[Instance]]:
-    """`count` servers on one new table, each reading its stream."""
+    """`count` servers on one new table, each reading its stream (outside `local`, one)."""
     table_name = await fresh_table(backend)
-    options = {"stream_poll_interval": POLL_SECONDS, "max_attempts": MAX_ATTEMPTS, **settings}
+    metrics, metrics_url = METRICS, ""
+    if settings.get("env", "local") != "local":
+        assert count == 1, "an operators' port for one instance"
+        port = free_port()
+        metrics, metrics_url = (
+            {"metrics": "port", "metrics_port": str(port)},
+            f"http://{HOST}:{port}",
+        )
+    options = {
+        "stream_poll_interval": POLL_SECONDS,
+        "max_attempts": MAX_ATTEMPTS,
+        **metrics,
+        **settings,
+    }
     async with served(backend.endpoint_url, table_name, count, **options) as urls:
-        yield [Instance(url) for url in urls]
+        yield [Instance(url, metrics_url) for url in urls]
     await backend.client.delete_table(TableName=table_name)
 
 
@@ -80,10 +120,28 @@ class Subscription:
         self.task = task
 
     async def wait_for(self, count: int) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + WAIT
-        while len(self.events) < count:
+        await self.until(
+            lambda: len(self.events) >= count, lambda: f"got {len(self.events)} events of {count}"
+        )
+        return self.events
+
+    async def wait_for_version(self, payment_id: str, version: int) -> list[dict[str, Any]]:
+        """The events, once the one of `payment_id`'s `version` is among them."""
+        await self.until(
+            lambda: any(
+                event["payment"]["paymentId"] == payment_id and event["version"] == version
+                for event in self.events
+            ),
+            lambda: f"no version {version} of {payment_id} in {self.events}",
+        )
+        return self.events
+
+    async def until(self, done: Callable[[], bool], what: Callable[[], object]) -> None:
+        """Until `done()`; what ended the subscription, if it did."""
+
+        def checked() -> bool:
             if self.task.done():
                 self.task.result()  # raises what ended it
-            assert time.monotonic() < deadline, f"got {len(self.events)} events of {count}"
-            await asyncio.sleep(0.02)
-        return self.events
+            return done()
+
+        await eventually(checked, what=what, within=WAIT, every=0.02)

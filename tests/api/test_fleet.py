@@ -28,6 +28,7 @@ from tests.api.fleet import (
 from tests.api.graphql_ws_client import live_client
 from tests.api.live_instances import Instance
 from tests.backends import Backend
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.ddblocal
 
@@ -67,6 +68,17 @@ async def write_history(
     return {payment["paymentId"]: 1 + moves for payment in created}
 
 
+async def nothing_else_arrives(
+    instance: Instance, user: str, watchers: tuple[Watcher, ...]
+) -> dict[str, int]:
+    """A payment of `user` written now, once each of `watchers` got it: anything else (a
+    repeat) would have come before it. Its id and version, as `write_history` gives them."""
+    sentinel = await instance.mutate("createPayment", {"userId": user, **CREATE})
+    for watcher in watchers:
+        await watcher.wait_for_version(sentinel["paymentId"], 1)
+    return {sentinel["paymentId"]: 1}
+
+
 def assert_every_version_once_in_order(watcher: Watcher, last: dict[str, int]) -> None:
     for payment_id, version in last.items():
         assert watcher.versions(payment_id) == list(range(1, version + 1)), payment_id
@@ -88,7 +100,9 @@ async def test_every_instance_gets_every_event_once_in_order_from_one_stream_rea
             last = await write_history(running.instances, "alice", payments=3, moves=3)
             for watcher in (first, second, third, fourth):
                 await watcher.wait_for(sum(last.values()))
-            await asyncio.sleep(1.0)  # anything repeated would have come by now
+            last |= await nothing_else_arrives(
+                running.instances[0], "alice", (first, second, third, fourth)
+            )
             rate = (running.dynamodb.calls[GET_RECORDS] - calls_before) / (
                 time.monotonic() - started
             )
@@ -109,7 +123,10 @@ async def test_without_a_broker_each_instance_reads_the_stream(
     per instance, past what DynamoDB allows."""
     async with fleet(ddblocal_backend, 4, None) as running:
         before, started = running.dynamodb.calls[GET_RECORDS], time.monotonic()
-        await asyncio.sleep(2.0)
+        # Enough calls to tell one reader's five a second from four readers' sixteen.
+        await eventually(
+            lambda: running.dynamodb.calls[GET_RECORDS] - before >= 24, what="24 GetRecords"
+        )
         rate = (running.dynamodb.calls[GET_RECORDS] - before) / (time.monotonic() - started)
         readers = await running.readers()
 
@@ -140,7 +157,7 @@ async def test_a_killed_reader_is_replaced_within_the_lease_losing_and_repeating
             last = before | during
             for watcher in (first, second):
                 await watcher.wait_for(sum(last.values()))
-            await asyncio.sleep(1.0)
+            last |= await nothing_else_arrives(writers[0], "bob", (first, second))
 
     print(f"\nanother instance reads the stream {takeover:.1f} s after the reader's SIGKILL")
     for watcher in (first, second):
@@ -297,7 +314,10 @@ async def test_a_services_subscription_to_every_user_starts_from_now_through_the
                 written += 1
                 await asyncio.sleep(0.2)
             await watcher.wait_for(written - watcher.events[0]["version"] + 1)
-            await asyncio.sleep(2.5)  # two polls more: nothing else arrives
+            # Nothing else arrives: a move written now comes after anything else would.
+            await server.mutate("schedulePaymentRetry", {**ids(created), "reason": "sentinel"})
+            written += 1
+            await watcher.wait_for_version(created["paymentId"], written)
 
     versions = watcher.versions()
     assert versions[0] > 1  # not the creation, stored before

@@ -40,19 +40,19 @@ async def traced_subscription(instance: Instance, **variables: Any) -> AsyncIter
         subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
     )
     events: list[dict[str, Any]] = []
-    ready = asyncio.Event()
+    before = await instance.subscriptions()
 
     async def run() -> None:
         async with Client(transport=transport) as session:
-            stream = session.subscribe(GraphQLRequest(EVENTS, variable_values=variables))
-            ready.set()
-            async for result in stream:
+            request = GraphQLRequest(EVENTS, variable_values=variables)
+            async for result in session.subscribe(request):
                 events.append(result["paymentEvents"])
 
     task = asyncio.create_task(run())
     try:
-        await asyncio.wait_for(ready.wait(), 15)
-        await asyncio.sleep(0.3)  # the subscription is registered once `subscribe` is sent
+        await instance.until_subscriptions("live", lambda count: task.done() or count > before)
+        if task.done():
+            task.result()  # raises what ended it
         yield Subscription(events, task)
     finally:
         task.cancel()

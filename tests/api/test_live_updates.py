@@ -27,8 +27,8 @@ from websockets.exceptions import ConnectionClosed
 from harness.processes import serving
 from resolvers.event_hub import SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON
 from tests.api.conftest import ALICE, SERVICE, token
-from tests.api.graphql_ws_client import SETTLE, live_client
-from tests.api.live_instances import EVENTS, WAIT, Instance, Subscription, instances
+from tests.api.graphql_ws_client import live_client
+from tests.api.live_instances import EVENTS, METRICS, WAIT, Instance, Subscription, instances
 from tests.api.websocket_client import TRANSPORT_WS, acknowledged, send
 from tests.backends import Backend, fresh_table
 
@@ -45,29 +45,30 @@ def transport(instance: Instance, bearer: str | None) -> WebsocketsTransport:
 
 @asynccontextmanager
 async def subscribed(
-    instance: Instance, bearer: str | None = SERVICE, **variables: Any
+    instance: Instance, bearer: str | None = SERVICE, *, state: str = "live", **variables: Any
 ) -> AsyncIterator[Subscription]:
+    """A subscription on `instance`, once the instance counts it in `state` (`quiet`: another
+    user's events); on leaving, until it counts it no more."""
     events: list[dict[str, Any]] = []
-    ready = asyncio.Event()
+    before = await instance.subscriptions(state)
 
     async def run() -> None:
         async with Client(transport=transport(instance, bearer)) as session:
             request = GraphQLRequest(EVENTS, variable_values=variables)
-            stream = session.subscribe(request)
-            ready.set()
-            async for result in stream:
+            async for result in session.subscribe(request):
                 events.append(result["paymentEvents"])
 
     task = asyncio.create_task(run())
     try:
-        # The subscription is registered once `subscribe` is sent; give the server a moment.
-        await asyncio.wait_for(ready.wait(), WAIT)
-        await asyncio.sleep(0.3)
+        await instance.until_subscriptions(state, lambda count: task.done() or count > before)
+        if task.done():
+            task.result()  # raises what ended it
         yield Subscription(events, task)
     finally:
         task.cancel()
         with suppress(asyncio.CancelledError, Exception):
             await task
+    await instance.until_subscriptions(state, lambda count: count <= before)
 
 
 CREATE = {"loanId": "loan-1", "amountCents": 4200, "method": "PINLESS"}
@@ -139,7 +140,10 @@ async def test_without_after_version_only_events_stored_after_subscribing_arrive
                 written += 1
                 await asyncio.sleep(0.2)
             await subscription.wait_for(written - subscription.events[0]["version"] + 1)
-            await asyncio.sleep(2.5)  # two polls more: nothing else arrives
+            # Nothing else arrives: a move written now comes after anything else would.
+            await server.mutate("schedulePaymentRetry", {**_ids(created), "reason": "sentinel"})
+            written += 1
+            await subscription.wait_for_version(created["paymentId"], written)
             versions = [event["version"] for event in subscription.events]
 
     assert versions[0] > 1  # not the creation, stored before
@@ -151,14 +155,16 @@ async def test_customers_receive_their_own_events_only(ddblocal_backend: Backend
     async with (
         instances(ddblocal_backend, 1) as (server,),
         subscribed(server, ALICE) as own,
-        subscribed(server, ALICE, u="bob") as aimed_at_bob,
+        subscribed(server, ALICE, state="quiet", u="bob") as aimed_at_bob,
     ):
         await server.mutate("createPayment", {"userId": "bob", **CREATE})
         mine = await server.mutate("createPayment", {"userId": "alice", **CREATE})
         [event] = await own.wait_for(1)
-        # Bob's event came first; had alice been sent it, it would be here before hers.
-        await asyncio.sleep(1)
-        assert own.events == [event]
+        # Bob's event came first; had alice been sent it, it would be here before hers. Nothing
+        # else arrives: alice's next payment comes after anything else would.
+        sentinel = await server.mutate("createPayment", {"userId": "alice", **CREATE})
+        await own.wait_for_version(sentinel["paymentId"], 1)
+        assert own.events[:-1] == [event]
         assert aimed_at_bob.events == []
         assert not aimed_at_bob.task.done()  # a quiet stream, no error
 
@@ -304,7 +310,7 @@ async def test_a_subscriber_that_falls_behind_is_closed_with_4413_without_comple
         # the burst could land before it).
         subscribe = {"query": EVENTS, "variables": {"u": "alice"}}
         await send(socket, {"id": "1", "type": "subscribe", "payload": subscribe})
-        await asyncio.sleep(0.3)
+        await server.until_subscriptions("live", lambda count: count == 1)
         await _burst(server, "alice")
         received: list[dict[str, Any]] = []
         with pytest.raises(ConnectionClosed) as closed:
@@ -333,18 +339,24 @@ async def test_graphql_ws_resubscribes_after_falling_behind_and_misses_nothing(
                 "schedulePaymentRetry", {**_ids(payment), "reason": f"to {version}"}
             )
 
-        async with live_client(
-            server, user={"userId": "gina"}, payment={**where, "afterVersion": 0}
-        ) as client:
+        async with (
+            # Another user's: it falls behind no one.
+            subscribed(server, SERVICE, u="sentinel") as sentinel,
+            live_client(
+                server, user={"userId": "gina"}, payment={**where, "afterVersion": 0}
+            ) as client,
+        ):
             await move(2)
             await client.wait_for_versions("payment", {1, 2})
             # The user's subscription falls behind; the payment's moves on meanwhile.
             await asyncio.gather(_burst(server, "gina"), move(3))
             await client.wait_resubscribed(0)
-            # The burst's tail, read a poll later, may drop it again: write after that.
-            await asyncio.sleep(POLL_SECONDS)
-            await client.wait(lambda: client.connected, "connected after the burst")
-            await asyncio.sleep(SETTLE)
+            # The burst's tail, read a poll later, may drop it again: write once an event
+            # written after the burst was sent (the feed has read the burst), to subscriptions
+            # taken up again.
+            marker = await server.mutate("createPayment", {"userId": "sentinel", **CREATE})
+            await sentinel.wait_for_version(marker["paymentId"], 1)
+            await client.wait_subscribed()
             await move(4)
             await client.wait_for_versions("user", {4})
             await client.wait_for_versions("payment", {1, 2, 3, 4})
@@ -363,14 +375,17 @@ async def test_a_stopping_instance_closes_its_subscriptions_without_completing(
     table_name = await fresh_table(ddblocal_backend)
     async with (
         serving(
-            ddblocal_backend.endpoint_url, table_name, stream_poll_interval=str(POLL_SECONDS)
+            ddblocal_backend.endpoint_url,
+            table_name,
+            stream_poll_interval=str(POLL_SECONDS),
+            metrics=METRICS["metrics"],
         ) as (service,),
         connect(service.ws_url, subprotocols=[TRANSPORT_WS]) as socket,  # type: ignore[list-item]
     ):
         await acknowledged(socket, SERVICE)
         subscribe = {"query": EVENTS, "variables": {"u": "alice"}}
         await send(socket, {"id": "1", "type": "subscribe", "payload": subscribe})
-        await asyncio.sleep(0.3)
+        await Instance(service.url).until_subscriptions("live", lambda count: count == 1)
         stopping = asyncio.create_task(asyncio.to_thread(service.stop))
         received: list[dict[str, Any]] = []
         with pytest.raises(ConnectionClosed) as closed:
