@@ -11,6 +11,7 @@ from datasource import DynamoConfig
 from datasource.retries import Throttles
 from server.status_log import log_status_every
 from tests.api.conftest import api_client
+from tests.eventually import eventually
 
 
 async def test_a_running_service_logs_its_breaker_every_interval_and_no_stream_it_does_not_read(
@@ -18,10 +19,10 @@ async def test_a_running_service_logs_its_breaker_every_interval_and_no_stream_i
 ) -> None:
     caplog.set_level(logging.INFO, logger="loc_payments.status")
     async with api_client(moto_config, status_log_interval=0.05):
-        await asyncio.sleep(0.3)
+        assert "status log" in {task.get_name() for task in asyncio.all_tasks()}
+        await eventually(lambda: len(status_lines(caplog)) >= 2, what="two status lines")
 
-    lines = [record for record in caplog.records if record.name == "loc_payments.status"]
-    assert len(lines) >= 2
+    lines = status_lines(caplog)
     assert all(getattr(line, "breaker_open", None) == 0 for line in lines)
     # No live updates here: this instance reads no stream, and says nothing of a lag.
     assert not any(hasattr(line, "stream_seconds_behind") for line in lines)
@@ -40,12 +41,14 @@ async def test_each_line_counts_the_throttles_since_the_one_before(
     for api in ("Query", "Query", "TransactWriteItems"):
         await asyncio.sleep(0.03)
         throttles.add(api, "GSI2" if api == "Query" else None)
-    await asyncio.sleep(0.12)
+
+    def counted() -> list[int]:
+        return [vars(line)["dynamodb_throttles"] for line in status_lines(caplog)]
+
+    await eventually(lambda: sum(counted()) == 3, what=counted)
     status.cancel()
 
-    lines = [record for record in caplog.records if record.name == "loc_payments.status"]
-    counted = [vars(line)["dynamodb_throttles"] for line in lines]
-    assert sum(counted) == 3 and len(counted) >= 2, counted
+    assert len(counted()) >= 2, counted()
     assert throttles.counts == {("GetItem", "table"): 1, ("Query", "GSI2"): 2,
                                 ("TransactWriteItems", "table"): 1}  # fmt: skip
 
@@ -55,6 +58,11 @@ async def test_no_status_line_when_the_interval_is_zero(
 ) -> None:
     caplog.set_level(logging.INFO, logger="loc_payments.status")
     async with api_client(moto_config, status_log_interval=0):
-        await asyncio.sleep(0.2)
+        # No logger runs that could write one later (the app's background work is named).
+        assert "status log" not in {task.get_name() for task in asyncio.all_tasks()}
 
-    assert not [record for record in caplog.records if record.name == "loc_payments.status"]
+    assert not status_lines(caplog)
+
+
+def status_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [record for record in caplog.records if record.name == "loc_payments.status"]
