@@ -8,7 +8,7 @@ import dataclasses
 import logging
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from domain.idempotency import CallerKind, claim_for
 from domain.payment import Payment
 from domain.transitions import RULES, apply_transition
 from tests.backends import Backend, backend_config
+from tests.eventually import eventually
 from tests.payment_samples import (
     LATER,
     TEST_ACTOR,
@@ -42,13 +43,16 @@ POLL_INTERVAL = 0.05
 WAIT = 15.0
 
 
-async def eventually(check: Callable[[], bool], what: str) -> None:
-    """Wait until `check()` holds, up to WAIT seconds."""
-    deadline = asyncio.get_running_loop().time() + WAIT
-    while not check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"waited {WAIT}s for {what}")
-        await asyncio.sleep(0.02)
+async def nothing_else_came(store: PaymentStore, published: list[PaymentEvent]) -> None:
+    """Once a payment created now has been published: the stream is read in order, so anything
+    else still to come (a repeat) would have come before it. It is taken off `published`."""
+    sentinel = await stored_new(store, payment_in(S.PENDING, PaymentMethod.ACH))
+    await eventually(
+        lambda: any(event.payment_id == sentinel.payment_id for event in published),
+        what="the event of a payment created after",
+    )
+    assert published[-1].payment_id == sentinel.payment_id, published
+    published.pop()
 
 
 @dataclasses.dataclass
@@ -139,8 +143,8 @@ async def test_each_new_payment_event_is_published_once_in_order_and_nothing_els
                 before_start.payment_id: [event_of(before_start, skipped, TEST_ACTOR)],
             }
 
-            await eventually(lambda: len(published) >= 7, f"7 events, got {published}")
-            await asyncio.sleep(10 * POLL_INTERVAL)  # time for anything else to show up
+            await eventually(lambda: len(published) >= 7, what=lambda: f"7 events, got {published}")
+            await nothing_else_came(store, published)
             assert not task.done()
 
     # The creation written before the source started is not news; its later move is.
@@ -193,7 +197,9 @@ async def test_a_round_finishes_only_once_it_published_what_was_stored_before_it
             for _ in range(7):
                 await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
                 rounds.stored += 1
-            await eventually(lambda: 7 in rounds.finished, f"a round after 7 writes: {rounds}")
+            await eventually(
+                lambda: 7 in rounds.finished, what=lambda: f"a round after 7 writes: {rounds}"
+            )
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -279,21 +285,24 @@ async def test_an_unreachable_stream_is_unhealthy_and_retried_until_it_answers(
             backoff=Backoff(base=0.01, cap=0.05),
         )
         async with running(source, published) as task:
-            await eventually(lambda: warnings() >= 3, "three failed tries, each logged")
+            await eventually(lambda: warnings() >= 3, what="three failed tries, each logged")
             assert not source.healthy
             assert not source.ready.is_set()
             assert not task.done()
             # What the stream-lag alarm reads: a reader that cannot read falls behind.
             behind = source.seconds_behind
-            await asyncio.sleep(0.2)
-            assert source.seconds_behind >= behind + 0.2
+            await eventually(
+                lambda: source.seconds_behind >= behind + 0.2, what="falling further behind"
+            )
 
             streams.to = working
             await asyncio.wait_for(source.ready.wait(), WAIT)
             assert source.healthy
-            await eventually(lambda: source.seconds_behind < 1.0, "caught up: at the head again")
+            await eventually(
+                lambda: source.seconds_behind < 1.0, what="caught up: at the head again"
+            )
             payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
-            await eventually(lambda: len(published) == 1, "the event written after recovery")
+            await eventually(lambda: len(published) == 1, what="the event written after recovery")
 
     assert published == [event_of(None, payment, TEST_ACTOR)]
 
@@ -318,12 +327,12 @@ async def test_a_stream_turned_off_is_unhealthy_and_the_next_one_is_read_from_it
             await client.update_table(
                 TableName=table_name, StreamSpecification={"StreamEnabled": False}
             )
-            await eventually(lambda: not source.healthy, "the source to see the stream gone")
+            await eventually(lambda: not source.healthy, what="the source to see the stream gone")
             await create_table_if_missing(client, table_name)
             payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
-            await eventually(lambda: len(published) == 1, "the event on the new stream")
+            await eventually(lambda: len(published) == 1, what="the event on the new stream")
             # Healthy again once the round that published it ends (it may poll other shards yet).
-            await eventually(lambda: source.healthy, "the source healthy on the new stream")
+            await eventually(lambda: source.healthy, what="the source healthy on the new stream")
 
     assert published == [event_of(None, payment, TEST_ACTOR)]
 
@@ -365,15 +374,17 @@ async def test_an_expired_iterator_is_reopened_after_the_last_record_read(
         async with running(source, published):
             await asyncio.wait_for(source.ready.wait(), WAIT)
             first = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
-            await eventually(lambda: len(published) == 1, "the first event")
+            await eventually(lambda: len(published) == 1, what="the first event")
 
             streams.expired = True
-            await eventually(lambda: len(streams.opened) >= 3, "re-opening the expired iterator")
+            await eventually(
+                lambda: len(streams.opened) >= 3, what="re-opening the expired iterator"
+            )
             second = await moved(ddblocal_store, first, S.ACHSENT)
             third = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
             streams.expired = False
-            await eventually(lambda: len(published) == 3, "the events written meanwhile")
-            await asyncio.sleep(10 * POLL_INTERVAL)
+            await eventually(lambda: len(published) == 3, what="the events written meanwhile")
+            await nothing_else_came(ddblocal_store, published)
             assert source.healthy
 
     assert published == [
@@ -410,13 +421,13 @@ async def test_a_source_resumed_at_anothers_positions_reads_what_that_one_had_no
         async with running(reader, collected):
             await asyncio.wait_for(reader.ready.wait(), WAIT)
             read = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
-            await eventually(lambda: len(first) == 1, "the first reader's event")
+            await eventually(lambda: len(first) == 1, what="the first reader's event")
         unread = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
         moved_unread = await moved(ddblocal_store, unread, S.ACHSENT)
         takeover = source(collected.positions)
         async with running(takeover, second):
-            await eventually(lambda: len(second) == 2, "the writes no reader read")
-            await asyncio.sleep(10 * POLL_INTERVAL)  # a repeat would come by now
+            await eventually(lambda: len(second) == 2, what="the writes no reader read")
+            await nothing_else_came(ddblocal_store, second)
 
     assert first == [event_of(None, read, TEST_ACTOR)]
     assert [(event.payment_id, event.version) for event in second] == [
@@ -456,8 +467,8 @@ async def test_a_refused_delivery_is_read_again_and_delivered_once(
         async with running(source, sink):
             await asyncio.wait_for(source.ready.wait(), WAIT)
             payment = await stored_new(ddblocal_store, payment_in(S.PENDING, PaymentMethod.ACH))
-            await eventually(lambda: len(published) == 1, "the event, once accepted")
-            await asyncio.sleep(10 * POLL_INTERVAL)
+            await eventually(lambda: len(published) == 1, what="the event, once accepted")
+            await nothing_else_came(ddblocal_store, published)
 
     assert sink.refusals == 0
     assert published == [event_of(None, payment, TEST_ACTOR)]
