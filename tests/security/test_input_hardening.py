@@ -45,7 +45,7 @@ from graphql import (
 
 from datasource import DynamoConfig
 from schema import build_schema
-from tests.api.conftest import Api, api_client, stored_items
+from tests.api.conftest import SERVICE, Api, api_client, stored_items, token
 from tests.backends import Backend
 
 # The subgraph's schema, every field of the public one and federation's `_entities` too, asked
@@ -78,6 +78,7 @@ KINDS = {
     "description": "text",
     "endpointId": "endpoint id",
     "eventId": "event id",
+    "owner": "id",
 }
 # Federation's `_entities(representations:)` takes JSON (`_Any`) that GraphQL does not look
 # into: the keys inside the valid value's representations are its inputs, typed as they are.
@@ -380,7 +381,8 @@ class Setup:
         payment = self.payment
         endpoint_id = self.endpoint_id
         if route.field in WEBHOOK_MUTATIONS:
-            # Each its own endpoint, as a delete forgets the one it names.
+            # Each its own endpoint, as a delete forgets the one it names and an owner given
+            # takes it from the service the other routes call as.
             endpoint_id = await new_endpoint(self.api)
         elif route.type_name == "Mutation" and route.field in STATES:
             method, moves = STATES[route.field]
@@ -419,6 +421,7 @@ class Setup:
             "description": "the ledger",
             "endpointId": endpoint_id,
             "eventId": self.event_id,
+            "owner": "ledger",
         }
 
     @property
@@ -466,7 +469,19 @@ async def prepare(api: Api, config: DynamoConfig) -> Setup:
     )
 
 
-WEBHOOK_MUTATIONS = {"deleteWebhookEndpoint", "rotateWebhookSecret", "resendWebhookEvent"}
+WEBHOOK_MUTATIONS = {
+    "deleteWebhookEndpoint",
+    "rotateWebhookSecret",
+    "resendWebhookEvent",
+    "assignWebhookEndpointOwner",
+}
+# Giving an endpoint an owner is an operator's (a service that holds the operators' scope too);
+# every other route is called by a plain service.
+OPERATOR = token("hardening-ops", scope="payments:service payments:webhooks-admin")
+
+
+def caller(route: Route) -> str:
+    return OPERATOR if route.field == "assignWebhookEndpointOwner" else SERVICE
 
 
 async def new_endpoint(api: Api) -> str:
@@ -501,7 +516,9 @@ async def test_a_bad_value_in_any_input_is_refused_by_name(setup: Setup, route: 
             continue
         expected_field = leaf.field(route)
         for value, expected in BAD[kind]:
-            body = await api.post(query, replaced(base, leaf.path, value), debug=True)
+            body = await api.post(
+                query, replaced(base, leaf.path, value), as_=caller(route), debug=True
+            )
             tried += 1
             code, field = outcome(route, body)
             refused = code == GRAPHQL if expected == GRAPHQL else field in leaf.names(route)
@@ -515,7 +532,7 @@ async def test_a_bad_value_in_any_input_is_refused_by_name(setup: Setup, route: 
     assert stored_items(setup.config) == before
     # The control: with every input valid, the same request goes through, and its DynamoDB
     # calls show (a mutation's write among them), so the check for writes above can see one.
-    control = await api.post(query, base, debug=True)
+    control = await api.post(query, base, as_=caller(route), debug=True)
     assert outcome(route, control) == ("an answer", None), control
     assert "dynamodb" in control["extensions"]
     assert bool(written(control)) == (route.type_name == "Mutation")
@@ -747,7 +764,9 @@ async def feed_card_numbers(
                 continue
             where = f"{route.name} {leaf.field(route)}"
             for value in feeds(leaf):
-                body = await fresh.api.post(query, replaced(base, leaf.path, value), debug=True)
+                body = await fresh.api.post(
+                    query, replaced(base, leaf.path, value), as_=caller(route), debug=True
+                )
                 fed += 1
                 code, field = outcome(route, body)
                 if code != INVALID or field not in leaf.names(route):
@@ -786,7 +805,9 @@ async def refusals_showing_a_card_number(setup: Setup) -> list[str]:
             if leaf.type_name == "ID":
                 continue
             for value in (int(number), number) if leaf.type_name != "String" else (int(number),):
-                body = await setup.api.post(query, replaced(base, leaf.path, value))
+                body = await setup.api.post(
+                    query, replaced(base, leaf.path, value), as_=caller(route)
+                )
                 assert outcome(route, body)[0] == GRAPHQL, body
                 if card_numbers_in(json.dumps(body)):
                     shown.append(f"{route.name} {leaf.field(route)} = {value!r}: {body['errors']}")
