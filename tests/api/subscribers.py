@@ -10,7 +10,7 @@ import itertools
 import json
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -18,10 +18,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.api.websocket_client import TRANSPORT_WS, acknowledged, send
+from tests.eventually import eventually
 
-__all__ = ["WAIT", "Socket", "moved", "objects", "opened", "until"]
-
-WAIT = 15.0  # seconds a condition may take, at most
+__all__ = ["Socket", "moved", "objects", "opened"]
 
 
 class Socket:
@@ -52,7 +51,9 @@ class Socket:
     async def answered(self, operation: str) -> str:
         """The type of the first message for `operation`, once it came."""
         messages = self.messages[operation]
-        await until(lambda: messages, lambda: f"an answer to {operation}: {self.messages}")
+        await eventually(
+            lambda: messages, what=lambda: f"an answer to {operation}: {self.messages}"
+        )
         kind: str = messages[0]["type"]
         return kind
 
@@ -101,14 +102,6 @@ async def opened(ws_url: str, bearer: str) -> AsyncIterator[Socket]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-async def until(done: Callable[[], object], what: Callable[[], object], wait: float = WAIT) -> None:
-    """Until `done()` is true, checked every 20 ms; fails with `what()` after `wait` seconds."""
-    deadline = time.monotonic() + wait
-    while not done():
-        assert time.monotonic() < deadline, what()
-        await asyncio.sleep(0.02)
 
 
 async def moved(url: str, bearer: str, payment: dict[str, Any], reason: str) -> int:

@@ -22,8 +22,9 @@ import pytest
 
 from tests.api.conftest import SERVICE, token
 from tests.api.live_instances import Instance
-from tests.api.subscribers import Socket, moved, objects, opened, until
+from tests.api.subscribers import Socket, moved, objects, opened
 from tests.backends import Backend, fresh_table
+from tests.eventually import eventually
 from tests.servers import served
 
 pytestmark = pytest.mark.ddblocal
@@ -88,16 +89,18 @@ async def test_a_customers_subscriptions_get_no_more_than_its_budget_and_miss_no
                 for s, op, _ in subscriptions
             ]
 
-        await until(lambda: all(versions()), lambda: f"every replay: {versions()}", RUN)
+        await eventually(
+            lambda: all(versions()), what=lambda: f"every replay: {versions()}", within=RUN
+        )
         replayed = time.monotonic() - started
         for n in range(MOVES):
             await moved(url, SERVICE, watched[n % WATCHED], f"move {n}")
         moves_made = time.monotonic() - started
         expected = [1, *range(2, 2 + MOVES // WATCHED)]
-        await until(
+        await eventually(
             lambda: all(v == expected for v in versions()),
-            lambda: f"every event: {versions()}",
-            RUN,
+            what=lambda: f"every event: {versions()}",
+            within=RUN,
         )
         last = max(socket.last_at for socket in sockets)
 

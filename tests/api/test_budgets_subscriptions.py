@@ -23,11 +23,12 @@ from resolvers.event_hub import SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON
 from schema import payments_limits
 from tests.api.conftest import SERVICE, token
 from tests.api.live_instances import Instance
-from tests.api.subscribers import WAIT, Socket, moved, opened, until
+from tests.api.subscribers import Socket, moved, opened
 from tests.api.test_budgets import SCHEMA, engine_cost
 from tests.api.test_budgets_websocket import receive_past_keep_alive
 from tests.api.websocket_client import LEGACY_WS, send
 from tests.backends import Backend, fresh_table
+from tests.eventually import WITHIN, eventually
 from tests.servers import served
 
 pytestmark = pytest.mark.ddblocal
@@ -108,13 +109,13 @@ async def test_each_event_is_charged_the_cost_of_its_answer(url: str) -> None:
     await payment_of(url, "ann", "loan-a")  # a page of two
     async with opened(Instance(url).ws_url, client(STILL)) as socket:
         operation = await socket.subscribe(PAGE_EVENTS, where(payment))
-        await until(
-            lambda: socket.results(operation), lambda: f"the stored event: {socket.messages}"
+        await eventually(
+            lambda: socket.results(operation), what=lambda: f"the stored event: {socket.messages}"
         )
         for n in range(3):
             await moved(url, SERVICE, payment, f"move {n}")
-        await until(
-            lambda: len(socket.results(operation)) == 4, lambda: f"4 events: {socket.messages}"
+        await eventually(
+            lambda: len(socket.results(operation)) == 4, what=lambda: f"4 events: {socket.messages}"
         )
 
     results = socket.results(operation)
@@ -140,14 +141,14 @@ async def test_events_the_budget_cannot_pay_wait_in_order_until_it_can(url: str)
     cost = engine_cost(EVENTS, where(payment))
     async with opened(Instance(url).ws_url, client(STEADY)) as socket:
         operation = await socket.subscribe(EVENTS, where(payment))
-        await until(
-            lambda: socket.results(operation), lambda: f"the stored event: {socket.messages}"
+        await eventually(
+            lambda: socket.results(operation), what=lambda: f"the stored event: {socket.messages}"
         )
         emptied = await drained(url, client(STEADY))
         for n in range(3):
             await moved(url, SERVICE, payment, f"move {n}")
-        await until(
-            lambda: len(socket.results(operation)) == 4, lambda: f"4 events: {socket.messages}"
+        await eventually(
+            lambda: len(socket.results(operation)) == 4, what=lambda: f"4 events: {socket.messages}"
         )
         arrived = time.monotonic()
 
@@ -165,14 +166,16 @@ async def test_a_subscriber_whose_waiting_events_pass_the_bound_is_closed_4413(u
     payment = await payment_of(url, "cid", "loan-c")
     async with opened(Instance(url).ws_url, client(SLOW)) as socket:
         operation = await socket.subscribe(EVENTS, where(payment))
-        await until(
-            lambda: socket.results(operation), lambda: f"the stored event: {socket.messages}"
+        await eventually(
+            lambda: socket.results(operation), what=lambda: f"the stored event: {socket.messages}"
         )
         await drained(url, client(SLOW))
         # One event waits to be paid (5 s), QUEUE wait behind it, and one more is too many.
         for n in range(QUEUE + 2):
             await moved(url, SERVICE, payment, f"move {n}")
-        await until(lambda: socket.closed is not None, lambda: f"a close: {socket.messages}")
+        await eventually(
+            lambda: socket.closed is not None, what=lambda: f"a close: {socket.messages}"
+        )
 
     assert socket.closed == (SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON)
     # Never completed: graphql-ws and Apollo Client resubscribe after the close.
@@ -190,18 +193,21 @@ async def test_a_caller_over_its_cap_gets_an_error_and_a_freed_slot_is_taken_aga
     ws_url = Instance(url).ws_url
     async with opened(ws_url, customer) as first, opened(ws_url, customer) as second:
         held = [await first.subscribe(REPLAY, replay) for _ in range(CAP)]
-        await until(
-            lambda: all(first.results(op) for op in held), lambda: f"accepted: {first.messages}"
+        await eventually(
+            lambda: all(first.results(op) for op in held),
+            what=lambda: f"accepted: {first.messages}",
         )
 
         over = await second.subscribe(REPLAY, replay)
-        await until(lambda: second.kinds(over) == ["error"], lambda: f"an error: {second.messages}")
+        await eventually(
+            lambda: second.kinds(over) == ["error"], what=lambda: f"an error: {second.messages}"
+        )
         assert second.error_code(over) == "TOO_MANY_SUBSCRIPTIONS"
         # The socket is open, and its other operations run.
         await second.ping()
         query = await second.subscribe('{ loan(loanId: "loan-c") { loanId } }')
-        await until(
-            lambda: second.kinds(query) == ["next", "complete"], lambda: str(second.messages)
+        await eventually(
+            lambda: second.kinds(query) == ["next", "complete"], what=lambda: str(second.messages)
         )
         assert second.pongs == 1 and second.closed is None
 
@@ -214,14 +220,16 @@ async def test_a_caller_over_its_cap_gets_an_error_and_a_freed_slot_is_taken_aga
         for _ in range(CAP):
             await subscribed(third, REPLAY, replay)
         over = await third.subscribe(REPLAY, replay)
-        await until(lambda: third.kinds(over) == ["error"], lambda: f"an error: {third.messages}")
+        await eventually(
+            lambda: third.kinds(over) == ["error"], what=lambda: f"an error: {third.messages}"
+        )
     assert second.results(taken)
 
 
 async def subscribed(socket: Socket, query: str, variables: dict[str, Any]) -> str:
     """Subscribes until accepted (a freed slot is given back as its operation ends, a moment
     after the client asked); the accepted operation's id."""
-    deadline = time.monotonic() + WAIT
+    deadline = time.monotonic() + WITHIN
     while True:
         operation = await socket.subscribe(query, variables)
         if await socket.answered(operation) == "next":
@@ -251,7 +259,7 @@ async def test_the_legacy_protocol_answers_a_subscription_over_the_cap_with_its_
         # Stopped, the first frees its slot.
         await send(socket, {"type": "stop", "id": "1"})
         assert await receive_past_keep_alive(socket) == {"type": "complete", "id": "1"}
-        deadline = time.monotonic() + WAIT
+        deadline = time.monotonic() + WITHIN
         n = CAP + 2
         while True:
             payload = {"query": REPLAY, "variables": replay}

@@ -14,9 +14,10 @@ from harness.processes import HOST, serving
 from harness.redis_server import RedisServer
 from tests.api.conftest import token
 from tests.api.live_instances import Instance
-from tests.api.subscribers import Socket, opened, until
+from tests.api.subscribers import Socket, opened
 from tests.api.test_budgets_subscriptions import REPLAY, subscribed
 from tests.backends import Backend, fresh_table
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.ddblocal
 
@@ -58,9 +59,9 @@ async def test_the_cap_counts_every_instance_and_a_dead_instances_count_expires(
             for _ in range(2):
                 await subscribed(on_b, REPLAY, replay)
             # B's own, renewed past what A's lease could have reached, still count.
-            await until(
+            await eventually(
                 lambda: min(scores(redis_server).values(), default=0.0) > killed + 2 * LEASE,
-                lambda: f"renewed past {killed + 2 * LEASE}: {scores(redis_server)}",
+                what=lambda: f"renewed past {killed + 2 * LEASE}: {scores(redis_server)}",
             )
             assert len(scores(redis_server)) == CAP
             over = await on_b.subscribe(REPLAY, replay)

@@ -1,7 +1,7 @@
 """Budgets over WebSocket (SPEC §21), against a real server, in both protocols (graphql-transport-ws
 and the legacy graphql-ws): a subscription is charged when it starts and each event its own
-cost, which the event's `extensions.cost` shows; an operation over budget is an `error` message with THROTTLED for
-that operation alone, and the socket stays open."""
+cost, which the event's `extensions.cost` shows; an operation over budget is an `error` message
+with THROTTLED for that operation alone, and the socket stays open."""
 
 from __future__ import annotations
 
