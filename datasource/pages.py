@@ -8,14 +8,10 @@ item than the page, and on while DynamoDB stops early) with `ScanIndexForward` f
 end is exact: the far one, read one item past the page (`hasNextPage` forward,
 `hasPreviousPage` backward); the near one says whether the cursor was given, since the edge it
 names came before (forward) or after (backward) this page. `first` and `last` together, or
-either with the other direction's cursor, are refused: what Relay's algorithm would make of
-them (a slice of a slice) is a page no client asks for.
+either with the other direction's cursor, are refused (a slice of a slice: no client asks).
 
-A page reads at most `read_limit` items (its size and one more, and a merge's fan-out over its
-partitions): the query cost counts them. A page that reaches the limit before it is full (a
-filter leaving most items out, a merge whose partitions are far from even) comes back short:
-the items placed so far, `hasNextPage` true and `endCursor` where it stopped (backward:
-`hasPreviousPage` and `startCursor`), which resumes exactly.
+A page reads at most `read_limit` items, which the query cost counts; one that reaches it before
+it is full comes back short, its far cursor where the read stopped (docs/scale-and-cost.md).
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@ cost      every field costs 1; a field with a `first` argument (a connection) mu
           `_entities(representations:)`, `keyed_lists`) by the keys given; a list with no size
           by its cap (`list_caps`); `__schema` and `__type` by what they answer over the schema;
           variables as execution reads them (coerced, defaults applied)
-actual    the same count over what the operation returned (`actual_cost`): each page by the
-          items it returned, each list of keys or capped list by the objects found; never above
-          the cost
+actual    the same count over what it returned (`actual_cost`): each page by the items it
+          returned, each list of keys or capped list by the objects found; never above the cost
 """
 
 from __future__ import annotations
