@@ -3,13 +3,14 @@ circuit breaker and of throttling, and the bench's storm.
 
 `Proxy.mode` is `forward`, `hang` (connections accepted, nothing answered) or `reset` (each cut
 as soon as it is used), applied at once to open connections too; `calls` counts requests by
-`X-Amz-Target`; `retarget` sends new connections elsewhere (it carries any TCP protocol, a Redis
-failover too). Whatever the mode, by DynamoDB operation: `lose_answers_to` (applied, its answer
-never back) and `hold` (applied late, after `release()`). `throttle(fraction)` or
-`throttle(capacity=N)` answers data calls as DynamoDB answers a throttle (a
-`ProvisionedThroughputExceededException`, or a transaction's `ThrottlingError` at one item) without
-sending them on; `throttle_partitions` throttles per partition key as DynamoDB does, its units
-from `harness.partitions`. `throttled` and `partitions` count what was throttled.
+`X-Amz-Target`, `answers` the target's answers by the operation they answer; `retarget` sends
+new connections elsewhere (it carries any TCP protocol, a Redis failover too). Whatever the mode,
+by DynamoDB operation: `lose_answers_to` (applied, its answer never back) and `hold` (applied
+late, after `release()`). `throttle(fraction)` or `throttle(capacity=N)` answers data calls as
+DynamoDB answers a throttle (a `ProvisionedThroughputExceededException`, or a transaction's
+`ThrottlingError` at one item) without sending them on; `throttle_partitions` throttles per
+partition key as DynamoDB does, its units from `harness.partitions`. `throttled` and
+`partitions` count what was throttled.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class Proxy:
         self._released = asyncio.Event()
         self.connections = 0
         self.calls: Counter[str] = Counter()
+        # Answers from the target, passed back or lost, by operation: when a request held or
+        # abandoned by its client has been applied.
+        self.answers: Counter[str] = Counter()
         self.throttled: Counter[str] = Counter()
         self._throttle_fraction = 0.0
         self._random = random.Random(0)
@@ -274,6 +278,8 @@ class Proxy:
                         other.write(answer)
                         await other.drain()
                         continue
+            if answering is not None and data.startswith(_ANSWER):
+                self.answers[answering[0]] += 1
             if answering is not None and answering[0] in self.lose_answers_to:
                 continue  # applied, never answered
             sink.write(data)
@@ -281,6 +287,8 @@ class Proxy:
 
 
 _POST = b"POST "
+# An answer's first read (the SDK asks one request at a time on a connection).
+_ANSWER = b"HTTP/"
 _CONTENT_LENGTH = re.compile(rb"content-length: *(\d+)", re.IGNORECASE)
 _HEAD_END = b"\r\n\r\n"
 

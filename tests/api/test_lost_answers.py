@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from datasource import DynamoConfig
 from harness.proxy import Proxy, proxy_to
 from tests.api.conftest import Api, api_client, stored_items
+from tests.eventually import eventually
 
 ANSWER = (
     "__typename ... on PaymentPayload { replayed payment { status version attempts } } "
@@ -150,13 +150,6 @@ def written_versions(config: DynamoConfig, payment: dict[str, Any]) -> tuple[lis
     return events, int(item["loc_version"]["N"])
 
 
-async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the write never landed"
-        await asyncio.sleep(0.05)
-
-
 def assert_moved_once(
     config: DynamoConfig, payment: dict[str, Any], case: Case, answer: dict[str, Any]
 ) -> None:
@@ -212,14 +205,22 @@ async def test_a_move_that_dynamodb_applied_after_the_budget_is_applied_once(
 
         if lands == "before the resend":
             proxy.release()
-            await until(lambda: written_versions(ddblocal_config, payment)[1] > before)
+            await eventually(
+                lambda: written_versions(ddblocal_config, payment)[1] > before,
+                what="the held try landed",
+            )
             again = await send(api, case.mutation, input)
             assert again["replayed"] is True
         else:
             again = await send(api, case.mutation, input)
             assert again["replayed"] is False  # the first write to land
+            answered = proxy.answers["TransactWriteItems"]
             proxy.release()
-            await asyncio.sleep(0.5)  # the held try (and the SDK's retry of it) now lands
+            # The held tries (the first, and the SDK's retries of it) land now: each answered.
+            await eventually(
+                lambda: proxy.answers["TransactWriteItems"] >= answered + proxy.held,
+                what=lambda: f"{proxy.held} held tries answered: {proxy.answers}",
+            )
         once_more = await send(api, case.mutation, input)
 
     assert_moved_once(ddblocal_config, payment, case, again)
