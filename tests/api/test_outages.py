@@ -29,6 +29,7 @@ import pytest
 from datasource import DynamoConfig
 from harness.proxy import proxy_to
 from tests.api.conftest import RESULT_FIELDS, SERVICE, without_cost
+from tests.eventually import eventually
 from tests.servers import java_child, serving
 
 pytestmark = pytest.mark.ddblocal
@@ -255,9 +256,9 @@ async def write(http: httpx.AsyncClient, url: str, writer: Writer, count: int) -
 async def test_sixteen_writers_through_cut_connections_write_everything_exactly_once(
     ddblocal_config: DynamoConfig,
 ) -> None:
-    # Connections to DynamoDB cut for 2 s mid-run, requests and answers in flight included: a
-    # write may reach DynamoDB and its answer be lost. (Killing DynamoDB Local instead also
-    # loses writes it had acknowledged just before: see README, Reliability.)
+    # Connections to DynamoDB cut mid-run until the writers meet it, requests and answers in
+    # flight included: a write may reach DynamoDB and its answer be lost. (Killing DynamoDB
+    # Local instead also loses writes it had acknowledged just before: see README, Reliability.)
     assert ddblocal_config.endpoint_url is not None
     writers = [Writer(f"writer-{n}-{uuid.uuid4().hex[:6]}") for n in range(16)]
     async with (
@@ -269,9 +270,16 @@ async def test_sixteen_writers_through_cut_connections_write_everything_exactly_
             work = asyncio.gather(*(write(http, server.url, w, 8) for w in writers))
 
             async def cut() -> None:
-                await asyncio.sleep(1.0)
+                # Mid-run: once every writer was told of a payment (each writes eight).
+                await eventually(
+                    lambda: all(writer.payments for writer in writers), what="every writer writing"
+                )
                 proxy.mode = "reset"
-                await asyncio.sleep(2.0)
+                # Until the writers have met it: as many answers UNAVAILABLE as there are writers.
+                await eventually(
+                    lambda: sum(writer.unavailable for writer in writers) >= len(writers),
+                    what="the cut answered UNAVAILABLE",
+                )
                 proxy.mode = "forward"
 
             await asyncio.gather(work, cut())
