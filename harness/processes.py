@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from harness import fork_server
 from server.settings import LOCAL_AWS_CREDENTIALS
 
 __all__ = [
@@ -106,7 +107,7 @@ class Process:
         self._command = [str(part).replace("{port}", str(self.port)) for part in command]
         self._cwd, self._env, self._keep_stdout = cwd, env, keep_stdout
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | fork_server.Forked | None = None
 
     @property
     def pid(self) -> int:
@@ -114,6 +115,18 @@ class Process:
         return self._process.pid
 
     def start(self) -> None:
+        if fork_server.warm(self._command):
+            # From a process that has imported the service already (`harness.fork_server`).
+            with open(os.devnull, "wb") as devnull:
+                stdout = self._log if self._keep_stdout else devnull
+                self._process = fork_server.fork(
+                    self._command,
+                    cwd=self._cwd,
+                    env=self._env,
+                    stdout=stdout.fileno(),
+                    stderr=self._log.fileno(),
+                )
+            return
         self._process = subprocess.Popen(
             self._command,
             cwd=self._cwd,
