@@ -39,8 +39,10 @@ class FixedResolver(AbstractResolver):
 
 @pytest.fixture
 async def target() -> AsyncIterator[tuple[int, list[str]]]:
-    """A loopback server: `/ok` 200, `/moved` 302 to `/ok`, `/big` 100 KB, `/slow` 5 s."""
+    """A loopback server: `/ok` 200, `/moved` 302 to `/ok`, `/big` 100 KB, `/slow` only once
+    the test is over."""
     port, hits = free_port(), []
+    over = asyncio.Event()
 
     async def answer(request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
@@ -50,7 +52,7 @@ async def target() -> AsyncIterator[tuple[int, list[str]]]:
         if name == "big":
             return web.Response(text="x" * 100_000)
         if name == "slow":
-            await asyncio.sleep(5)
+            await over.wait()
         return web.Response(text="ok")
 
     app = web.Application()
@@ -59,6 +61,7 @@ async def target() -> AsyncIterator[tuple[int, list[str]]]:
     await runner.setup()
     await web.TCPSite(runner, HOST, port).start()
     yield port, hits
+    over.set()
     await runner.cleanup()
 
 
