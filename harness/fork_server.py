@@ -7,7 +7,8 @@ directory, with the child's stdin, stdout and stderr passed as file descriptors)
 that runs the module as `python -m` would, and answers its pid; a `wait` request answers its
 exit status once it has ended. A child is a real process, as a cold one: SIGTERM, SIGKILL and
 /proc see it as such. `Forked` is its handle, `subprocess.Popen`'s methods that `Process` uses.
-`LOC_TEST_FORK_SERVER=0` turns it off (every process started cold).
+Only under pytest (and the commands it runs): `make bench` measures processes started cold, as
+deployed. `LOC_TEST_FORK_SERVER=0` turns it off (every process started cold).
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ _START_SECONDS = 60.0
 
 def warm(command: Sequence[str]) -> bool:
     """Whether `command` is `python -m <a warm module> ...` with this interpreter, and warm
-    processes are on."""
+    processes are on: under pytest (and what it runs), not for `make bench`'s own figures."""
     return (
-        os.environ.get("LOC_TEST_FORK_SERVER", "1") != "0"
+        "PYTEST_CURRENT_TEST" in os.environ
+        and os.environ.get("LOC_TEST_FORK_SERVER", "1") != "0"
         and len(command) >= 3
         and command[0] == sys.executable
         and command[1] == "-m"
