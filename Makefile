@@ -67,13 +67,14 @@ PYTEST_FLAGS := -ra --strict-markers --durations=25
 ARGS ?=
 TYPED_PACKAGES := domain datasource resolvers engine schema server jobs infra cli harness bench tests
 
-.PHONY: help install run test test-fast test-races lint schema clean bench bench-tools test-tools
+.PHONY: help install run test test-fast test-races test-cost lint schema clean bench bench-tools test-tools
 
 help:
 	@echo "make run      serve the API on $(API_ADDRESS) (embedded DynamoDB Local)"
 	@echo "make test     run every test, over every core (~8.5 min; extra pytest arguments: make test ARGS='-k cursor')"
 	@echo "make test-fast   the tests not marked slow, over every core (no DynamoDB Local, Chromium, gateway, bench; ~2 min)"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
+	@echo "make test-cost   the cost's property over 50 times the documents make test draws (~2.5 min)"
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql); refuses a breaking one"
 	@echo "make bench    the benchmark (about 16 min): table on stdout, bench/results/latest.json, its figures in docs/"
@@ -189,6 +190,11 @@ test-fast: install
 RACE_RUNS ?= 30
 test-races: install
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m race --count $(RACE_RUNS) $(ARGS)
+
+# The cost bounds the work (tests/api/test_cost_property.py): documents of the served schema over a
+# store holding real data, fifty times as many as `make test` draws (Hypothesis's `soak` profile).
+test-cost: install
+	HYPOTHESIS_PROFILE=soak $(VENV)/bin/pytest $(PYTEST_FLAGS) tests/api/test_cost_property.py $(ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

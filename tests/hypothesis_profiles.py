@@ -1,5 +1,6 @@
 """Hypothesis's example counts, set by profile: `make test` runs a fixed budget (the `default`
-profile), `HYPOTHESIS_PROFILE=long` ten times as many examples of every property.
+profile), `HYPOTHESIS_PROFILE=long` ten times as many examples of every property, `soak` fifty
+times (`make test-cost` runs the cost's property so).
 
 A test states its count in the default profile through `examples(count)`; the profile loaded
 scales it. No profile keeps an example database (it would be a `.hypothesis/` directory in the
@@ -13,10 +14,12 @@ from hypothesis import settings
 
 DEFAULT = "default"
 LONG = "long"
+SOAK = "soak"
 BASE_EXAMPLES = 100
 
 settings.register_profile(DEFAULT, max_examples=BASE_EXAMPLES, database=None)
 settings.register_profile(LONG, max_examples=10 * BASE_EXAMPLES, database=None)
+settings.register_profile(SOAK, max_examples=50 * BASE_EXAMPLES, database=None)
 
 
 def load() -> None:
