@@ -18,6 +18,7 @@ Every prefix ends in `#` (ids hold none); a begins_with is asked as `BETWEEN p A
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 
 from domain.enums import PaymentStatus
@@ -124,6 +125,32 @@ class StatusLayout:
         """The partitions a reshard to `shards` reads: the old layouts' (`also_read`)."""
         names = [status_partitions(count) for count in self.also_read]
         return list(dict.fromkeys(name for layout in names for name in layout))
+
+    @property
+    def group_modulus(self) -> int:
+        """The most groups its payments split into that no reshard between its layouts mixes:
+        the greatest common divisor of their shard counts (1 with the seed's layout among them).
+        A payment's group is its shard among that many (`status_shard`); a partition of a
+        layout of N shards holds the hashes h with h % N == k, so one group's partitions hold
+        no other group's payments when the modulus divides N."""
+        return math.gcd(self.shards, *self.also_read)
+
+    def group_partitions(self, modulus: int, group: int) -> tuple[list[str], list[str]]:
+        """The partitions that can hold the payments whose shard among `modulus` is `group`:
+        the written layout's, and those of the layouts a reshard is moving payments from. Where
+        `modulus` does not divide a layout's shard count (the layouts changed since it was
+        read), those partitions hold other groups' payments too."""
+
+        def of(count: int) -> list[str]:
+            common = math.gcd(count, modulus)
+            return [
+                name
+                for k, name in enumerate(status_partitions(count))
+                if k % common == group % common
+            ]
+
+        moving = [name for count in self.also_read for name in of(count)]
+        return of(self.shards), list(dict.fromkeys(moving))
 
 
 # One shard, `GSI2PK = PAYMENT`, as the seed has it: the default.

@@ -93,3 +93,30 @@ def test_a_layout_reads_each_partition_once_and_refuses_silly_shard_counts() -> 
     for shards in (0, keys.MAX_GSI2_SHARDS + 1):
         with pytest.raises(ValueError, match="1 to 256 shards"):
             keys.StatusLayout(shards)
+
+
+def test_a_group_of_the_layouts_is_in_the_same_partitions_of_each() -> None:
+    assert keys.StatusLayout(64).group_modulus == 64
+    assert keys.StatusLayout(64, also_read=(1,)).group_modulus == 1
+    assert keys.StatusLayout(24, also_read=(16,)).group_modulus == 8
+    # Between reshards, one partition a group.
+    assert keys.StatusLayout(64).group_partitions(64, 5) == (["PAYMENT#5"], [])
+    assert keys.StatusLayout(4, also_read=(1,)).group_partitions(1, 0) == (
+        ["PAYMENT#0", "PAYMENT#1", "PAYMENT#2", "PAYMENT#3"],
+        ["PAYMENT"],
+    )
+    assert keys.StatusLayout(24, also_read=(16,)).group_partitions(8, 3) == (
+        ["PAYMENT#3", "PAYMENT#11", "PAYMENT#19"],
+        ["PAYMENT#3", "PAYMENT#11"],
+    )
+    # A modulus the layout's count is not a multiple of: the partitions its group can be in.
+    assert keys.StatusLayout(6).group_partitions(4, 3) == (
+        ["PAYMENT#1", "PAYMENT#3", "PAYMENT#5"],
+        [],
+    )
+    ids = [str(uuid7()) for _ in range(2_000)]
+    for payment_id in ids:
+        group = keys.status_shard(payment_id, 8)
+        written, moving = keys.StatusLayout(24, also_read=(16,)).group_partitions(8, group)
+        assert keys.status_partition(payment_id, 24) in written
+        assert keys.status_partition(payment_id, 16) in moving
