@@ -41,6 +41,7 @@ from datasource.pages import (
 )
 from datasource.retries import RetryPolicy, Throttles, throttles_of
 from datasource.shards import PartitionPage, Placed
+from datasource.status_groups import GroupPage, StatusPosition, group_page
 from datasource.table import (
     GSI1,
     GSI1PK,
@@ -352,6 +353,42 @@ class PaymentStore:
             paging=paging,
             node=functools.partial(from_item, fields=fields),
         )
+
+    async def status_group_modulus(self) -> int:
+        """How many groups GSI2's lists split into now (`StatusLayout.group_modulus`): one
+        partition each in a single layout, the partitions a reshard moves between during one."""
+        return (await self._layouts.current()).status.group_modulus
+
+    async def payments_by_status_group(
+        self,
+        *,
+        status: PaymentStatus,
+        modulus: int,
+        group: int,
+        first: int,
+        after: StatusPosition | None,
+    ) -> GroupPage:
+        """The payments in `status` whose shard among `modulus` is `group`, newest first, after
+        the position `after` (the collection job's read: `datasource.status_groups`)."""
+        layout = (await self._layouts.current()).status
+        written, moving = layout.group_partitions(modulus, group)
+        return await group_page(
+            self._client,
+            table_name=self._table,
+            cursors=self._cursors,
+            queries=[status_query(status, partition) for partition in written],
+            moving_from=[status_query(status, partition) for partition in moving],
+            status=status,
+            modulus=modulus,
+            group=group,
+            first=first,
+            after=after,
+        )
+
+    def status_position(self, *, status: PaymentStatus, cursor: str) -> StatusPosition:
+        """The place in the list of `status` a `payments_by_status` cursor names (InvalidCursor
+        if it is not one of ours)."""
+        return StatusPosition.of_key(self._cursors.decode(ListScope(GSI2, status=status), cursor))
 
     async def payment_by_confirmation(
         self, *, user_id: str, confirmation_id: str
