@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_RETRY_SCHEDULE",
     "ENDPOINT_DISABLED",
     "EVENT_TYPES",
+    "MAX_WEBHOOK_ENDPOINTS",
     "OPERATIONAL_EVENT_TYPES",
     "AddressLookup",
     "EndpointStatus",
@@ -85,6 +86,9 @@ DEFAULT_RETRY_SCHEDULE: tuple[float, ...] = (
 SECRET_PREFIX = "whsec_"
 _SECRET_BYTES = 32
 MAX_URL_LENGTH = 2048
+# The most endpoints the service holds, every client's together: a bound on what
+# `webhookEndpoints` reads and answers, which its query cost counts.
+MAX_WEBHOOK_ENDPOINTS = 10
 _EVENT_ID_PREFIX = "evt_"
 # The EC2 instance-metadata addresses (IPv4, and IPv6 on Nitro): never a receiver.
 _METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}

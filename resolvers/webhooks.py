@@ -27,6 +27,7 @@ from domain.payment import Payment
 from domain.validation import format_timestamp
 from domain.webhooks import (
     EVENT_TYPES,
+    MAX_WEBHOOK_ENDPOINTS,
     OPERATIONAL_EVENT_TYPES,
     EndpointStatus,
     WebhookDelivery,
@@ -111,10 +112,17 @@ async def _endpoint(webhooks: WebhookStore, caller: Caller, endpoint_id: str) ->
 async def create_endpoint(
     context: Context, *, url: str, event_types: Sequence[str] | None, description: str | None
 ) -> tuple[WebhookEndpoint, str]:
-    """The new endpoint, its caller's client's, and its signing secret (shown this once)."""
+    """The new endpoint, its caller's client's, and its signing secret (shown this once); none
+    past `MAX_WEBHOOK_ENDPOINTS` (two registrations at once may pass it by one)."""
     webhooks, caller = _webhooks(context)
     if description is not None:
         validation.reason("description", description)
+    if len(await webhooks.endpoints()) >= MAX_WEBHOOK_ENDPOINTS:
+        raise InvalidInput(
+            "url",
+            f"the service holds at most {MAX_WEBHOOK_ENDPOINTS} webhook endpoints, every "
+            "client's together: delete one first",
+        )
     endpoint = WebhookEndpoint(
         endpoint_id=str(uuid7()),
         url=await checked_receiver(url, context.events),

@@ -4,6 +4,7 @@ enforces on it, and each sharded list's page by the items its merge may read ove
 partitions it is kept in (`datasource.pages.read_limit`).
 
     Payment.applications      at most `MAX_APPLICATIONS` (a completion applies to no more)
+    Query.webhookEndpoints    at most `MAX_WEBHOOK_ENDPOINTS` (a registration past it is refused)
     Query.paymentsByStatus    its GSI2 partitions (`LOC_GSI2_SHARDS`, and those still read)
     Query.events              the events feed's partitions (`LOC_EVENTS_SHARDS`)
 """
@@ -16,10 +17,13 @@ from types import MappingProxyType
 
 from datasource.pages import read_limit
 from domain.payment import MAX_APPLICATIONS
+from domain.webhooks import MAX_WEBHOOK_ENDPOINTS
 
 __all__ = ["LIST_CAPS", "page_reads"]
 
-LIST_CAPS: Mapping[str, int] = MappingProxyType({"Payment.applications": MAX_APPLICATIONS})
+LIST_CAPS: Mapping[str, int] = MappingProxyType(
+    {"Payment.applications": MAX_APPLICATIONS, "Query.webhookEndpoints": MAX_WEBHOOK_ENDPOINTS}
+)
 
 
 def page_reads(

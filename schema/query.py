@@ -165,7 +165,7 @@ class Query:
     @strawberry.field(
         description=(
             "The caller's client's webhook endpoints, oldest first (services); an operator of "
-            "webhooks (its own scope) sees every client's."
+            "webhooks (its own scope) sees every client's. The service holds at most 10."
         )
     )
     async def webhook_endpoints(self, info: Info) -> list[WebhookEndpointType]:

@@ -291,7 +291,9 @@ class WebhookMutations:
     @strawberry.mutation(
         description=(
             "A new webhook endpoint, belonging to the caller's service client (its token's `azp` "
-            f"or `client_id`, else `sub`); its secret is in the answer only. {SERVICES_ONLY}"
+            "or `client_id`, else `sub`); its secret is in the answer only. The service holds "
+            "at most 10, every client's together: past them, INVALID_INPUT on `url`. "
+            f"{SERVICES_ONLY}"
         )
     )
     async def create_webhook_endpoint(

@@ -29,6 +29,12 @@ APPLICATIONS = """query($user: ID!, $loan: ID!, $payment: ID!) {
     applications { installmentId amountCents }
   }
 }"""
+ENDPOINTS = "{ webhookEndpoints { endpointId } }"
+CREATE_ENDPOINT = """mutation($url: String!) {
+  createWebhookEndpoint(input: {url: $url}) {
+    __typename ... on InvalidInputError { code field }
+  }
+}"""
 BY_STATUS = """{
   paymentsByStatus(status: PENDING, first: 1) { edges { node { paymentId } } }
 }"""
@@ -84,6 +90,32 @@ async def test_a_payment_s_applications_cost_each_application(api: Api) -> None:
 async def test_a_payment_is_applied_to_at_most_twelve_installments(api: Api) -> None:
     _, refused = await completed_with(api, 13)
     assert (refused["code"], refused["field"]) == ("INVALID_INPUT", "applications"), refused
+
+
+async def created_endpoints(api: Api, count: int) -> list[dict[str, Any]]:
+    answers = []
+    for n in range(count):
+        data = await api.data(CREATE_ENDPOINT, {"url": f"https://hooks{n}.example.com/events"})
+        answers.append(data["createWebhookEndpoint"])
+    return answers
+
+
+async def test_the_webhook_endpoints_cost_each_endpoint_the_service_may_hold(api: Api) -> None:
+    await created_endpoints(api, 3)
+    data, items_read = await read(api, ENDPOINTS)
+    assert len(data["webhookEndpoints"]) == 3
+    assert objects(data) <= engine_cost(ENDPOINTS)
+    assert items_read <= engine_cost(ENDPOINTS)
+
+
+async def test_the_service_holds_at_most_ten_webhook_endpoints(api: Api) -> None:
+    answers = await created_endpoints(api, 11)
+    assert [answer["__typename"] for answer in answers[:10]] == ["WebhookEndpointPayload"] * 10
+    assert answers[10] == {
+        "__typename": "InvalidInputError",
+        "code": "INVALID_INPUT",
+        "field": "url",
+    }
 
 
 @pytest.mark.parametrize(
