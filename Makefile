@@ -166,12 +166,16 @@ run: $(RUN_STAMPS)
 # against the stack's task role after both (tests/least_privilege.py). Any other non-zero pytest
 # status fails the target, and so does 5 ("no tests collected") unless the other run had tests
 # (ARGS selecting only quiet tests, or none).
+# It ends by printing its wall time and the CPU time of every process it waited for (pytest, its
+# workers, the servers and tools they ran), beside the 25 longest tests of each run.
 # Bytecode is written (to the checkout's ignored __pycache__/) even where PYTHONDONTWRITEBYTECODE
 # is set, as on this machine: else each of the hundred-odd processes a run starts (workers,
 # servers, jobs) compiles the service's modules again, and each worker rewrites every test module.
 TEST_WORKERS ?= $(shell echo $$(($$(nproc) + 1)))
 test: install bench-tools test-tools
-	@operations=$$(mktemp -d -t loc-aws-operations-XXXXXX); \
+	@started=$$(date +%s); \
+	cpu=$$(mktemp); trap 'times > $$cpu; set -- $$(tail -n 1 $$cpu); rm -f $$cpu; echo "make test: $$(( $$(date +%s) - started )) s of wall time, $$1 user and $$2 system CPU in its processes"' EXIT; \
+	operations=$$(mktemp -d -t loc-aws-operations-XXXXXX); \
 	export LOC_AWS_OPERATION_LOG=$$operations PYTHONDONTWRITEBYTECODE=; \
 	$(VENV)/bin/pytest $(PYTEST_FLAGS) -m "not quiet" -n $(TEST_WORKERS) --dist worksteal $(ARGS); \
 	first=$$?; [ $$first = 0 ] || [ $$first = 5 ] || exit $$first; \
