@@ -31,7 +31,7 @@ from engine.errors import (
     RequestError,
     UntestedStrawberry,
 )
-from engine.limits import QueryLimits, actual_cost, operation_cost
+from engine.limits import QueryLimits, actual_cost, operation_cost, uncapped_lists
 from engine.operations import (
     UNTRACED,
     Admission,
@@ -100,4 +100,5 @@ __all__ = [
     "load_trusted_documents",
     "operation_cost",
     "read_manifest",
+    "uncapped_lists",
 ]

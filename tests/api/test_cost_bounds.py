@@ -17,7 +17,7 @@ from datasource import DynamoConfig, PaymentStore
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.webhooks import event_id
-from engine import operation_cost
+from engine import operation_cost, uncapped_lists
 from schema import build_schema, payments_limits
 from tests.api.conftest import Api, Clock, api_client
 from tests.backends import CURSOR_SECRET, Backend
@@ -72,6 +72,12 @@ async def completed_with(api: Api, installments: int) -> tuple[dict[str, Any], d
     await api.move("submitPayment", payment, confirmationId=f"conf-{payment['paymentId']}")
     applications = [{"installmentId": f"inst-{n}", "amountCents": 100} for n in range(installments)]
     return payment, await api.move("completePayment", payment, applications=applications)
+
+
+@pytest.mark.parametrize("subgraph", [False, True], ids=["/graphql", "/subgraph"])
+def test_every_list_of_objects_served_has_a_size_a_cap_or_keys(subgraph: bool) -> None:
+    served = build_schema(subgraph=subgraph).served
+    assert uncapped_lists(served, payments_limits()) == []
 
 
 async def test_a_payment_s_applications_cost_each_application(api: Api) -> None:
