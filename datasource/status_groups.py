@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from datasource.cursors import CursorCodec
 from datasource.items import Item, from_item
-from datasource.pages import PageQuery, Paging, merged_page, page_size, query_page
+from datasource.pages import PageQuery, Paging, merged_page, query_page
 from datasource.table import GSI2PK, GSI2SK, PK, SK
 from domain import keys
 from domain.enums import PaymentStatus
@@ -107,7 +107,7 @@ async def group_page(
     # The position as a cursor of the list, for the pages' own paging (signed and read back
     # here: it never leaves this process).
     cursor = None if after is None else cursors.encode(scope, after.key_in(queries[0].partition))
-    paging = Paging(page_size(first), cursor)
+    paging = Paging.of(first=first, after=cursor)
     if len(queries) == 1 and not moving_from:
         page = await query_page(
             client,

@@ -1,10 +1,12 @@
 """The collection job's checkpoint: where a run stands, saved atomically after every page.
 
-A checkpoint names one run. It holds the cursor of the last page the run finished, the counts so
-far, and how many bytes of the report file that page left behind; a resumed run cuts the report
-back to that length, so the lines of a page that did not finish are written once, by the run that
-finishes it. It is bound to the table, the report file and the dry-run flag it was made with:
-resuming with others would skip or repeat payments, so they are refused.
+A checkpoint names one run. It holds where each group of GSI2 stood after the last page the run
+finished (`jobs.group_progress`), the counts so far, and how many bytes of the report file that
+page left behind; a resumed run cuts the report back to that length, so the lines of a page that
+did not finish are written once, by the run that finishes it. It is bound to the table, the report
+file and the dry-run flag it was made with: resuming with others would skip or repeat payments,
+so they are refused. One written by the job that read GSI2 in one merged order (format
+`loc-payments-collect/1`, a cursor) is carried over: its cursor is one group's position.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from jobs.group_progress import DONE, GroupProgress, Standing
+
 __all__ = [
     "Checkpoint",
     "CheckpointRefused",
@@ -32,7 +36,9 @@ __all__ = [
     "save_checkpoint",
 ]
 
-_FORMAT = "loc-payments-collect/1"
+_FORMAT = "loc-payments-collect/2"
+# The job that read GSI2 in one merged order (a cursor, not groups): carried over.
+_MERGED_FORMAT = "loc-payments-collect/1"
 
 
 class CheckpointRefused(Exception):
@@ -62,12 +68,19 @@ class Checkpoint:
     table_name: str
     report: str | None  # the report file's absolute path; None: stdout
     dry_run: bool
-    cursor: str | None = None  # after the last finished page; None: from the start
+    # Where each group stood after the last finished page.
+    groups: GroupProgress = field(default_factory=GroupProgress.fresh)
     report_bytes: int | None = None  # the report's length after that page (files only)
     counts: CollectionCounts = CollectionCounts()
-    finished: bool = False
     # Names the run in the idempotency keys of its moves; a resumed run keeps it.
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # The cursor of a checkpoint of format 1, read as a position once the store is open (its
+    # codec verifies it); `groups` says nothing until then.
+    merged_cursor: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.merged_cursor is None and self.groups.finished
 
     def check_matches(self, other: Checkpoint) -> None:
         """Refuse to resume this run as `other` (the run the command line describes)."""
@@ -91,44 +104,74 @@ def refuse_mismatch(job: str, given_by: str, *compared: tuple[str, object, objec
             )
 
 
-def read_checkpoint(path: Path, *, format: str, job: str) -> dict[str, Any] | None:
-    """The JSON object of a job's checkpoint at `path` (None when there is none yet); refused
-    when it cannot be read or is another job's."""
+def read_checkpoint(
+    path: Path, *, format: str, job: str, carried: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
+    """The JSON object of a job's checkpoint at `path` (None when there is none yet), in
+    `format` or one of the older formats `carried` over; refused when it cannot be read or is
+    another job's."""
     try:
         data = json.loads(path.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as error:
         raise CheckpointRefused(f"cannot read the checkpoint {path}: {error}") from None
-    if not isinstance(data, dict) or data.get("format") != format:
+    if not isinstance(data, dict) or data.get("format") not in (format, *carried):
         raise CheckpointRefused(f"{path} is not a checkpoint of loc-payments {job}")
     return data
 
 
 def load_checkpoint(path: Path) -> Checkpoint | None:
     """The checkpoint saved at `path`, or None when there is none yet."""
-    data = read_checkpoint(path, format=_FORMAT, job="collect")
+    data = read_checkpoint(path, format=_FORMAT, job="collect", carried=(_MERGED_FORMAT,))
     if data is None:
         return None
     try:
+        groups, merged_cursor = _progress(data)
         return Checkpoint(
             table_name=data["table_name"],
             report=data["report"],
             dry_run=data["dry_run"],
-            cursor=data["cursor"],
             report_bytes=data["report_bytes"],
             counts=CollectionCounts(**data["counts"]),
-            finished=data["finished"],
             # A checkpoint saved before runs had ids gets one now.
             **({"run_id": data["run_id"]} if isinstance(data.get("run_id"), str) else {}),
+            groups=groups,
+            merged_cursor=merged_cursor,
         )
-    except (KeyError, TypeError) as error:
+    except (KeyError, TypeError, ValueError) as error:
         raise CheckpointRefused(f"the checkpoint {path} is damaged: {error}") from None
+
+
+def _progress(data: dict[str, Any]) -> tuple[GroupProgress, str | None]:
+    """The groups' progress a checkpoint holds, and the cursor of one of format 1."""
+    if data["format"] != _MERGED_FORMAT:
+        return GroupProgress.from_json(data["groups"]), None
+    # One cursor in the merged order of every partition: one group, at the cursor's position.
+    if data["finished"]:
+        return GroupProgress(Standing(1, (DONE,))), None
+    cursor = data["cursor"]
+    if cursor is not None and not isinstance(cursor, str):
+        raise ValueError(f"not a cursor: {cursor!r}")
+    return GroupProgress.fresh(), cursor
 
 
 def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     """Replace the checkpoint at `path` in one step: a crash leaves the old one or the new one."""
-    replace_file(path, json.dumps({"format": _FORMAT, **asdict(checkpoint)}, indent=2).encode())
+    assert checkpoint.merged_cursor is None, "a carried-over cursor is read before any page"
+    body = {
+        "format": _FORMAT,
+        "table_name": checkpoint.table_name,
+        "report": checkpoint.report,
+        "dry_run": checkpoint.dry_run,
+        "report_bytes": checkpoint.report_bytes,
+        "counts": asdict(checkpoint.counts),
+        "run_id": checkpoint.run_id,
+        # For whoever reads the file; a loaded checkpoint has it from its groups.
+        "finished": checkpoint.finished,
+        "groups": checkpoint.groups.to_json(),
+    }
+    replace_file(path, json.dumps(body, indent=2).encode())
 
 
 def replace_file(path: Path, body: bytes) -> None:

@@ -2,10 +2,12 @@
 
 A payment that may no longer be presented (`domain.ach_returns.retry_eligibility`) moves to
 FAILED through the one workflow of every write (`resolvers.workflow.move_payment`); one that may
-is reported to the submitter as a JSON line (`eligible_line`). It reads GSI2's RETRY payments a
-page at a time, reads each page again from the table (the index may lag), decides it, flushes
-the page's lines, then saves the checkpoint (the cursor, the counts, the report's length): a
-resumed run neither skips nor repeats a payment, and the counts of finished pages are exact.
+is reported to the submitter as a JSON line (`eligible_line`). It reads GSI2's RETRY payments
+group after group (`datasource.status_groups`: one partition, one Query a page, with the layouts
+as they are between reshards), a page at a time, reads each page again from the table (the index
+may lag), decides it, flushes the page's lines, then saves the checkpoint (each group's stand,
+the counts, the report's length): a resumed run neither skips nor repeats a payment, during a
+reshard too (`jobs.group_progress`), and the counts of finished pages are exact.
 
 How to run it, and why a resumed run is safe: docs/operations.md#operating-it ("The collection
 job").
@@ -27,7 +29,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO
 
-from datasource import Page, PaymentStore
+from datasource import PaymentStore
 from datasource.pages import MAX_PAGE_SIZE
 from datasource.permissions import COLLECT_JOB, acting_as
 from domain.ach_returns import RetryEligibility, retry_eligibility
@@ -45,6 +47,7 @@ from jobs.checkpoint import (
     report_length,
     save_checkpoint,
 )
+from jobs.group_progress import GroupProgress
 from resolvers.workflow import move_payment
 from server.bootstrap import payment_store
 from server.settings import Settings
@@ -55,6 +58,7 @@ __all__ = [
     "CollectionRun",
     "collect_retries",
     "collect_with_settings",
+    "eligible_line",
     "start_or_resume",
     "summary",
 ]
@@ -159,38 +163,71 @@ async def collect_retries(
     start: Checkpoint,
     on_page: Callable[[int, CollectionCounts], None] | None = None,
 ) -> Checkpoint:
-    """Decide every RETRY payment after `start`'s cursor; the final checkpoint says the totals.
+    """Decide every RETRY payment `start` has not; the final checkpoint says the totals.
 
     `report` is positioned where the lines go (after what `start` kept of it).
     """
     checkpoint = start
-    while not checkpoint.finished:
-        page = await store.payments_by_status(
-            status=PaymentStatus.RETRY, first=run.page_size, after=checkpoint.cursor
+    if checkpoint.merged_cursor is not None:
+        # The job before groups stood at one cursor of the merged list: one group, there.
+        position = store.status_position(
+            status=PaymentStatus.RETRY, cursor=checkpoint.merged_cursor
         )
-        outcomes = await _decide_page(store, run, page, run_id=checkpoint.run_id)
+        checkpoint = dataclasses.replace(
+            checkpoint, groups=GroupProgress.after(position), merged_cursor=None
+        )
+    while not checkpoint.finished:
+        listed, groups = await _next_page(store, checkpoint.groups, run.page_size)
+        outcomes = await _decide_page(store, run, listed, run_id=checkpoint.run_id)
         report.writelines(line for _, line in outcomes if line is not None)
         report.flush()
         tally = Counter(outcome.value for outcome, _ in outcomes)
         checkpoint = dataclasses.replace(
             checkpoint,
-            cursor=page.end_cursor or checkpoint.cursor,
-            counts=checkpoint.counts.plus(scanned=len(page.edges), **tally),
-            finished=not page.has_next_page,
+            groups=groups,
+            counts=checkpoint.counts.plus(scanned=len(listed), **tally),
         )
         if run.checkpoint_path is not None:
             if checkpoint.report is not None:
                 checkpoint = dataclasses.replace(checkpoint, report_bytes=report_length(report))
             save_checkpoint(run.checkpoint_path, checkpoint)
         if on_page is not None:
-            on_page(len(page.edges), checkpoint.counts)
+            on_page(len(listed), checkpoint.counts)
     return checkpoint
 
 
+async def _next_page(
+    store: PaymentStore, groups: GroupProgress, size: int
+) -> tuple[list[Payment], GroupProgress]:
+    """Up to `size` payments not decided yet, from the groups in turn, and where the groups
+    stand after them. Each Query either fills the page or reads a group to its end (one Query
+    a page and one a group, in one layout); the groups follow the layouts' modulus as it is
+    before each read."""
+    listed: list[Payment] = []
+    while len(listed) < size:
+        groups = groups.regrouped(await store.status_group_modulus())
+        group = groups.next_group()
+        if group is None:
+            break
+        page = await store.payments_by_status_group(
+            status=PaymentStatus.RETRY,
+            modulus=groups.modulus,
+            group=group,
+            first=size - len(listed),
+            after=groups.position(group),
+        )
+        listed += [
+            payment
+            for position, payment in page.payments
+            if not groups.decided(position, payment.payment_id)
+        ]
+        groups = groups.advanced(group, page.end, done=page.done)
+    return listed, groups
+
+
 async def _decide_page(
-    store: PaymentStore, run: CollectionRun, page: Page, *, run_id: str
+    store: PaymentStore, run: CollectionRun, listed: list[Payment], *, run_id: str
 ) -> list[tuple[Outcome, bytes | None]]:
-    listed = [edge.node for edge in page.edges]
     current = await store.batch_get([p.ref for p in listed])
     limit = asyncio.Semaphore(run.concurrency)
 

@@ -14,7 +14,7 @@ import pytest
 
 import jobs.checkpoint
 import jobs.collect
-from datasource import Page, PaymentStore
+from datasource import GroupPage, PaymentStore
 from datasource.items import to_item
 from domain import validation
 from domain.enums import PaymentMethod, PaymentStatus
@@ -209,15 +209,15 @@ async def test_a_payment_that_left_retry_after_the_index_listed_it_is_skipped(
     # The index may lag the table: the job decides on the table's item, read again.
     eligible = retry_payment(eligible=True)
     await put_all(moto_store, [eligible])
-    list_page = moto_store.payments_by_status
+    list_page = moto_store.payments_by_status_group
 
-    async def presented_meanwhile(**arguments: Any) -> Page:
+    async def presented_meanwhile(**arguments: Any) -> GroupPage:
         page = await list_page(**arguments)
-        for edge in page.edges:
-            await put_all(moto_store, [dataclasses.replace(edge.node, status=S.ACHSENT)])
+        for _, payment in page.payments:
+            await put_all(moto_store, [dataclasses.replace(payment, status=S.ACHSENT)])
         return page
 
-    monkeypatch.setattr(moto_store, "payments_by_status", presented_meanwhile)
+    monkeypatch.setattr(moto_store, "payments_by_status_group", presented_meanwhile)
     final = await run_job(moto_store, tmp_path)
 
     assert final.counts == CollectionCounts(scanned=1, skipped=1)
@@ -225,7 +225,7 @@ async def test_a_payment_that_left_retry_after_the_index_listed_it_is_skipped(
 
 
 @pytest.mark.parametrize("pattern", ["all fail", "all eligible", "alternating"])
-async def test_a_resumed_run_continues_after_the_cursor_even_once_its_payment_left_the_index(
+async def test_a_resumed_run_continues_after_its_position_even_once_its_payment_left_the_index(
     store: PaymentStore, tmp_path: Path, pattern: str
 ) -> None:
     eligibility = {
@@ -243,7 +243,7 @@ async def test_a_resumed_run_continues_after_the_cursor_even_once_its_payment_le
         await run_job(store, tmp_path, page_size=3, on_page=crash_after_the_first_page)
     first = load_checkpoint(tmp_path / "checkpoint.json")
     assert first is not None
-    # The cursor is the third newest payment's position; when it failed it left the index.
+    # The one group stands at the third newest payment; when it failed it left the index.
     assert first.counts.scanned == 3
     final = await run_job(store, tmp_path, page_size=3)
 
@@ -297,20 +297,25 @@ async def test_a_thousand_retries_with_a_crash_halfway_are_each_failed_or_report
     to_fail = {payment.payment_id for index, payment in enumerate(payments) if index % 3 == 0}
     await put_all(store, payments)
     write = store.transition
-    writes = 0
+    pages = writes = 0
 
-    async def crash_at_the_170th_write(
+    def count_page(listed: int, counts: CollectionCounts) -> None:
+        nonlocal pages
+        pages += 1
+
+    async def crash_in_the_sixth_page(
         current: Payment, updated: Payment, *, event: PaymentEvent, **options: Any
     ) -> WriteOutcome:
         nonlocal writes
-        writes += 1
-        if writes == 170:  # of 334: in the sixth page of ten, with writes in flight
-            raise Stop()
+        if pages == 5:
+            writes += 1
+            if writes == 10:  # of about 33 (which groups a page reads depends on the ids)
+                raise Stop()
         return await write(current, updated, event=event, **options)
 
-    monkeypatch.setattr(store, "transition", crash_at_the_170th_write)
+    monkeypatch.setattr(store, "transition", crash_in_the_sixth_page)
     with pytest.raises(Stop):
-        await run_job(store, tmp_path)
+        await run_job(store, tmp_path, on_page=count_page)
     halfway = load_checkpoint(tmp_path / "checkpoint.json")
     assert halfway is not None
     assert (halfway.counts.scanned, halfway.finished) == (500, False)
