@@ -4,10 +4,11 @@ Every operation of an authenticated caller is charged its cost before it runs (`
 a customer's budget is its user's, a service's its client's, at its class's rate and burst or a
 named client's override. Over budget, nothing runs (`Throttled`: HTTP 429 with `Retry-After`, a
 WebSocket `error`); what an operation did not use is refunded with the caller's next charge on
-this instance. With a broker the fleet shares each budget (`datasource.shared_budgets`); without
-one, or while it fails or is slow, this instance holds its share itself, and `BROKER_FAILURES` in
-a row keep requests off the broker for `BROKER_RETRY_SECONDS`. Unauthenticated requests are not
-charged: they can only be refused, which reads nothing.
+this instance. With a broker the fleet shares each budget (`datasource.shared_budgets`), and a
+caller whose budget cannot pay by what the broker said at its last charge here is refused at once;
+without one, or while it fails or is slow, this instance holds its share itself, and
+`BROKER_FAILURES` in a row keep requests off the broker for `BROKER_RETRY_SECONDS`.
+Unauthenticated requests are not charged: they can only be refused, which reads nothing.
 
 The rates, the costs, and the fleet's share: docs/callers-and-errors.md#budgets.
 """
@@ -155,12 +156,9 @@ class Budgets:
             return
         least = self.policy.new_document_cost
         kind, key, limit = self.policy.budget_of(context.authenticated)
-        if self._shared is not None and self._failed_at is None:
-            held = self._seen.available(key, limit)
-        else:
+        if not self._shared_now():
             limit = self.policy.share(limit)
-            held = self._local.available(key, limit)
-        held = min(held + self._refunds.get(key, 0.0), limit.burst)
+        held = self._held(key, limit)
         if held + HAIR < least:
             self._on_throttled(kind)
             context.cost = (least, 0)
@@ -191,9 +189,29 @@ class Budgets:
             return verdict.retry_after
         return _Charge(self, context, key, cost, 0, verdict, limit)
 
+    def _shared_now(self) -> bool:
+        """Whether the budgets are the broker's now (one, its breaker closed)."""
+        return self._shared is not None and self._failed_at is None
+
+    def _held(self, key: str, limit: Limit) -> float:
+        """What the budget `key` holds as far as this instance knows, with the refund it owes
+        the caller: with the broker, what the fleet's budget held at its last charge here,
+        refilled since (other instances' charges since only take from it, but for refunds they
+        owe the caller); else this instance's share (`limit` is then the share)."""
+        known = self._seen if self._shared_now() else self._local
+        return min(known.available(key, limit) + self._refunds.get(key, 0.0), limit.burst)
+
     async def _charge(self, key: str, cost: int, limit: Limit) -> tuple[Verdict, Limit]:
-        refund = self._refunds.pop(key, 0.0)
         shared = self._shared
+        if self._shared_now():
+            held = self._held(key, limit)
+            if held + HAIR < cost:
+                # Refused as the broker would refuse it, without the round trip that was most of
+                # a refusal's CPU (SPEC §21: at most a quarter of a one-payment lookup's): a
+                # refusal changes nothing there. A refund another instance owes the caller waits
+                # for its next charge there, as it would anyway.
+                return Verdict(False, held, (cost - held) / limit.rate), limit
+        refund = self._refunds.pop(key, 0.0)
         if shared is not None and self._broker_usable():
             try:
                 verdict = await shared.charge(key, cost, limit, refund=refund)

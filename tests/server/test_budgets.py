@@ -209,6 +209,43 @@ async def test_a_broker_that_hangs_is_waited_on_for_the_timeout_at_most(
     assert shared.state == "shared"
 
 
+def charges_sent(redis_server: RedisServer) -> int:
+    """The budget scripts the broker has run (`EVALSHA`)."""
+    info: Any = redis_server.command("INFO", "commandstats")
+    return int(info.get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+def answer(refused: Throttled) -> tuple[Any, ...]:
+    """What a refusal answers: its error, `extensions.cost` and `Retry-After`."""
+    return refused.error.formatted, refused.extensions, refused.retry_after
+
+
+async def test_a_caller_the_broker_refused_is_refused_here_until_its_budget_could_pay(
+    redis_server: RedisServer, clock: Clock
+) -> None:
+    """A refusal changes nothing in the broker: while what it said at this budget's last charge
+    here, refilled since, cannot pay, the instance refuses without a round trip (which was most
+    of a refusal's CPU), in the broker's words; then the broker decides again."""
+    budgets = Budgets(policy(instances=3), clock=clock)
+    async with budgets.sharing(redis_server.redis_url, charge_within=1.0):
+        assert await spend(budgets, "grace", 1000, 3) == 3  # the fleet's 3000
+        with pytest.raises(Throttled) as by_broker:
+            await budgets.admit(customer("grace"), OperationType.QUERY, 1000)
+        sent = charges_sent(redis_server)
+        for _ in range(3):
+            with pytest.raises(Throttled) as here:
+                await budgets.admit(customer("grace"), OperationType.QUERY, 1000)
+            assert answer(here.value) == answer(by_broker.value)
+        assert charges_sent(redis_server) == sent
+        assert by_broker.value.retry_after == 4  # 1000 at 300 a second, rounded up
+        assert await spend(budgets, "heidi", 1000, 1) == 1  # another caller's, in the broker
+        assert charges_sent(redis_server) == sent + 1
+
+        clock.now += 4  # as far as this instance knows, the budget could pay: the broker says
+        assert await spend(budgets, "grace", 1000, 1) == 0  # not yet, on its own clock
+        assert charges_sent(redis_server) == sent + 2
+
+
 async def test_without_a_broker_each_instance_holds_its_share() -> None:
     budgets = Budgets(policy(instances=3))
     assert budgets.state == "local"
