@@ -499,8 +499,7 @@ async def setup(moto_backend: Backend) -> AsyncIterator[Setup]:
     # Each route's document selects every field of every list: WebhookEndpoint.deliveries' page
     # of 100, under the 10 endpoints webhookEndpoints may hold, costs 21,011; a `first` over 100
     # is to be refused by name, not for the cost it is counted at (the page's largest).
-    limits = {"max_query_cost": 30_000, "budget_customer_burst": 30_000}
-    async with api_client(config, **limits) as public:
+    async with api_client(config, max_query_cost=30_000, budget_customer_burst=30_000) as public:
         api = public.at("/subgraph")
         yield await prepare(api, config)
     await moto_backend.client.delete_table(TableName=config.table_name)
