@@ -123,7 +123,7 @@ class _Prepared:
     operations: dict[str | None, _Operation] = field(default_factory=dict)
 
 
-# Called before an operation runs: (its context, its type, the coordinates it selects).
+# Called before an admitted operation runs: (its context, its type, the coordinates it selects).
 OperationHook = Callable[[ContextT, OperationType, Callable[[], frozenset[str]]], None]
 # What a scope adds to the result's `extensions` once the operation has run (None: nothing).
 Extensions = Callable[[], dict[str, Any] | None]
@@ -223,9 +223,10 @@ class Hooks(Generic[ContextT]):
                      text, `time.perf_counter()` when it began)
     event_errors     a subscription event's errors, while its trace is current
     on_errors        every error, before it is worded for the caller (to log the unexpected)
-    public_error     the error as the caller reads it (masking the unexpected)
-    before           called before an operation runs (`OperationHook`)
-    admit            then charges its cost, or refuses it (`Admission`); a query's or a mutation's
+    public_error     the error as the caller reads it (masking the unexpected); not a refusal's
+    admit            charges an operation's cost, or refuses it (`Admission`): a query's or a
+                     mutation's; a refused one enters no scope
+    before           called before an admitted operation runs (`OperationHook`)
     hold             entered around a subscription: charges its start and each event (`Holding`)
     first_parse      before a text not yet prepared here is parsed (`FirstParse`)
     observers        each finished operation (`Observed`)
@@ -431,25 +432,31 @@ class OperationRunner(Generic[ContextT]):
         data = None
         executed = False
         charge: Charge | None = None
-        with hooks.scope(context) as extensions_of, trace:
-            if refused is not None:
-                errors = [refused.error]
-            elif document is not None and not errors:
-                operation = self._operation(self._prepare(query), operation_name)
-                if hooks.before is not None:
-                    selected = functools.partial(self.selected, query, operation_name)
-                    hooks.before(context, operation.type, selected)
+        extensions_of: Extensions = _no_extensions
+        with trace:
+            runs = refused is None and document is not None and not errors
+            operation = self._operation(self._prepare(query), operation_name) if runs else None
+            if operation is not None and hooks.admit is not None:
                 try:
-                    if hooks.admit is not None:
-                        charge = await hooks.admit(context, operation.type, cost)
+                    charge = await hooks.admit(context, operation.type, cost)
                 except Refusal as refusal:
-                    refused, errors = refusal, [refusal.error]
-                else:
-                    data, errors, executed = await self._execute(
-                        query, variables, context, operation_name, operation_extensions
-                    )
+                    refused, operation = refusal, None
+            # A refusal is answered without entering the scope (it has nothing to count there):
+            # a flood of refusals is what budgets are for, and each is to cost little.
+            if refused is None:
+                with hooks.scope(context) as extensions_of:
+                    if operation is not None:
+                        if hooks.before is not None:
+                            selected = functools.partial(self.selected, query, operation_name)
+                            hooks.before(context, operation.type, selected)
+                        data, errors, executed = await self._execute(
+                            query, variables, context, operation_name, operation_extensions
+                        )
+        if refused is not None:
+            errors = [refused.error]
         trace.end(errors)
-        errors = self._public(errors)
+        if refused is None:  # a refusal's error is answered (and observed) as the service made it
+            errors = self._public(errors)
         extensions = extensions_of()
         if charge is not None:
             assert document is not None  # admitted, so parsed
@@ -467,7 +474,12 @@ class OperationRunner(Generic[ContextT]):
         for observe in hooks.observers:
             observe(observed)
         if refused is not None:
-            raise refused
+            try:
+                raise refused
+            finally:
+                # Its traceback holds this frame: with no reference back, the refusal and all
+                # it reaches are freed by reference counting, not left for the collector.
+                del refused
         if not executed:  # a request error: the GraphQL response has no `data` entry
             return PreExecutionError(data=None, errors=errors or None, extensions=extensions)
         return ExecutionResult(data=data, errors=errors or None, extensions=extensions)

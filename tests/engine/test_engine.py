@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from engine import (
     Observed,
     OperationRunner,
     QueryLimits,
+    Refusal,
     TrustedDocument,
     TrustedDocuments,
     compile_operation,
@@ -337,6 +339,50 @@ async def test_the_hooks_see_each_operation_as_a_service_would() -> None:
     coordinates = {"Query.echo", "Query.echo(text:)", "Query.box", "Box.inner"}
     assert seen["before"] == [(OperationType.QUERY, coordinates)]
     assert seen["observed"] == [("Q", coordinates)]
+
+
+async def test_a_refusal_costs_no_more_than_its_answer() -> None:
+    """An operation `admit` refuses (a flood of them is what budgets are for) enters no scope,
+    runs no `before`, is observed with its error as made (not worded again), and leaves no
+    reference cycle for the collector: its traceback held the frame that held it."""
+    seen: dict[str, list[Any]] = {"scopes": [], "before": [], "worded": [], "observed": []}
+
+    @contextmanager
+    def scope(context: object) -> Iterator[Extensions]:
+        seen["scopes"].append(context)
+        yield lambda: None
+
+    async def admit(context: object, kind: OperationType, cost: int) -> None:
+        raise Refusal(GraphQLError("over budget", extensions={"code": "THROTTLED"}))
+
+    def public(error: GraphQLError) -> GraphQLError:
+        seen["worded"].append(error.message)
+        return error
+
+    engine = runner(
+        hooks=Hooks(
+            scope=scope,
+            admit=admit,
+            public_error=public,
+            before=lambda context, kind, selected: seen["before"].append(kind),
+            observers=[lambda observed: seen["observed"].extend(observed.errors)],
+        )
+    )
+    with pytest.raises(Refusal):
+        await run(engine, '{ echo(text: "x") }')  # its document prepared
+    gc.collect()
+    gc.disable()
+    try:
+        with pytest.raises(Refusal) as refused:
+            await run(engine, '{ echo(text: "x") }')
+        error = refused.value.error
+        del refused
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+    assert seen["scopes"] == seen["before"] == seen["worded"] == []
+    assert seen["observed"][-1] is error
 
 
 TRUSTED = '{ echo(text: "trusted") }'
