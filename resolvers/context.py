@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,7 +45,6 @@ class Context:
     # Who sent the operation, for the field-usage metric: the `apollographql-client-name` (and
     # `-version`) headers, or the manifest of the trusted document it named.
     client: str | None = None
-    loaders: Loaders = field(init=False)
     # What the operation did, for its request log line, metrics and audit: the DynamoDB calls,
     # the status moves it wrote ((None, PENDING) for a creation), the UserError codes it answered.
     calls: CallCount | None = None
@@ -66,8 +66,11 @@ class Context:
     # What the events fields (webhooks, the feed) follow: SPEC §18.
     events: EventsPolicy = field(default_factory=EventsPolicy)
 
-    def __post_init__(self) -> None:
-        self.loaders = Loaders(self.store, consistent=self.strong_reads)
+    @functools.cached_property
+    def loaders(self) -> Loaders:
+        """The request's DataLoaders, made when it first reads: a request refused before it
+        runs (over its budget, invalid) makes none."""
+        return Loaders(self.store, consistent=self.strong_reads)
 
     def fresh(self) -> Context:
         """A context for one more operation on the same connection: its own loaders (no reads

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gc
 import weakref
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from datasource import Page, PageOf, PaymentStore
 from datasource.pages import EdgeOf
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
+from resolvers.callers import Caller
+from resolvers.context import Context
 from resolvers.loaders import Loaders, LoanPageKey
 from tests.payment_samples import sample_payment
 
@@ -114,3 +117,20 @@ async def test_a_requests_loaders_go_with_it() -> None:
         assert loader_gone() is None
     finally:
         gc.enable()
+
+
+def test_a_context_makes_its_loaders_when_its_request_first_reads() -> None:
+    """None for a request refused before it runs (over its budget: most of a flood of them);
+    each operation of a WebSocket connection (`Context.fresh`) its own, as consistent."""
+    context = Context(
+        store=cast(PaymentStore, CountingStore()),
+        max_attempts=1,
+        clock=lambda: datetime.now(UTC),
+        authenticated=Caller("alice"),
+        strong_reads=True,
+    )
+    assert "loaders" not in vars(context)
+
+    assert context.loaders is context.loaders and context.loaders.consistent
+    operation = context.fresh()
+    assert operation.loaders is not context.loaders and operation.loaders.consistent
