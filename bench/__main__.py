@@ -7,8 +7,9 @@ on the fake DynamoDB, each a server process on the server core, this process the
 generator; P1 must answer the service's `data` first, and in each repetition the peers take
 turns at going first. Then `bench.local_pass`, and the live-updates, tracing and
 trusted-documents passes, each on a DynamoDB Local of its own, budgets in a fleet
-(`bench.budget_fleet`), the throttling storms (`bench.storm`), and each index's write ceiling at
-the default layout (`bench.partitions`).
+(`bench.budget_fleet`), the collection job at the default layout (`bench.collect_cost`), the
+throttling storms (`bench.storm`), and each index's write ceiling at the default layout
+(`bench.partitions`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import uvloop
 
 from bench import (
     budget_fleet,
+    collect_cost,
     data,
     documents_cost,
     figures,
@@ -210,6 +212,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
         budgets = budget_fleet.QUICK if quick else budget_fleet.DEFAULT
         results["budgets"] = await budget_fleet.measure(budgets, log=log)
+        collection = collect_cost.QUICK if quick else collect_cost.DEFAULT
+        results["collect"] = await collect_cost.measure(collection, log=log)
         storms = storm.QUICK if quick else storm.DEFAULT
         results["storm"] = await storm.measure(storms, log=log)
         results["partitions"] = await partitions.measure(log=log)
@@ -222,6 +226,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         found += webhooks_cost.targets(results["webhooks"])
     if "budgets" in results:
         found += budget_fleet.targets(results["budgets"])
+    if "collect" in results:
+        found += collect_cost.targets(results["collect"])
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started
@@ -255,6 +261,7 @@ def main() -> None:
         ("field_usage", usage_cost.render),
         ("webhooks", webhooks_cost.render),
         ("budgets", budget_fleet.render),
+        ("collect", collect_cost.render),
         ("storm", storm.render),
         ("partitions", partitions.render_results),
     )

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import budget_fleet, report, storm, usage_cost, webhooks_cost
+from bench import budget_fleet, collect_cost, report, storm, usage_cost, webhooks_cost
 
 __all__ = ["MARKER", "RESULTS", "MarkerError", "latest", "main", "render", "write_pages"]
 
@@ -251,6 +251,13 @@ def _budgets(results: Results) -> str:
     return budget_fleet.render(budgets) + f" (commit `{results['commit']}`)."
 
 
+def _collect(results: Results) -> str:
+    collect = results.get("collect")
+    if collect is None:
+        return _absent(results, "figures of the collection job")
+    return collect_cost.render(collect) + f"\n\n(commit `{results['commit']}`)"
+
+
 def _storm(results: Results) -> str:
     storms = results.get("storm")
     if storms is None:
@@ -268,6 +275,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "field_usage": _field_usage,
     "webhooks": _webhooks,
     "budgets": _budgets,
+    "collect": _collect,
     "storm": _storm,
     "cpu_breakdown": _cpu_breakdown,
 }

@@ -76,8 +76,8 @@ def _the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
     # 14 of the engine and DynamoDB Local, 4 of the storm, the partitions', the webhooks' drain,
-    # a refusal's CPU
-    assert len(targets) == 21
+    # a refusal's CPU, the collection job's Queries
+    assert len(targets) == 22
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
@@ -191,6 +191,18 @@ def _budgets_in_a_fleet_are_measured_and_a_refusals_cpu_is_a_target(quick_run: Q
     assert "Budgets in a fleet: 3 instances sharing a Redis broker" in quick_run.stdout
 
 
+def _the_collection_job_is_measured_at_the_defaults(quick_run: QuickRun) -> None:
+    """Issue 67: the job's Queries at the default 64 shards, at most pages + shards."""
+    collect = quick_run.results["collect"]
+    assert (collect["shards"], collect["groups"]) == (64, 64)
+    assert collect["counts"]["scanned"] == collect["payments"] > 0
+    assert collect["queries"] <= collect["pages"] + collect["shards"]
+    targets = {target["name"]: target for target in quick_run.results["targets"]}
+    found = targets["collect: Queries / (pages + shards), 1,000 RETRY payments at 64 shards"]
+    assert found["bound"] == 1.0 and found["kind"] == "max" and found["met"]
+    assert "The collection job at the default 64 shards" in quick_run.stdout
+
+
 def _the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
     storms = quick_run.results["storm"]
     assert storms["default_mode"] == "standard"
@@ -225,5 +237,6 @@ CHECKS = (
     _the_fleet_and_the_field_usage_passes_are_made,
     _the_webhooks_drain_is_measured_and_a_target,
     _budgets_in_a_fleet_are_measured_and_a_refusals_cpu_is_a_target,
+    _the_collection_job_is_measured_at_the_defaults,
     _the_throttling_storms_are_made_in_each_retry_mode,
 )
