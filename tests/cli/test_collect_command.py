@@ -15,7 +15,10 @@ import pytest
 
 from cli.main import main
 from datasource import DynamoConfig
-from datasource.items import primary_key, to_item
+from datasource.cursors import CursorCodec, ListScope
+from datasource.items import Item, primary_key, to_item
+from datasource.table import GSI2, GSI2PK, GSI2SK, PK, SK
+from domain import keys
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.payment import Payment
 from tests.backends import TEST_KEY
@@ -136,21 +139,39 @@ def test_a_checkpoint_is_resumed_only_by_the_run_it_belongs_to(
     assert "Traceback" not in err
 
 
-def test_a_checkpoint_signed_with_another_cursor_secret_is_refused(
+def test_a_checkpoint_of_the_merged_job_signed_with_another_cursor_secret_is_refused(
     moto_config: DynamoConfig,
     job_environment: None,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _seed(moto_config, [payment_in(S.RETRY, PaymentMethod.PINLESS) for _ in range(3)])
+    payments = [payment_in(S.RETRY, PaymentMethod.PINLESS) for _ in range(3)]
+    _seed(moto_config, payments)
+    # The job before groups saved the cursor after its first page, under another secret.
+    newest = payments[-1]
+    key: Item = {
+        GSI2PK: {"S": keys.status_partition(newest.payment_id, keys.DEFAULT_GSI2_SHARDS)},
+        GSI2SK: {"S": keys.status_sort_key(S.RETRY, newest.payment_id)},
+        PK: {"S": keys.user_partition(newest.user_id)},
+        SK: {"S": keys.payment_sort_key(newest.loan_id, newest.payment_id)},
+    }
+    secret = b"another-cursor-secret-of-32-bytes-or-more"
+    cursor = CursorCodec(secret).encode(ListScope(GSI2, status=S.RETRY), key)
     checkpoint = tmp_path / "checkpoint.json"
-    _collect("--dry-run", "--page-size", "1", "--checkpoint", str(checkpoint))
-    saved = json.loads(checkpoint.read_text())
-    # An unfinished run's checkpoint, as a run with another secret left it.
-    checkpoint.write_text(json.dumps(saved | {"finished": False}))
-    monkeypatch.setenv("LOC_CURSOR_SECRET", "another-cursor-secret-of-32-bytes-or-more")
-    capsys.readouterr()
+    checkpoint.write_text(
+        json.dumps(
+            {
+                "format": "loc-payments-collect/1",
+                "table_name": moto_config.table_name,
+                "report": None,
+                "dry_run": True,
+                "cursor": cursor,
+                "report_bytes": None,
+                "counts": {"scanned": 1, "failed": 0, "eligible": 1, "conflicts": 0, "skipped": 0},
+                "finished": False,
+            }
+        )
+    )
 
     assert _collect("--dry-run", "--page-size", "1", "--checkpoint", str(checkpoint)) == 1
 
