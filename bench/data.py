@@ -31,7 +31,7 @@ from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
-__all__ = ["WRITERS", "Workload", "items", "load", "raw_client", "workloads"]
+__all__ = ["EPOCH", "WRITERS", "Workload", "items", "load", "payment", "raw_client", "workloads"]
 
 EPOCH = datetime(2026, 1, 5, 14, 0, tzinfo=UTC)
 S = PaymentStatus
