@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -28,12 +28,14 @@ from domain.keys import FeedLayout, StatusLayout
 from domain.transitions import TransitionRequest, apply_transition
 from jobs.reshard import reshard_feed
 from tests.backends import CURSOR_SECRET, Backend, fresh_table
+from tests.eventually import eventually
 from tests.payment_samples import sample_payment, stored_move, stored_new
 
 REFRESH_SECONDS = 1.0  # LOC_LAYOUT_REFRESH_SECONDS' least
 SETTLE_SECONDS = 0.5
 OLD_SHARDS, NEW_SHARDS = 4, 8
 INSTANCES = 3
+SIDE = 40  # events written on each side of the switch, at least (20 are asserted)
 
 EventId = tuple[str, int]
 
@@ -80,6 +82,7 @@ async def test_a_feed_reshard_under_live_writes_and_pages_loses_and_repeats_noth
     stores = [await instance(ddblocal_backend, table) for _ in range(INSTANCES)]
     assert stores[0].feed_layout == FeedLayout.of(OLD_SHARDS)
     written: list[EventId] = []
+    stamped: list[datetime] = []  # each written event's time: its position in the feed
     stop = asyncio.Event()
 
     async def write(store: PaymentStore, n: int) -> None:
@@ -89,10 +92,13 @@ async def test_a_feed_reshard_under_live_writes_and_pages_loses_and_repeats_noth
             payment = sample_payment(user_id=f"user-{n}", created_at=at, updated_at=at)
             created = await stored_new(store, payment)
             written.append((created.payment_id, created.version))
+            stamped.append(at)
             request = TransitionRequest.checked(PaymentStatus.SKIPPED, "customer asked")
-            moved = apply_transition(created, request, max_attempts=3, now=now())
+            moved_at = now()
+            moved = apply_transition(created, request, max_attempts=3, now=moved_at)
             moved = await stored_move(store, created, moved)
             written.append((moved.payment_id, moved.version))
+            stamped.append(moved_at)
             await asyncio.sleep(0.01)
 
     async def follow(store: PaymentStore, first: int, done: asyncio.Event) -> list[EventId]:
@@ -115,16 +121,26 @@ async def test_a_feed_reshard_under_live_writes_and_pages_loses_and_repeats_noth
     writers = [asyncio.create_task(write(store, n)) for n, store in enumerate(stores)]
     caught_up = asyncio.Event()
     readers = [asyncio.create_task(follow(store, 7, caught_up)) for store in stores[1:]]
-    await asyncio.sleep(1.0)
-    at = switch_at(now(), refresh_seconds=REFRESH_SECONDS, settle_seconds=SETTLE_SECONDS)
+    await eventually(lambda: len(written) >= SIDE, what="writes under way")
+    resharded = now()
+    at = switch_at(resharded, refresh_seconds=REFRESH_SECONDS, settle_seconds=SETTLE_SECONDS)
     changed = await reshard_feed(stores[0], NEW_SHARDS, at=at)
     assert changed == FeedLayout.of(OLD_SHARDS).then(at, NEW_SHARDS)
-    # Writes and pages go on until a second past the switch, settled.
+    # Writes and pages go on until as many events again are written past the switch.
     ahead = 2 * REFRESH_SECONDS + SETTLE_SECONDS + CLOCK_MARGIN_SECONDS
-    await asyncio.sleep(ahead + SETTLE_SECONDS + 1.0)
+    switch = resharded + timedelta(seconds=ahead)
+    await eventually(
+        lambda: sum(stamp > switch for stamp in stamped) >= SIDE,
+        what="events past the switch",
+        within=ahead + 30,
+    )
     stop.set()
     await asyncio.gather(*writers)
-    await asyncio.sleep(SETTLE_SECONDS + 0.1)
+    # Each reader's last pages once every event has settled (readers list only settled ones).
+    last = max(stamped)
+    await eventually(
+        lambda: now() - last > timedelta(seconds=SETTLE_SECONDS), what="every event settled"
+    )
     # Each reader's last pages, then the whole feed read again by a new instance.
     caught_up.set()
     followed = await asyncio.gather(*readers)
