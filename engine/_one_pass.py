@@ -10,8 +10,10 @@ An object of a type's stored source (`engine.stored`) has a one pass of its own
 
 from __future__ import annotations
 
+import functools
 import keyword
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 from graphql import GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLString
@@ -22,6 +24,9 @@ from engine._completion import SLOW, Completer, LeafCompleter, NonNullCompleter,
 from engine._completion import is_awaitable as awaitable
 
 __all__: list[str] = []  # internal to the engine: its names are not its interface
+
+# One passes kept compiled, by their source: a schema's types have a few selections each in use.
+_COMPILED_SOURCES = 1024
 
 _CHECKS = {
     id(GraphQLString): "{v}.__class__ is not str",
@@ -136,12 +141,18 @@ def _function(
         f"    return {{{', '.join(answer)}}}",
     ]
     namespace: dict[str, Any] = {}
-    source = compile(
-        "\n".join(lines), f"<one pass of {completer.object_type.name}{suffix}>", "exec"
-    )
-    exec(source, names, namespace)
+    code = _compiled("\n".join(lines), f"<one pass of {completer.object_type.name}{suffix}>")
+    exec(code, names, namespace)
     function: Callable[[Any], Any] = namespace["one_pass"]
     return function
+
+
+@functools.lru_cache(maxsize=_COMPILED_SOURCES)
+def _compiled(source: str, filename: str) -> CodeType:
+    """`source` compiled once: the same selection of a type reads the same (the values it names
+    are the `exec`'s), in a document's aliases and in every new document that selects it again;
+    compiling was most of planning a new document of 15 aliases."""
+    return compile(source, filename, "exec")
 
 
 def _leaf_check(completer: Completer, value: str, index: int, names: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ these are Strawberry's internals and may move in any release.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from enum import Enum
 from importlib.metadata import version
@@ -144,10 +145,12 @@ def direct_resolver(
     return resolve
 
 
+@functools.lru_cache(maxsize=256)
 def enum_names(enum_type: GraphQLEnumType) -> tuple[type, dict[Any, str]] | None:
     """A Strawberry enum's Python enum, and each of its members' GraphQL name (the first name
     with its value, as Strawberry's own loop finds it); None for an enum Strawberry did not
-    make."""
+    make. Worked out once per enum (each of a new document's enum fields asks; the dict is
+    shared: read it only)."""
     members: Any = getattr(enum_type, "wrapped_cls", None)
     if members is None:
         return None
