@@ -44,7 +44,13 @@ from graphql import (
 )
 from graphql import ExecutionResult as GraphQLExecutionResult
 from graphql.execution.executor_throwing_on_incremental import ExecutorThrowingOnIncremental
-from graphql.validation import ASTValidationRule, NoSchemaIntrospectionCustomRule
+from graphql.validation import (
+    ASTValidationRule,
+    NoSchemaIntrospectionCustomRule,
+    NoUndefinedVariablesRule,
+    NoUnusedVariablesRule,
+    VariablesInAllowedPositionRule,
+)
 from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
@@ -77,6 +83,10 @@ __all__ = [
 
 # Distinct query texts kept parsed and validated; clients send a handful of fixed operations.
 CACHED_DOCUMENTS = 512
+# What these rules check needs a variable, which needs a `$` in the text.
+_VARIABLE_RULES = frozenset(
+    {NoUndefinedVariablesRule, NoUnusedVariablesRule, VariablesInAllowedPositionRule}
+)
 
 
 ContextT = TypeVar("ContextT")
@@ -281,6 +291,13 @@ class OperationRunner(Generic[ContextT]):
             OneOfInputValidationRule,
             *production_rules,
         )
+        # A text without a `$` has no variable: the rules about variables, which walk its
+        # operation once more (graphql-core's variable usages), have nothing to find there. A
+        # fifth of validating a new document of 15 aliases, which a caller may send at its
+        # budget's rate (`Hooks.first_parse`).
+        self._rules_without_variables = tuple(
+            rule for rule in self._rules if rule not in _VARIABLE_RULES
+        )
         # The texts prepared last, least recently used first.
         self._recent: OrderedDict[str, _Prepared] = OrderedDict()
         # Trusted documents (`pin`), prepared at start and never evicted.
@@ -295,9 +312,8 @@ class OperationRunner(Generic[ContextT]):
             )
         except GraphQLError as error:
             return _Prepared(None, [error])
-        errors = validate(
-            self._schema, document, self._rules, hide_suggestions=self._hide_suggestions
-        )
+        rules = self._rules if "$" in query else self._rules_without_variables
+        errors = validate(self._schema, document, rules, hide_suggestions=self._hide_suggestions)
         return _Prepared(document, errors)
 
     def _prepare(self, query: str) -> _Prepared:

@@ -385,6 +385,29 @@ async def test_a_refusal_costs_no_more_than_its_answer() -> None:
     assert seen["observed"][-1] is error
 
 
+@pytest.mark.parametrize(
+    ("query", "refused"),
+    [
+        ('query($n: Int) { echo(text: "x") }', "Variable '$n' is never used."),
+        ("{ echo(text: $t) }", "Variable '$t' is not defined."),
+        (
+            "query($t: Int) { echo(text: $t) }",
+            "Variable '$t' of type 'Int' used in position expecting type 'String!'.",
+        ),
+        ("query($t: String!) { echo(text: $t) }", None),
+        ('{ echo(text: "$5") }', None),
+        ('{ echo(text: "x") }', None),
+    ],
+)
+async def test_the_rules_about_variables_hold_wherever_a_text_names_one(
+    query: str, refused: str | None
+) -> None:
+    """A text without a `$` skips them (it has no variable to check); any other keeps them."""
+    result = await run(runner(), query, {"t": "y"})
+
+    assert [error.message for error in result.errors or ()] == ([refused] if refused else [])
+
+
 TRUSTED = '{ echo(text: "trusted") }'
 TRUSTED_SHA256 = hashlib.sha256(TRUSTED.encode()).hexdigest()
 
