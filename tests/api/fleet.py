@@ -74,7 +74,7 @@ async def fleet(
         "max_attempts": MAX_ATTEMPTS,
         "live_lease_seconds": LEASE_SECONDS,
         **({} if broker_url is None else {"live_broker_url": broker_url}),
-        **METRICS,
+        "metrics": METRICS,
         **settings,
     }
     try:

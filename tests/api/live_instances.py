@@ -32,9 +32,9 @@ subscription($u: ID, $l: ID, $p: ID, $after: Int) {
 }
 """
 WAIT = 15.0  # seconds an expected event may take, at most
-# `/metrics` on the API's port (`local`): the gauge of open subscriptions tells when the server
-# has taken one up, which graphql-transport-ws never acknowledges.
-METRICS = {"metrics": "app"}
+# LOC_METRICS: `/metrics` on the API's port (`local`): the gauge of open subscriptions tells when
+# the server has taken one up, which graphql-transport-ws never acknowledges.
+METRICS = "app"
 SUBSCRIPTIONS = "loc_payments_live_subscriptions"
 
 
@@ -93,7 +93,7 @@ class Instance:
 async def instances(backend: Backend, count: int, **settings: str) -> AsyncIterator[list[Instance]]:
     """`count` servers on one new table, each reading its stream (outside `local`, one)."""
     table_name = await fresh_table(backend)
-    metrics, metrics_url = METRICS, ""
+    metrics, metrics_url = {"metrics": METRICS}, ""
     if settings.get("env", "local") != "local":
         assert count == 1, "an operators' port for one instance"
         port = free_port()

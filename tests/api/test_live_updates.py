@@ -378,7 +378,7 @@ async def test_a_stopping_instance_closes_its_subscriptions_without_completing(
             ddblocal_backend.endpoint_url,
             table_name,
             stream_poll_interval=str(POLL_SECONDS),
-            metrics=METRICS["metrics"],
+            metrics=METRICS,
         ) as (service,),
         connect(service.ws_url, subprotocols=[TRANSPORT_WS]) as socket,  # type: ignore[list-item]
     ):

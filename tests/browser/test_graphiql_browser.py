@@ -21,12 +21,15 @@ from playwright.async_api import Page, Request
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tests.api.conftest import SERVICE
+from tests.api.live_instances import METRICS, Instance
 from tests.backends import Backend
 from tests.servers import served
 
 REPO = Path(__file__).resolve().parents[2]
 # The README's picture, made by this test when asked: LOC_SCREENSHOT_README=1.
 README_SCREENSHOT = REPO / "docs" / "graphiql.png"
+# The query editor's CodeMirror.
+EDITOR = "document.querySelector('.graphiql-query-editor .CodeMirror')"
 # The result pane's text, from its CodeMirror (the visible text carries folding markers).
 RESULT = "document.querySelector('.result-window .CodeMirror')?.CodeMirror.getValue() || ''"
 SUBSCRIPTION = """subscription Follow {
@@ -41,9 +44,9 @@ SUBSCRIPTION = """subscription Follow {
 async def local_server(ddblocal_backend: Backend) -> AsyncIterator[str]:
     """A `make run`-style server: `local`, a table it creates and fills with demo payments."""
     table_name = f"test-graphiql-{uuid.uuid4().hex}"
-    async with served(ddblocal_backend.endpoint_url, table_name, stream_poll_interval="0.1") as (
-        url,
-    ):
+    async with served(
+        ddblocal_backend.endpoint_url, table_name, stream_poll_interval="0.1", metrics=METRICS
+    ) as (url,):
         yield url
     await ddblocal_backend.client.delete_table(TableName=table_name)
 
@@ -112,16 +115,13 @@ async def test_a_subscription_in_graphiql_shows_events_as_they_happen(
     requests: list[str] = []
     await open_graphiql(page, local_server, requests)
     # Replace the editor's text (CodeMirror's own API: typing would auto-close brackets).
-    await page.evaluate(
-        "(text) => document.querySelector('.graphiql-query-editor .CodeMirror')"
-        ".CodeMirror.setValue(text)",
-        SUBSCRIPTION,
-    )
-    # GraphiQL reads the operation's name from the new text after a short debounce.
-    await page.wait_for_timeout(1000)
+    await page.evaluate(f"(text) => {EDITOR}.CodeMirror.setValue(text)", SUBSCRIPTION)
+    # GraphiQL reads the operation's name from the new text after a short debounce, onto the
+    # editor that a run reads it from.
+    await page.wait_for_function(f"() => {EDITOR}?.CodeMirror.operationName === 'Follow'")
     await run(page)
-    # The socket is open once GraphiQL shows it is waiting; then a write over HTTP.
-    await page.wait_for_timeout(1500)
+    # A write over HTTP once the service has taken the subscription up.
+    await Instance(local_server).until_subscriptions("live", lambda count: count >= 1)
     async with httpx.AsyncClient(base_url=local_server) as http:
         response = await http.post(
             "/graphql",
