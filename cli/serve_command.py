@@ -100,6 +100,7 @@ def serve(settings: Settings) -> int:
                 host=settings.host,
                 port=settings.port,
                 announce=lambda: _announce(settings),
+                keep_alive_seconds=settings.keep_alive_seconds,
                 operations_port=operations_port,
             )
         except KeyboardInterrupt:

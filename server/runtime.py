@@ -27,15 +27,7 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-# How long an idle keep-alive connection stays open. Longer than the idle timeout of whatever
-# keeps connections to the service (an AWS load balancer's is 60 s): a server that closes an idle
-# connection first (uvicorn's default is 5 s) races the next request sent on it, which then fails
-# with a closed connection (a 502 behind a load balancer); likely what `make test-races` saw as
-# ReadErrors in the two-instance races (a server starved of CPU fires the timer late).
-KEEP_ALIVE_SECONDS = 75
-
-
-def uvicorn_options(*, host: str, port: int) -> dict[str, Any]:
+def uvicorn_options(*, host: str, port: int, keep_alive_seconds: float) -> dict[str, Any]:
     """uvloop and httptools (uvicorn's `standard` extra), one worker, and no access log: the
     service writes its own request log, and a line per request costs more than the request."""
     return {
@@ -47,7 +39,7 @@ def uvicorn_options(*, host: str, port: int) -> dict[str, Any]:
         # The service's own logging setup (server.logs) formats uvicorn's lines too.
         "log_config": None,
         "server_header": False,
-        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        "timeout_keep_alive": keep_alive_seconds,  # LOC_KEEP_ALIVE_SECONDS
     }
 
 
@@ -71,6 +63,7 @@ def serve_app(
     host: str,
     port: int,
     announce: Callable[[], None],
+    keep_alive_seconds: float,
     operations_port: int | None = None,
 ) -> bool:
     """Serve until SIGINT/SIGTERM (uvicorn drains, then returns); False if it never started
@@ -83,12 +76,19 @@ def serve_app(
     uvicorn_log = logging.getLogger("uvicorn.error")
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         uvicorn_log.setLevel(logging.WARNING)
-    config = uvicorn.Config(app, **uvicorn_options(host=host, port=port))
+    config = uvicorn.Config(
+        app, **uvicorn_options(host=host, port=port, keep_alive_seconds=keep_alive_seconds)
+    )
     server = _AnnouncingServer(config, announce)
     if operations_port is None:
         server.run()
     else:
         # Bound as uvicorn binds one port (a port taken: logged, exit status 1).
-        operations = uvicorn.Config(app, **uvicorn_options(host=host, port=operations_port))
+        operations = uvicorn.Config(
+            app,
+            **uvicorn_options(
+                host=host, port=operations_port, keep_alive_seconds=keep_alive_seconds
+            ),
+        )
         server.run(sockets=[config.bind_socket(), operations.bind_socket()])
     return server.started

@@ -88,6 +88,13 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8000
+    # How long an idle keep-alive connection stays open. Longer than the idle timeout of whatever
+    # keeps connections to the service (an AWS load balancer's is 60 s): a server that closes an
+    # idle connection first (uvicorn's default is 5 s) races the next request sent on it, which
+    # then fails with a closed connection (a 502 behind a load balancer); likely what `make
+    # test-races` saw as ReadErrors in the two-instance races (a server starved of CPU fires the
+    # timer late).
+    keep_alive_seconds: Annotated[float, Field(gt=0)] = 75.0
     data_dir: Path = Path(".data/dynamodb")
 
     auth_jwt_secret: SecretStr | None = None
