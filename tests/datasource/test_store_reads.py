@@ -1,13 +1,16 @@
 """Point reads: by key, by confirmation id (the sparse GSI3), and creation."""
 
+import uuid
+
 import pytest
 
 from datasource import PaymentStore
 from datasource.history import event_item
 from datasource.items import to_item
 from domain.enums import PaymentStatus
-from domain.errors import Conflict
+from domain.errors import Conflict, StorageUnavailable
 from domain.history import event_of
+from tests.backends import CURSOR_SECRET
 from tests.datasource.stored_items import all_items, raw_item
 from tests.payment_samples import TEST_ACTOR, full_payment, ref_of, sample_payment, stored_new
 
@@ -70,4 +73,10 @@ async def test_confirmation_lookups_are_per_user_and_sparse(store: PaymentStore)
 
 
 async def test_ping_answers_when_the_table_does(store: PaymentStore) -> None:
-    await store.ping()
+    await store.ping()  # the table answers: no StorageUnavailable
+
+    missing = PaymentStore(
+        store.client, table_name=f"missing-{uuid.uuid4().hex}", cursor_secret=CURSOR_SECRET
+    )
+    with pytest.raises(StorageUnavailable, match="the payments table does not exist"):
+        await missing.ping()
