@@ -7,9 +7,9 @@ on the fake DynamoDB, each a server process on the server core, this process the
 generator; P1 must answer the service's `data` first, and in each repetition the peers take
 turns at going first. Then `bench.local_pass`, and the live-updates, tracing and
 trusted-documents passes, each on a DynamoDB Local of its own, budgets in a fleet
-(`bench.budget_fleet`), the collection job at the default layout (`bench.collect_cost`), the
-throttling storms (`bench.storm`), and each index's write ceiling at the default layout
-(`bench.partitions`).
+(`bench.budget_fleet`), a customer sending only new documents (`bench.new_documents`), the
+collection job at the default layout (`bench.collect_cost`), the throttling storms
+(`bench.storm`), and each index's write ceiling at the default layout (`bench.partitions`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from bench import (
     figures,
     live,
     load,
+    new_documents,
     partitions,
     report,
     storm,
@@ -212,6 +213,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
         budgets = budget_fleet.QUICK if quick else budget_fleet.DEFAULT
         results["budgets"] = await budget_fleet.measure(budgets, log=log)
+        news = new_documents.QUICK if quick else new_documents.DEFAULT
+        results["new_documents"] = await new_documents.measure(news, log=log)
         collection = collect_cost.QUICK if quick else collect_cost.DEFAULT
         results["collect"] = await collect_cost.measure(collection, log=log)
         storms = storm.QUICK if quick else storm.DEFAULT
@@ -226,6 +229,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         found += webhooks_cost.targets(results["webhooks"])
     if "budgets" in results:
         found += budget_fleet.targets(results["budgets"])
+    if "new_documents" in results:
+        found += new_documents.targets(results["new_documents"])
     if "collect" in results:
         found += collect_cost.targets(results["collect"])
     results["targets"] = report.target_records(found)
@@ -261,6 +266,7 @@ def main() -> None:
         ("field_usage", usage_cost.render),
         ("webhooks", webhooks_cost.render),
         ("budgets", budget_fleet.render),
+        ("new_documents", new_documents.render),
         ("collect", collect_cost.render),
         ("storm", storm.render),
         ("partitions", partitions.render_results),

@@ -20,7 +20,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import budget_fleet, collect_cost, report, storm, usage_cost, webhooks_cost
+from bench import (
+    budget_fleet,
+    collect_cost,
+    new_documents,
+    report,
+    storm,
+    usage_cost,
+    webhooks_cost,
+)
 
 __all__ = ["MARKER", "RESULTS", "MarkerError", "latest", "main", "render", "write_pages"]
 
@@ -258,6 +266,13 @@ def _collect(results: Results) -> str:
     return collect_cost.render(collect) + f"\n\n(commit `{results['commit']}`)"
 
 
+def _new_documents(results: Results) -> str:
+    found = results.get("new_documents")
+    if found is None:
+        return _absent(results, "figures of a customer sending only new documents")
+    return new_documents.render(found) + f" (commit `{results['commit']}`)."
+
+
 def _storm(results: Results) -> str:
     storms = results.get("storm")
     if storms is None:
@@ -275,6 +290,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "field_usage": _field_usage,
     "webhooks": _webhooks,
     "budgets": _budgets,
+    "new_documents": _new_documents,
     "collect": _collect,
     "storm": _storm,
     "cpu_breakdown": _cpu_breakdown,

@@ -76,8 +76,8 @@ def _the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
     # 14 of the engine and DynamoDB Local, 4 of the storm, the partitions', the webhooks' drain,
-    # a refusal's CPU, the collection job's Queries
-    assert len(targets) == 22
+    # a refusal's CPU, new documents' share of a core, the collection job's Queries
+    assert len(targets) == 23
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
@@ -203,6 +203,19 @@ def _the_collection_job_is_measured_at_the_defaults(quick_run: QuickRun) -> None
     assert "The collection job at the default 64 shards" in quick_run.stdout
 
 
+def _a_customer_sending_only_new_documents_is_measured(quick_run: QuickRun) -> None:
+    """Issue 64: distinct documents of 15 aliases at ten times a customer's budget's rate."""
+    found = quick_run.results["new_documents"]
+    assert found["failed"] == 0
+    assert found["admitted"] > 0 and found["refused"] > 0
+    assert found["offered"] == found["admitted"] + found["refused"]
+    assert found["charged"] >= found["document_cost"] > 0
+    targets = {target["name"]: target for target in quick_run.results["targets"]}
+    target = targets["new documents at 10x a customer's rate: share of a core after the burst"]
+    assert target["bound"] == 0.25 and target["kind"] == "max"
+    assert "New documents: a customer sending only new documents" in quick_run.stdout
+
+
 def _the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
     storms = quick_run.results["storm"]
     assert storms["default_mode"] == "standard"
@@ -237,6 +250,7 @@ CHECKS = (
     _the_fleet_and_the_field_usage_passes_are_made,
     _the_webhooks_drain_is_measured_and_a_target,
     _budgets_in_a_fleet_are_measured_and_a_refusals_cpu_is_a_target,
+    _a_customer_sending_only_new_documents_is_measured,
     _the_collection_job_is_measured_at_the_defaults,
     _the_throttling_storms_are_made_in_each_retry_mode,
 )
