@@ -4,7 +4,8 @@ limits and a document policy. It knows nothing of the service that uses it: what
 to each operation (a time budget, accounting, traces, error wording) comes in as `Hooks`, and the
 objects whose fields a plan reads from the records they carry as `StoredSource`s.
 
-`OperationRunner.run` answers an operation. What it raises is one tree, `EngineError`'s (drawn in
+`OperationRunner.run` answers an operation; `run_in_parts` one whose `@defer` and `@stream` a
+client reads in parts (`engine.incremental`). What it raises is one tree, `EngineError`'s (drawn in
 `engine/errors.py`): a request refused before its operation runs (`RequestError`), an operation
 the service's `Hooks.admit` refused (`Refusal`), and what stops a service's start. Everything not
 named here is internal.
@@ -31,6 +32,7 @@ from engine.errors import (
     RequestError,
     UntestedStrawberry,
 )
+from engine.incremental import INCREMENTAL_DIRECTIVES, Defer20220824, Merged
 from engine.limits import QueryLimits, actual_cost, operation_cost, uncapped_lists
 from engine.operations import (
     UNTRACED,
@@ -45,6 +47,7 @@ from engine.operations import (
     Observer,
     OperationHook,
     OperationRunner,
+    Parts,
     Trace,
 )
 from engine.stored import StoredField, StoredSource
@@ -59,10 +62,12 @@ from engine.usage import coordinates
 
 __all__ = [
     "DOCUMENT_NOT_TRUSTED",
+    "INCREMENTAL_DIRECTIVES",
     "PERSISTED_QUERY_NOT_FOUND",
     "UNTRACED",
     "Admission",
     "Charge",
+    "Defer20220824",
     "DocumentPolicy",
     "DocumentRefused",
     "Documents",
@@ -74,6 +79,7 @@ __all__ = [
     "Hooks",
     "MalformedDocumentRequest",
     "ManifestsRefused",
+    "Merged",
     "MissingQuery",
     "NoSuchOperation",
     "Observed",
@@ -81,6 +87,7 @@ __all__ = [
     "OperationHook",
     "OperationRunner",
     "OperationTypeNotAllowed",
+    "Parts",
     "Plan",
     "QueryLimits",
     "Refusal",

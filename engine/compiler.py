@@ -6,9 +6,11 @@
 The document must be parsed and valid (`engine.operations` caches a plan with its parse and
 validation). A plan answers queries and mutations as graphql-core would; the fields a type's
 stored source answers (`engine.stored`) are read from the records its objects carry. What a plan
-does not cover (subscriptions, introspection, operation directives, fragment variables, `@defer`
-and `@stream`, a document without the operation named, `@skip`/`@include` that cannot take the
-variables' values) is executed by graphql-core's `execute`, `Plan.fallback_reason` saying why.
+does not cover (subscriptions, introspection, operation directives, fragment variables, a
+document without the operation named, `@skip`/`@include` that cannot take the variables' values)
+is executed by graphql-core's `execute`, `Plan.fallback_reason` saying why. A plan gives the
+answer without `@defer` and `@stream` (a client reading one body); `Plan.incremental` says once
+per document that one is there, and `execute_incrementally` answers in parts.
 
 What a plan covers, and how it runs: docs/engine.md. The nodes are `engine._completion`'s.
 """
@@ -53,10 +55,11 @@ from graphql import (
     TypeNameMetaFieldDef,
     ValueNode,
     VariableNode,
-    execute,
+    experimental_execute_incrementally,
     type_from_ast,
 )
 from graphql.execution import (
+    ExperimentalIncrementalExecutionResults,
     VariableValues,
     default_field_resolver,
     get_argument_values,
@@ -81,6 +84,8 @@ from engine._completion import (
     execute_fields_serially,
     is_awaitable,
 )
+from engine.incremental import DIRECTIVE_NAMES as INCREMENTAL
+from engine.incremental import Merged
 from engine.stored import StoredSource
 
 __all__ = ["MAX_VARIANTS", "Plan", "compile_operation"]
@@ -111,12 +116,22 @@ def compile_operation(
     the objects whose fields the plan may read from their records (`engine.stored`)."""
     graphql = served or strawberry_adapter.graphql_schema(schema)
     operation, fragments = _definitions(document, operation_name)
+    incremental = operation is not None and _is_incremental(operation, fragments)
     try:
         if operation is None:
             raise _NotCovered("no single operation by that name")
         conditions = _check(graphql, operation, fragments)
     except _NotCovered as reason:
-        return Plan(schema, graphql, document, operation_name, operation, fragments, str(reason))
+        return Plan(
+            schema,
+            graphql,
+            document,
+            operation_name,
+            operation,
+            fragments,
+            str(reason),
+            incremental=incremental,
+        )
     plan = Plan(
         schema,
         graphql,
@@ -126,6 +141,7 @@ def compile_operation(
         fragments,
         conditions=conditions,
         sources=sources or {},
+        incremental=incremental,
     )
     if not conditions:
         plan.variant(())
@@ -149,6 +165,8 @@ class Plan:
     conditions: tuple[DirectiveNode, ...] = ()
     # The stored sources of object types (`engine.stored`), by type name.
     sources: Mapping[str, StoredSource] = field(default_factory=dict)
+    # Whether the operation or its fragments hold `@defer` or `@stream` (whatever their `if`).
+    incremental: bool = False
     _variants: dict[tuple[bool, ...], _Variant] = field(default_factory=dict)
 
     @property
@@ -223,8 +241,10 @@ class Plan:
         operation_extensions: dict[str, Any] | None = None,
     ) -> AwaitableOrValue[ExecutionResult]:
         """What the plan answers, by graphql-core's `execute` (with Strawberry's execution
-        context, as Strawberry runs it): the path for what the plan does not cover."""
-        return execute(
+        context, as Strawberry runs it): the path for what the plan does not cover. graphql-core
+        runs a schema that declares `@defer` and `@stream` incrementally only: an answer in parts
+        here is made whole, as a plan gives it."""
+        result = experimental_execute_incrementally(
             self.schema,
             self.document,
             root_value=root_value,
@@ -236,6 +256,50 @@ class Plan:
             hide_suggestions=hide_suggestions,
             operation_extensions=operation_extensions,
         )
+        if isinstance(result, ExecutionResult):
+            return result
+        return _whole(result)
+
+    def execute_incrementally(
+        self,
+        *,
+        context: Any,
+        variables: dict[str, Any] | None,
+        hide_suggestions: bool = False,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> AwaitableOrValue[ExecutionResult | ExperimentalIncrementalExecutionResults]:
+        """The operation's answer in parts where its `@defer` and `@stream` ask for them
+        (graphql-core's incremental execution; one `ExecutionResult` where none applies)."""
+        return experimental_execute_incrementally(
+            self.schema,
+            self.document,
+            context_value=context,
+            variable_values=variables,
+            operation_name=self.operation_name,
+            executor_class=StrawberryGraphQLCoreExecutionContext,
+            is_awaitable=is_awaitable,
+            hide_suggestions=hide_suggestions,
+            operation_extensions=operation_extensions,
+        )
+
+
+async def _whole(
+    answer: AwaitableOrValue[ExecutionResult | ExperimentalIncrementalExecutionResults],
+) -> ExecutionResult:
+    """An answer in parts merged into one (`engine.incremental.Merged`), with every error."""
+    if is_awaitable(answer):
+        answer = await answer
+    if isinstance(answer, ExecutionResult):
+        return answer
+    assert isinstance(answer, ExperimentalIncrementalExecutionResults)
+    initial = answer.initial_result
+    errors = list(initial.errors or ())
+    merged = Merged(cast("dict[str, Any]", initial.formatted))
+    async for later in answer.subsequent_results:
+        merged.apply(cast("dict[str, Any]", later.formatted))
+        for part in (*(later.incremental or ()), *(later.completed or ())):
+            errors += part.errors or ()
+    return ExecutionResult(merged.data, errors or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,11 +371,25 @@ def _check(
             if isinstance(node, FieldNode) and node.name.value in _INTROSPECTION:
                 raise _NotCovered("introspection")
             for directive in node.directives or ():
+                if directive.name.value in INCREMENTAL:
+                    continue  # the plan's answer is the one without parts
                 if directive.name.value not in _CONDITIONS:
                     raise _NotCovered(f"@{directive.name.value}")
                 if any(_has_variable(argument.value) for argument in directive.arguments or ()):
                     conditions.append(directive)
     return tuple(conditions)
+
+
+def _is_incremental(
+    operation: OperationDefinitionNode, fragments: dict[str, FragmentDefinitionNode]
+) -> bool:
+    sets = [operation.selection_set, *(f.selection_set for f in fragments.values())]
+    return any(
+        directive.name.value in INCREMENTAL
+        for selection_set in sets
+        for node in _selections(selection_set)
+        for directive in node.directives or ()
+    )
 
 
 def _selections(selection_set: SelectionSetNode) -> Iterator[Any]:

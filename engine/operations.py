@@ -16,8 +16,10 @@ docs/engine.md#the-steps-of-an-operation.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+import re
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
@@ -43,6 +45,7 @@ from graphql import (
     validate,
 )
 from graphql import ExecutionResult as GraphQLExecutionResult
+from graphql.execution import ExperimentalIncrementalExecutionResults
 from graphql.execution.executor_throwing_on_incremental import ExecutorThrowingOnIncremental
 from graphql.validation import (
     ASTValidationRule,
@@ -61,6 +64,7 @@ from strawberry.utils.operation import get_operation_type
 
 from engine.compiler import Plan
 from engine.errors import MissingQuery, NoSuchOperation, OperationTypeNotAllowed, Refusal
+from engine.incremental import Merged, StreamInitialCountRule
 from engine.limits import QueryLimits, actual_cost, cost_refusal, fixed_cost, operation_cost
 from engine.usage import coordinates
 
@@ -78,6 +82,7 @@ __all__ = [
     "Observer",
     "OperationHook",
     "OperationRunner",
+    "Parts",
     "Trace",
 ]
 
@@ -88,6 +93,8 @@ _VARIABLE_RULES = frozenset(
     {NoUndefinedVariablesRule, NoUnusedVariablesRule, VariablesInAllowedPositionRule}
 )
 
+# A text that may hold `@defer` or `@stream`, looked at before it is parsed.
+_INCREMENTAL_TEXT = re.compile(r"@\s*(?:defer|stream)\b")
 
 ContextT = TypeVar("ContextT")
 
@@ -142,7 +149,8 @@ Extensions = Callable[[], dict[str, Any] | None]
 class Charge(Protocol):
     """An operation admitted (`Hooks.admit`): settled once it has run with its actual cost
     (`engine.limits.actual_cost`; a subscription's: its requested cost), giving what to add to
-    the result's `extensions`."""
+    the result's `extensions`. One that also has `admitted()` gives what the first part of an
+    answer in parts adds to its `extensions`, before it is settled."""
 
     def settle(self, actual: int) -> dict[str, Any]: ...
 
@@ -289,6 +297,7 @@ class OperationRunner(Generic[ContextT]):
             *MaxAliasesLimiter(max_alias_count=limits.max_aliases).validation_rules,
             MaybeNullValidationRule,
             OneOfInputValidationRule,
+            StreamInitialCountRule,
             *production_rules,
         )
         # A text without a `$` has no variable: the rules about variables, which walk its
@@ -500,6 +509,265 @@ class OperationRunner(Generic[ContextT]):
             return PreExecutionError(data=None, errors=errors or None, extensions=extensions)
         return ExecutionResult(data=data, errors=errors or None, extensions=extensions)
 
+    async def run_in_parts(
+        self,
+        query: str | None,
+        *,
+        variables: dict[str, Any] | None,
+        context: ContextT,
+        operation_name: str | None,
+        allowed: Iterable[OperationType],
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult | Parts:
+        """`run`, for a client that reads an answer in parts: an operation whose `@defer` or
+        `@stream` applies is answered as `Parts`, any other as `run` answers it; it raises what
+        `run` raises, before any part. Whether a document holds them is known once per document
+        (`Plan.incremental`), so an operation without them goes to `run` at once."""
+        if not query:
+            raise MissingQuery
+        if not self._may_come_in_parts(query, operation_name):
+            return await self.run(
+                query,
+                variables=variables,
+                context=context,
+                operation_name=operation_name,
+                allowed=allowed,
+                operation_extensions=operation_extensions,
+            )
+        # One task makes every part, inside the operation's scope and trace from the first part
+        # to the last (their context variables are set and reset by the same task); the queue
+        # holds one part, so the next is worked on while one is sent.
+        queue: asyncio.Queue[object] = asyncio.Queue(maxsize=1)
+        task = asyncio.create_task(
+            self._produce(
+                query, variables, context, operation_name, allowed, operation_extensions, queue
+            )
+        )
+        try:
+            first = await queue.get()
+        except BaseException:
+            task.cancel()
+            raise
+        queue.task_done()
+        if isinstance(first, dict):
+            return Parts(first, queue, task)
+        await task
+        if isinstance(first, BaseException):
+            try:
+                raise first
+            finally:
+                del first  # no reference back from its traceback (`run`)
+        assert isinstance(first, ExecutionResult)
+        return first
+
+    def _may_come_in_parts(self, query: str, operation_name: str | None) -> bool:
+        """Whether the operation holds `@defer` or `@stream`: its plan says so once it is
+        prepared; a text not prepared yet is only looked at (`Hooks.first_parse` comes before
+        its parse)."""
+        if not self.is_prepared(query):
+            return _INCREMENTAL_TEXT.search(query) is not None
+        prepared = self._prepare(query)
+        if prepared.document is None or prepared.errors:
+            return False
+        try:
+            return self._plan(query, operation_name).incremental
+        except NoSuchOperation:
+            return False
+
+    async def _produce(
+        self,
+        query: str,
+        variables: dict[str, Any] | None,
+        context: ContextT,
+        operation_name: str | None,
+        allowed: Iterable[OperationType],
+        operation_extensions: dict[str, Any] | None,
+        out: asyncio.Queue[object],
+    ) -> None:
+        """`run`'s steps, what they give put in `out`: an `ExecutionResult` or an exception
+        (what `run` returns or raises) alone, or the payloads of its parts, the last with
+        `hasNext: false` and the operation's extensions. An operation in parts is observed when
+        its last part is sent (`Parts.rest`), or when its client went away."""
+        started = time.perf_counter()
+        hooks = self._hooks
+        try:
+            refused = await self._first_parse(query, context)
+            document: DocumentNode | None = None
+            errors: list[GraphQLError] = []
+            cost = 0
+            if refused is None:
+                document, errors, cost = self._checked(query, variables, operation_name, allowed)
+        except Exception as error:  # a request error, raised by `run_in_parts`
+            await out.put(error)
+            return
+        trace = hooks.trace(context, document, operation_name, query, started)
+        data = None
+        executed = False
+        charge: Charge | None = None
+        extensions_of: Extensions = _no_extensions
+        sent: _Sent | None = None
+        try:
+            with trace:
+                runs = refused is None and document is not None and not errors
+                operation = self._operation(self._prepare(query), operation_name) if runs else None
+                if operation is not None and hooks.admit is not None:
+                    try:
+                        charge = await hooks.admit(context, operation.type, cost)
+                    except Refusal as refusal:
+                        refused, operation = refusal, None
+                if refused is None:
+                    with hooks.scope(context) as extensions_of:
+                        if operation is not None:
+                            if hooks.before is not None:
+                                selected = functools.partial(self.selected, query, operation_name)
+                                hooks.before(context, operation.type, selected)
+                            answered = await self._execute_in_parts(
+                                query, variables, context, operation_name, operation_extensions
+                            )
+                            if isinstance(answered, ExperimentalIncrementalExecutionResults):
+                                assert document is not None  # it ran
+                                sent = _Sent(self._public)
+                                cost_of = functools.partial(
+                                    actual_cost,
+                                    self._schema,
+                                    document,
+                                    operation_name,
+                                    self._limits,
+                                )
+                                closing = _Closing(cost_of, charge, extensions_of)
+                                await self._send(answered, closing, sent, out)
+                            else:
+                                data, errors, executed = answered
+        finally:
+            if sent is not None:
+                trace.end(sent.errors)
+                self._observe(
+                    query, operation_name, document, context, sent.public, started, executed=True
+                )
+        if sent is not None:
+            return
+        if refused is not None:
+            errors = [refused.error]
+        trace.end(errors)
+        if refused is None:
+            errors = self._public(errors)
+        extensions = extensions_of()
+        if charge is not None:
+            assert document is not None  # admitted, so parsed
+            used = actual_cost(self._schema, document, operation_name, self._limits, data)
+            extensions = {**(extensions or {}), **charge.settle(used)}
+        self._observe(query, operation_name, document, context, errors, started, executed)
+        if refused is not None:
+            await out.put(refused)
+        elif not executed:
+            await out.put(
+                PreExecutionError(data=None, errors=errors or None, extensions=extensions)
+            )
+        else:
+            await out.put(ExecutionResult(data=data, errors=errors or None, extensions=extensions))
+
+    def _observe(
+        self,
+        query: str,
+        operation_name: str | None,
+        document: DocumentNode | None,
+        context: ContextT,
+        errors: Sequence[GraphQLError],
+        started: float,
+        executed: bool,
+    ) -> None:
+        observed = Observed(
+            operation=operation_name or _first_field(document),
+            context=context,
+            errors=errors,
+            duration=time.perf_counter() - started,
+            selected=(
+                functools.partial(self.selected, query, operation_name) if executed else frozenset
+            ),
+        )
+        for observe in self._hooks.observers:
+            observe(observed)
+
+    async def _send(
+        self,
+        answered: ExperimentalIncrementalExecutionResults,
+        closing: _Closing,
+        sent: _Sent,
+        out: asyncio.Queue[object],
+    ) -> None:
+        """Each part's payload put in `out` as graphql-core gives it, its errors worded for the
+        caller; the last with the operation's extensions (`_Closing`)."""
+        initial = answered.initial_result
+        first: dict[str, Any] = {"data": initial.data}
+        if initial.errors:
+            first["errors"] = sent.formatted(initial.errors)
+        first["pending"] = [pending.formatted for pending in initial.pending]
+        first["hasNext"] = initial.has_next
+        opening = closing.opening()
+        if opening:
+            first["extensions"] = opening
+        merged = Merged(first)
+        await out.put(first)
+        subsequent = answered.subsequent_results
+        try:
+            has_next = initial.has_next
+            while has_next:
+                later = await anext(subsequent)
+                payload: dict[str, Any] = {"hasNext": later.has_next}
+                if later.pending:
+                    payload["pending"] = [pending.formatted for pending in later.pending]
+                if later.incremental:
+                    payload["incremental"] = [
+                        _part(entry, sent.formatted(entry.errors)) for entry in later.incremental
+                    ]
+                if later.completed:
+                    payload["completed"] = [
+                        _completed(done.id, sent.formatted(done.errors)) for done in later.completed
+                    ]
+                merged.apply(payload)
+                has_next = later.has_next
+                if not has_next:
+                    payload["extensions"] = closing.extensions(merged.data)
+                await out.put(payload)
+            await out.join()  # the last part sent
+        finally:
+            await subsequent.aclose()
+
+    async def _execute_in_parts(
+        self,
+        query: str,
+        variables: dict[str, Any] | None,
+        context: Any,
+        operation_name: str | None,
+        operation_extensions: dict[str, Any] | None,
+    ) -> (
+        tuple[dict[str, Any] | None, list[GraphQLError], bool]
+        | ExperimentalIncrementalExecutionResults
+    ):
+        """`_execute`, by graphql-core's incremental execution when the plan holds `@defer`
+        or `@stream`: its parts, or (none applying) what `_execute` gives."""
+        plan = self._plan(query, operation_name)
+        if not plan.incremental:
+            return await self._execute(
+                query, variables, context, operation_name, operation_extensions
+            )
+        try:
+            result = plan.execute_incrementally(
+                context=context,
+                variables=variables,
+                hide_suggestions=self._hide_suggestions,
+                operation_extensions=operation_extensions,
+            )
+            if isawaitable(result):
+                result = await result
+        except Exception as error:  # masked as unexpected, like any resolver's
+            return None, [GraphQLError(str(error), original_error=error)], True
+        if isinstance(result, ExperimentalIncrementalExecutionResults):
+            return result
+        errors = list(result.errors or ())
+        executed = result.data is not None or any(error.path for error in errors)
+        return result.data, errors, executed
+
     async def stream(
         self,
         query: str | None,
@@ -699,6 +967,96 @@ class OperationRunner(Generic[ContextT]):
         errors = list(result.errors or ())
         executed = result.data is not None or any(error.path for error in errors)
         return result.data, errors, executed
+
+
+class Parts:
+    """An operation answered in parts (`OperationRunner.run_in_parts`): `first`, the first
+    payload, then `rest()`, each later one as it is made, in graphql-js 17's format
+    (`engine.incremental`). Leaving `rest` before its end (a client that went away) cancels
+    what is left of the operation."""
+
+    def __init__(
+        self, first: dict[str, Any], queue: asyncio.Queue[object], task: asyncio.Task[None]
+    ) -> None:
+        self.first = first
+        self._queue = queue
+        self._task = task
+
+    async def rest(self) -> AsyncGenerator[dict[str, Any], None]:
+        queue = self._queue
+        try:
+            has_next = bool(self.first.get("hasNext"))
+            while has_next:
+                payload = await queue.get()
+                assert isinstance(payload, dict)
+                has_next = bool(payload.get("hasNext"))
+                try:
+                    yield payload
+                finally:
+                    queue.task_done()  # sent (or abandoned): the operation may end
+            await self._task
+        finally:
+            if not self._task.done():
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+
+    async def aclose(self) -> None:
+        """Cancel what is left (a client gone before `rest` was read)."""
+        if not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+@dataclass(slots=True)
+class _Sent:
+    """The errors of an operation's parts so far: as made (for its trace) and as worded for
+    its caller (for its observers), by `OperationRunner._public`."""
+
+    words: Callable[[Sequence[GraphQLError]], list[GraphQLError]]
+    errors: list[GraphQLError] = field(default_factory=list)
+    public: list[GraphQLError] = field(default_factory=list)
+
+    def formatted(self, errors: Sequence[GraphQLError] | None) -> list[Any]:
+        if not errors:
+            return []
+        public = self.words(errors)
+        self.errors += errors
+        self.public += public
+        return [error.formatted for error in public]
+
+
+@dataclass(frozen=True, slots=True)
+class _Closing:
+    """What an operation in parts adds to its first payload's extensions (its admitted cost)
+    and to its last's (the scope's, its settled cost on the data the parts gave)."""
+
+    used: Callable[[Any], int]  # the actual cost of the data the parts gave
+    charge: Charge | None
+    extensions_of: Extensions
+
+    def opening(self) -> dict[str, Any] | None:
+        admitted = getattr(self.charge, "admitted", None)
+        return None if admitted is None else dict(admitted())
+
+    def extensions(self, data: Any) -> dict[str, Any]:
+        extensions = self.extensions_of() or {}
+        if self.charge is not None:
+            extensions = {**extensions, **self.charge.settle(self.used(data))}
+        return extensions
+
+
+def _part(entry: Any, errors: list[Any]) -> dict[str, Any]:
+    formatted: dict[str, Any] = entry.formatted
+    part = {key: value for key, value in formatted.items() if key != "errors"}
+    if errors:
+        part["errors"] = errors
+    return part
+
+
+def _completed(part_id: str, errors: list[Any]) -> dict[str, Any]:
+    return {"id": part_id, "errors": errors} if errors else {"id": part_id}
 
 
 def _first_field(document: DocumentNode | None) -> str:

@@ -24,6 +24,7 @@ from engine import (
     Holding,
     Observer,
     OperationRunner,
+    Parts,
     QueryLimits,
     check_version,
     compile_operation,
@@ -132,6 +133,27 @@ class PaymentsSchema(FederatedSchema):
             context=context_value,
             operation_name=operation_name,
             allowed=allowed,
+            operation_extensions=operation_extensions,
+        )
+
+    async def execute_in_parts(
+        self,
+        query: str | None,
+        *,
+        variable_values: dict[str, Any] | None,
+        context_value: Any,
+        operation_name: str | None,
+        allowed_operation_types: Iterable[OperationType],
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult | Parts:
+        """`execute` for a client that reads an answer in parts: an operation whose `@defer`
+        or `@stream` applies comes as `Parts` (`OperationRunner.run_in_parts`)."""
+        return await self._operations.run_in_parts(
+            query,
+            variables=variable_values,
+            context=context_value,
+            operation_name=operation_name,
+            allowed=allowed_operation_types,
             operation_extensions=operation_extensions,
         )
 

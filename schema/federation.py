@@ -34,6 +34,7 @@ from strawberry.federation.schema import FederationAny
 from strawberry.printer import print_schema
 
 from domain.errors import InvalidInput
+from engine import INCREMENTAL_DIRECTIVES
 from resolvers import queries
 from resolvers.context import Context
 from resolvers.entities import entity_refs
@@ -95,7 +96,8 @@ class NoSubgraphSdlRule(ValidationRule):
 def public_schema(subgraph: GraphQLSchema) -> GraphQLSchema:
     """The schema a client sees: `subgraph` without `_service`, `_entities`, the scalars and
     types only they reach (`_Any`, `_Entity`, `_Service`) and federation's directives with their
-    types (`@key`, `@link`, `_FieldSet`, `link__*`). Every other type is the subgraph's own
+    types (`@key`, `@link`, `_FieldSet`, `link__*`), and with `@defer` and `@stream`
+    (`engine.incremental`). Every other type is the subgraph's own
     object, so resolvers and compiled plans serve both."""
     query = subgraph.query_type
     assert query is not None  # a federation schema always has one
@@ -119,7 +121,7 @@ def public_schema(subgraph: GraphQLSchema) -> GraphQLSchema:
         mutation=subgraph.mutation_type,
         subscription=subgraph.subscription_type,
         types=implementations,
-        directives=specified_directives,
+        directives=(*specified_directives, *INCREMENTAL_DIRECTIVES),
         description=subgraph.description,
     )
 

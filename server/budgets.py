@@ -279,6 +279,13 @@ class _Charge:
     verdict: Verdict
     limit: Limit
 
+    def admitted(self) -> dict[str, Any]:
+        """`extensions.cost` before the operation runs, for an answer in parts' first part (SPEC
+        §22): what it asked for and what the budget holds once it is charged."""
+        cost = _cost(self.requested, self.requested, self.verdict.available, self.limit)
+        del cost["actualQueryCost"]
+        return {"cost": cost}
+
     def settle(self, actual: int) -> dict[str, Any]:
         actual = min(max(actual, self.least), self.requested)
         refund = self.requested - actual

@@ -3,11 +3,12 @@ operation of a WebSocket connection, `PaymentsSchema.stream`).
 
 Every HTTP request is answered here, as the GraphQL-over-HTTP specification says
 (`server.graphql_over_http`): a JSON POST, a GET query outside `prod`, and GraphiQL's page for a
-browser's GET without a query. Strawberry's view serves the WebSockets only
-(`server.websocket_protocol`), where the caller's token comes in `connection_init`'s payload: a
-missing or refused one closes the socket with 4403 before any operation runs, as its expiry
-does later. With tracing on, each operation continues the caller's trace, and an HTTP answer
-names its span (`traceresponse`, `server.tracing`).
+browser's GET without a query; an answer in parts (`@defer`, `@stream`) as `multipart/mixed` to a
+client whose `Accept` asks for it (`server.multipart`), else as one body. Strawberry's view
+serves the WebSockets only (`server.websocket_protocol`), where the caller's token comes in
+`connection_init`'s payload: a missing or refused one closes the socket with 4403 before any
+operation runs, as its expiry does later. With tracing on, each operation continues the
+caller's trace, and an HTTP answer names its span (`traceresponse`, `server.tracing`).
 
 Every answer's status, and every close code: docs/protocols.md#http-and-websocket.
 """
@@ -42,6 +43,7 @@ from engine import (
     MissingQuery,
     NoSuchOperation,
     OperationTypeNotAllowed,
+    Parts,
     RequestError,
 )
 from resolvers.callers import Caller, CallerError, Forbidden, Unauthenticated
@@ -59,6 +61,7 @@ from server.graphql_over_http import (
     negotiate,
     post_envelope,
 )
+from server.multipart import PartsFormat, multipart_answer, parts_format
 from server.tracing import TRACE_RESPONSE_HEADER, connection_trace, incoming_trace, trace_response
 from server.websocket_protocol import LegacyWSHandler, TransportWSHandler
 
@@ -142,6 +145,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         self._text_via_get = text_via_get
         self._events = events
         self._subgraph = schema.subgraph
+        self._payments = schema
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # Only reached when GraphiQL is on (`graphql_ide`).
@@ -184,9 +188,10 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             raise Refused(405, "GraphQL only supports GET and POST requests.", allow="GET, POST")
         context = await self._context(request)
         headers = {REQUEST_ID_HEADER: context.request_id}
+        in_parts = parts_format(request.headers.get("accept"))
         try:
             query = self._text(envelope, context)
-            result = await self._execute(query, envelope, context, allowed)
+            result = await self._execute(query, envelope, context, allowed, in_parts)
         except RequestError as error:
             raise _refused(error, method, headers) from error
         except Throttled as throttled:
@@ -200,6 +205,9 @@ class PaymentsGraphQL(GraphQL[Context, None]):
             ) from throttled
         if context.span is not None:
             headers[TRACE_RESPONSE_HEADER] = trace_response(context.span)
+        if isinstance(result, Parts):
+            assert in_parts is not None  # asked for
+            return multipart_answer(result, in_parts, headers)
         status, body = answer(result, media_type)
         return _response(status, body, media_type, headers)
 
@@ -209,7 +217,17 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         envelope: Envelope,
         context: Context,
         allowed: frozenset[OperationType],
-    ) -> ExecutionResult:
+        in_parts: PartsFormat | None,
+    ) -> ExecutionResult | Parts:
+        if in_parts is not None:
+            return await self._payments.execute_in_parts(
+                query,
+                variable_values=envelope.variables,
+                context_value=context,
+                operation_name=envelope.operation_name,
+                allowed_operation_types=allowed,
+                operation_extensions=envelope.extensions,
+            )
         return await self.schema.execute(
             query,
             variable_values=envelope.variables,
