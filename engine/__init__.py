@@ -47,6 +47,7 @@ from engine.operations import (
     Observer,
     OperationHook,
     OperationRunner,
+    Part,
     Parts,
     Trace,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "OperationHook",
     "OperationRunner",
     "OperationTypeNotAllowed",
+    "Part",
     "Parts",
     "Plan",
     "QueryLimits",

@@ -1,5 +1,6 @@
 """One GraphQL operation, from its text to its result: `OperationRunner.run` (a query or a
-mutation) and `stream` (a subscription).
+mutation), `run_in_parts` (one whose `@defer`/`@stream` a client reads in parts) and `stream`
+(a subscription, or any operation over WebSocket).
 
 The steps run in order: parse (cached per text; a trusted document's for good, `pin`), the
 operation's type, validation with the query limits, cost, `Hooks.admit`, execution of its
@@ -82,6 +83,7 @@ __all__ = [
     "Observer",
     "OperationHook",
     "OperationRunner",
+    "Part",
     "Parts",
     "Trace",
 ]
@@ -813,7 +815,7 @@ class OperationRunner(Generic[ContextT]):
         operation = self._operation(self._prepare(query), operation_name)
         if operation.type is not OperationType.SUBSCRIPTION:
             try:
-                yield await self.run(
+                answered = await self.run_in_parts(
                     query,
                     variables=variables,
                     context=context,
@@ -824,6 +826,17 @@ class OperationRunner(Generic[ContextT]):
                 yield PreExecutionError(
                     data=None, errors=[refusal.error], extensions=refusal.extensions
                 )
+                return
+            if not isinstance(answered, Parts):
+                yield answered
+                return
+            # An answer in parts: each a result of its own (`Part`), in graphql-js 17's format.
+            try:
+                yield Part(data=answered.first.get("data"), errors=None, payload=answered.first)
+                async for payload in answered.rest():
+                    yield Part(data=None, errors=None, payload=payload)
+            finally:
+                await answered.aclose()
             return
         # Held open (`Hooks.hold`): its start charged, then each event paid for before it runs.
         async with contextlib.AsyncExitStack() as holding:
@@ -967,6 +980,13 @@ class OperationRunner(Generic[ContextT]):
         errors = list(result.errors or ())
         executed = result.data is not None or any(error.path for error in errors)
         return result.data, errors, executed
+
+
+@dataclass
+class Part(ExecutionResult):
+    """One part of an answer in parts (`stream`), its `payload` as the protocol sends it."""
+
+    payload: dict[str, Any] = field(default_factory=dict)
 
 
 class Parts:

@@ -6,8 +6,9 @@ malformed message, 4401, 4403, 4406, 4408, 4409, 4429); beyond Strawberry's hand
 each message's shape before Strawberry reads it (`malformed`: 4400, where Strawberry failed with
 a TypeError) and closes the socket with 4403 at the token's expiry, its operations ended first.
 A `subscribe` naming a document the policy refuses is answered with an `error` message carrying
-its code, the socket left open. `LegacyWSHandler` (graphql-ws) does the same at the token's
-expiry and names documents the same way.
+its code, the socket left open; an answer in parts is one `next` a part, then `complete`.
+`LegacyWSHandler` (graphql-ws) does the same at the token's expiry and names documents the
+same way.
 
 Every close code and when: docs/protocols.md#http-and-websocket.
 """
@@ -19,8 +20,10 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from strawberry.schema.schema import StreamResult
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
+    Operation,
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ConnectionInitMessage,
@@ -32,8 +35,9 @@ from strawberry.subscriptions.protocols.graphql_ws.types import (
     ConnectionInitMessage as LegacyConnectionInitMessage,
 )
 from strawberry.subscriptions.protocols.graphql_ws.types import StartMessage
+from strawberry.types.execution import ExecutionResult, PreExecutionError
 
-from engine import DocumentRefused, MalformedDocumentRequest
+from engine import DocumentRefused, MalformedDocumentRequest, Part
 from resolvers.context import Context
 from server.graphql_over_http import Refused, envelope
 
@@ -140,6 +144,25 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 return
             message = {**message, "payload": payload}  # type: ignore[typeddict-item]
         await super().handle_subscribe(message)
+
+    async def _send_result_stream(
+        self, operation: Operation[Context, None], result_source: StreamResult
+    ) -> None:
+        """Strawberry's, with each part of an answer in parts (`@defer`, `@stream`) its own
+        `next`, its payload as the engine made it (graphql-js 17's format)."""
+        first = True
+        async for result in result_source:
+            if first and isinstance(result, PreExecutionError):
+                await self._handle_pre_execution_error(operation, result)
+                return
+            if isinstance(result, Part):
+                message: Any = {"id": operation.id, "type": "next", "payload": result.payload}
+                await operation.send_operation_message(message)
+            elif isinstance(result, ExecutionResult):
+                await operation.send_next(result)
+            else:  # graphql-core's parts: the engine never gives them
+                raise TypeError(f"not an answer: {result!r}")
+            first = False
 
     async def _expire(self) -> None:
         for operation_id in list(self.operations):
