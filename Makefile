@@ -21,8 +21,9 @@ HTTP_AUDIT_PKG := tools/http-audit
 FEDERATION_PKG := tools/federation
 # The OpenID provider of the identity-provider tests (npm package oidc-provider).
 IDENTITY_PROVIDER_PKG := tools/identity-provider
-# The front-end clients of the real-client tests: Apollo Client for its persisted-query link,
-# graphql-ws (with ws) for its resubscription after a 4413 close, and GraphQL Code Generator and
+# The front-end clients of the real-client tests: Apollo Client for its persisted-query link and
+# its two incremental handlers, graphql-ws (with ws) for its resubscription after a 4413 close,
+# urql and relay-runtime (with meros) reading answers in parts, and GraphQL Code Generator and
 # relay-compiler, which also compile against the served schema (and make the manifests, `npm run
 # generate` there).
 TRUSTED_DOCUMENTS_PKG := tools/trusted-documents

@@ -1,11 +1,18 @@
 """`@defer` and `@stream` as real clients read them from a real `python -m cli serve` (issue 66,
-SPEC §22): over graphql-transport-ws, spoken by hand, a `next` a part, then `complete`, the loan
-page with `history @defer` and `edges @stream(initialCount: 5)` ending with the data of the plain
-query; `@defer` on a subscription's root field refused with the operation's `error`."""
+SPEC §22). The loan page with `history @defer` and `edges @stream(initialCount: 5)` ends with the
+data of the plain query over graphql-transport-ws (spoken by hand: a `next` a part, then
+`complete`) and through the clients `tools/trusted-documents/`'s lock pins (`loan-page.mjs`):
+Apollo Client 4 with each of its two incremental handlers, urql, and relay-runtime over meros,
+each sending its own Accept header and served its format. `@defer` on a subscription's root
+field is refused with the operation's `error`."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +27,8 @@ from tests.backends import Backend, fresh_table
 from tests.servers import served
 
 pytestmark = pytest.mark.ddblocal
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "trusted-documents"
 
 ALICE = token("alice")
 PAYMENTS = 8
@@ -112,3 +121,89 @@ async def test_over_websocket_a_deferred_subscription_root_is_refused(url: str) 
     words = [error["message"] for error in message["payload"]]
     assert any("cannot be used on root subscription type" in w for w in words), words
     assert not any("Unknown directive" in w for w in words), words
+
+
+async def loan_page_client(url: str, client: str) -> dict[str, Any]:
+    """What `loan-page.mjs` printed: the client's final data, the Accept header it sent, the
+    parts it read."""
+    node = shutil.which("node")
+    assert node is not None, "the clients run under Node (installed with npm)"
+    if client == "relay":  # its artifacts, from the document (git-ignored)
+        compiler = await asyncio.create_subprocess_exec(
+            str(TOOL / "node_modules" / ".bin" / "relay-compiler"),
+            "relay.loan-page.config.json",
+            cwd=TOOL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        compiled, _ = await asyncio.wait_for(compiler.communicate(), 60)
+        assert compiler.returncode == 0, compiled.decode()
+    process = await asyncio.create_subprocess_exec(
+        node,
+        str(TOOL / "loan-page.mjs"),
+        "--client",
+        client,
+        "--url",
+        url,
+        "--token",
+        ALICE,
+        "--loan-id",
+        "loan-1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("client", "accept", "content_type"),
+    [
+        (
+            "apollo-defer20220824",
+            "multipart/mixed;deferSpec=20220824,application/graphql-response+json,"
+            "application/json;q=0.9",
+            'multipart/mixed; boundary="-"; deferSpec=20220824',
+        ),
+        (
+            "apollo-graphql17alpha9",
+            "multipart/mixed;incrementalSpec=v0.2,application/graphql-response+json,"
+            "application/json;q=0.9",
+            'multipart/mixed; boundary="-"; incrementalSpec=v0.2',
+        ),
+        (
+            "urql",
+            "application/graphql-response+json, application/graphql+json, application/json,"
+            " text/event-stream, multipart/mixed",
+            'multipart/mixed; boundary="-"; deferSpec=20220824',
+        ),
+        (
+            "relay",
+            "multipart/mixed;deferSpec=20220824, application/json",
+            'multipart/mixed; boundary="-"; deferSpec=20220824',
+        ),
+    ],
+)
+async def test_a_real_client_ends_with_the_plain_data(
+    url: str, client: str, accept: str, content_type: str
+) -> None:
+    plain = await plain_data(url)
+
+    read = await loan_page_client(url, client)
+
+    assert read["accept"] == accept
+    assert read["contentType"] == content_type
+    # The app had the page's first five payments, without their history, before the rest.
+    assert read["updates"][0] == 5
+    assert read["updates"][-1] == PAYMENTS
+    assert without_typenames(read["data"]) == plain
+
+
+def without_typenames(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_typenames(v) for k, v in value.items() if k != "__typename"}
+    if isinstance(value, list):
+        return [without_typenames(item) for item in value]
+    return value
