@@ -276,7 +276,7 @@ def faulty() -> Iterator[FaultyDynamoDB]:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             fault.requests.append(self.headers.get("X-Amz-Target", ""))
             if fault.mode == "slow":
-                time.sleep(fault.delay)
+                fault.released.wait(fault.delay)
             body = json.dumps(THROTTLED).encode()
             self.send_response(400)
             self.send_header("Content-Type", "application/x-amz-json-1.0")

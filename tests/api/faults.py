@@ -4,6 +4,7 @@ The server itself is the `faulty` fixture (tests/api/conftest.py)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,10 +18,12 @@ THROTTLED = {
 
 @dataclass
 class FaultyDynamoDB:
-    """An HTTP endpoint that speaks just enough DynamoDB to fail: throttle, or answer too late."""
+    """An HTTP endpoint that speaks just enough DynamoDB to fail: throttle, or answer too late
+    (`delay` seconds, or at once from when `released` is set: a stall the test ends)."""
 
     mode: str = "throttle"
     delay: float = 0.0
+    released: threading.Event = field(default_factory=threading.Event)
     requests: list[str] = field(default_factory=list)
     url: str = ""
 

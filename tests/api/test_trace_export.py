@@ -53,13 +53,10 @@ async def test_spans_reach_an_otlp_receiver_while_the_service_runs(
     ) == 1
 
 
-# What a request may take at most while the collector hangs: an export on the request's path
-# would hold each for the exporter's whole timeout.
-EXPORT_TIMEOUT_SECONDS = 2
-REQUEST_LIMIT_SECONDS = 0.5
+# The exporter's timeout: an export on the request's path would hold a request this long.
+EXPORT_TIMEOUT_SECONDS = 4
 
 
-@pytest.mark.quiet  # each request within 0.5 s: a loaded machine misses it
 async def test_a_collector_that_does_not_answer_costs_requests_nothing(
     moto_config: DynamoConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -73,7 +70,7 @@ async def test_a_collector_that_does_not_answer_costs_requests_nothing(
             durations = []
             started = time.monotonic()
             # Requests for longer than one export's timeout: exports are tried all along.
-            while time.monotonic() - started < EXPORT_TIMEOUT_SECONDS * 1.5:
+            while time.monotonic() - started < EXPORT_TIMEOUT_SECONDS * 1.25:
                 before = time.monotonic()
                 data = await api.data(PAYMENT, ids)
                 durations.append(time.monotonic() - before)
@@ -84,6 +81,8 @@ async def test_a_collector_that_does_not_answer_costs_requests_nothing(
 
     assert tried >= 1  # the exporter did try to send while the requests ran, and got no answer
     assert len(durations) > 10
-    assert max(durations) < REQUEST_LIMIT_SECONDS, sorted(durations)[-3:]
+    # No request waited on an export: each took less than half an export's timeout, a margin no
+    # loaded machine uses up (the requests' own latency is `make bench`'s to measure).
+    assert max(durations) < EXPORT_TIMEOUT_SECONDS / 2, sorted(durations)[-3:]
     # Stopping waits for what is left to be sent, as long as the exporter's timeout allows.
     assert stopped < 3 * EXPORT_TIMEOUT_SECONDS + 2

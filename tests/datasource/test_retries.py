@@ -23,6 +23,7 @@ from tests.backends import CURSOR_SECRET
 from tests.payment_samples import ref_of, sample_payment, stored_new
 
 POLICY = RetryPolicy(attempts=6, base=0.02, cap=0.1)
+STORE_ATTEMPTS = DynamoConfig.__dataclass_fields__["max_attempts"].default
 GET_ITEM = SimpleNamespace(name="GetItem")
 QUERY = SimpleNamespace(name="Query")
 
@@ -145,7 +146,11 @@ async def behind_proxy(ddblocal_config: DynamoConfig) -> AsyncIterator[tuple[Pay
             yield store, proxy
 
 
-@pytest.mark.quiet  # within 1.5 s
+# Throttled this long. The waits between tries are the policy's (asserted above, drawn from at
+# most 250 ms); botocore's own retries are off, seen here as every throttle counted by the store.
+THROTTLED_FOR = 0.3
+
+
 @pytest.mark.ddblocal
 async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
     behind_proxy: tuple[PaymentStore, Proxy],
@@ -153,8 +158,8 @@ async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
     store, proxy = behind_proxy
     payment = sample_payment()
     proxy.throttle(1.0)
-    asyncio.get_running_loop().call_later(0.3, proxy.throttle, 0.0)
-    with count_calls() as count, budget(3.0):
+    asyncio.get_running_loop().call_later(THROTTLED_FOR, proxy.throttle, 0.0)
+    with count_calls() as count, budget(15.0):
         started = time.monotonic()
         # A transaction cancelled for ThrottlingError, then a throttled GetItem.
         await stored_new(store, payment)
@@ -164,9 +169,8 @@ async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
     assert count.operations["TransactWriteItems"] >= 3  # each transaction is a call of ours
     assert count.throttles[("TransactWriteItems", "table")] == proxy.throttled["TransactWriteItems"]
     assert store.throttles.total == sum(proxy.throttled.values())
-    # Sent again within a wait of at most 250 ms of the throttle's end (at 0.3 s), not after
-    # botocore's waits of up to 1, 2, 4 s (a bound for a loaded machine).
-    assert took < 1.5, took
+    # A guard against a hang, not a latency (`make bench` measures those).
+    assert took < THROTTLED_FOR + 10.0, took
 
 
 @pytest.mark.ddblocal
@@ -175,16 +179,16 @@ async def test_a_storm_longer_than_the_budget_answers_unavailable_within_it_brea
 ) -> None:
     store, proxy = behind_proxy
     proxy.throttle(1.0)
-    for write in (True, False):
+    for write, api in ((True, "TransactWriteItems"), (False, "GetItem")):
         started = time.monotonic()
         with budget(0.5), pytest.raises(StorageUnavailable):
             if write:
                 await stored_new(store, sample_payment())
             else:
                 await store.get(ref_of(sample_payment()))
-        # Ended by the budget, not after 16 attempts' waits (a bound for a loaded machine).
-        assert time.monotonic() - started < 0.5 + 0.25
+        # A guard against a hang, not a latency (`make bench` measures those).
+        assert time.monotonic() - started < 0.5 + 10.0
+        # Retried while the budget allowed, and ended by it: more than twice, short of the
+        # store's 16 attempts (whose waits take about 1.6 s on average).
+        assert 2 < proxy.throttled[api] < STORE_ATTEMPTS, api
     assert store.breaker is not None and store.breaker.state == "closed"
-    # Retried while the budget allowed: more than once, far fewer than 16 attempts' worth of
-    # waits at the cap would take.
-    assert proxy.throttled["TransactWriteItems"] > 2 and proxy.throttled["GetItem"] > 2

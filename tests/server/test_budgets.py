@@ -27,6 +27,9 @@ from server.budgets import BudgetPolicy, Budgets, Throttled
 from server.settings import Settings
 
 LIMIT = Limit(rate=10, burst=100)
+# How long a charge waits on the broker: long beside a healthy broker's answer on a loaded
+# machine, so that only a broker paused or stopped by the test is taken for unavailable.
+CHARGE_WITHIN = 0.5
 
 
 class Clock:
@@ -92,19 +95,20 @@ def redis_server() -> Iterator[RedisServer]:
     server.stop()
 
 
-@pytest.mark.quiet  # the broker's 20 ms: a loaded machine misses it
 async def test_the_broker_runs_the_same_gcra_in_one_round_trip(redis_server: RedisServer) -> None:
     redis_server.command("SCRIPT", "FLUSH")
     redis_server.command("CONFIG", "RESETSTAT")
     async with open_shared_budgets(redis_server.redis_url, charge_within=1.0) as shared:
+        # The budget refills at 10 a second between the charges: the bounds allow a loaded
+        # machine half a second between them.
         first = await shared.charge("one", 60, LIMIT, refund=0)
-        assert first.admitted and first.available == pytest.approx(40, abs=0.1)
+        assert first.admitted and 40 <= first.available < 45
         refused = await shared.charge("one", 50, LIMIT, refund=0)
         assert not refused.admitted
-        assert refused.retry_after == pytest.approx(1.0, abs=0.02)
+        assert 0.5 < refused.retry_after <= 1.0  # the 10 it lacks, at 10 a second
         # The refund of the previous operation rides on the next charge.
         refunded = await shared.charge("one", 50, LIMIT, refund=30)
-        assert refunded.admitted and refunded.available == pytest.approx(20, abs=0.1)
+        assert refunded.admitted and 20 <= refunded.available < 30
         # Its whole burst at once, at Redis's clock in microseconds since the epoch (a third of
         # a second a unit: no whole number of them).
         for key in ("whole-1", "whole-2", "whole-3", "whole-4", "whole-5", "whole-6"):
@@ -114,7 +118,7 @@ async def test_the_broker_runs_the_same_gcra_in_one_round_trip(redis_server: Red
     try:
         # Kept until the budget is full again: 80 used at 10 a second, 8 s.
         ttl = await client.pttl("loc-payments:budget:one")
-        assert 7_000 < ttl <= 8_000
+        assert 6_000 < ttl <= 8_000
         info: Any = await client.info("commandstats")
         # One script call a charge: EVALSHA, the first's NOSCRIPT answered by loading it once.
         evalsha = info["cmdstat_evalsha"]
@@ -165,18 +169,17 @@ def clock() -> Clock:
 @pytest.fixture
 async def shared(redis_server: RedisServer, clock: Clock) -> AsyncIterator[Budgets]:
     budgets = Budgets(policy(instances=3), clock=clock)
-    async with budgets.sharing(redis_server.redis_url, charge_within=0.02):
+    async with budgets.sharing(redis_server.redis_url, charge_within=CHARGE_WITHIN):
         yield budgets
 
 
-@pytest.mark.quiet  # the broker's 20 ms: a loaded machine misses it
 async def test_a_broker_that_fails_hands_over_to_the_instances_share_and_takes_back(
     redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     budgets = Budgets(policy(instances=3))
     stopped = RedisServer()
     stopped.start()
-    async with budgets.sharing(stopped.redis_url, charge_within=0.02):
+    async with budgets.sharing(stopped.redis_url, charge_within=CHARGE_WITHIN):
         assert await spend(budgets, "bob", 1000, 3) == 3  # the fleet's 3000, in the broker
         assert budgets.state == "shared"
         stopped.stop()
@@ -189,18 +192,19 @@ async def test_a_broker_that_fails_hands_over_to_the_instances_share_and_takes_b
         assert "each instance holds its share" in caplog.records[0].message
 
 
-@pytest.mark.quiet  # the broker's 20 ms: a loaded machine misses it
 async def test_a_broker_that_hangs_is_waited_on_for_the_timeout_at_most(
     shared: Budgets, redis_server: RedisServer, clock: Clock
 ) -> None:
     assert await spend(shared, "erin", 10, 1) == 1
-    redis_server.command("CLIENT", "PAUSE", "2000", "ALL")
+    # Paused past the one wait (and the UNPAUSE below waits for it too).
+    redis_server.command("CLIENT", "PAUSE", str(int(4 * CHARGE_WITHIN * 1000)), "ALL")
     try:
         started = asyncio.get_running_loop().time()
         assert await spend(shared, "erin", 10, 20) == 20
         elapsed = asyncio.get_running_loop().time() - started
-        # One wait of 20 ms, then the breaker: the rest are not waited on.
-        assert elapsed < 0.5, elapsed
+        # One wait of the charge's timeout, then the breaker: the rest are not waited on (four
+        # waits or more would fail this, whatever the machine's load).
+        assert CHARGE_WITHIN <= elapsed < 4 * CHARGE_WITHIN, elapsed
         assert shared.state == "local: broker unavailable"
     finally:
         redis_server.command("CLIENT", "UNPAUSE")
