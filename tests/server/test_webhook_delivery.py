@@ -307,7 +307,7 @@ async def test_a_slow_receiver_does_not_hold_back_another(
 
 
 BURST_WRITERS = 8
-BURST_PAYMENTS = 400  # created and submitted: 800 events
+BURST_PAYMENTS = 200  # created and submitted: 400 events
 
 
 async def _burst(url: str, payments: int, writers: int) -> None:
@@ -350,10 +350,11 @@ async def _mutation(http: httpx.AsyncClient, mutation: str, input: dict[str, Any
     return result["payment"]
 
 
-@pytest.mark.quiet
-async def test_one_endpoint_with_a_50_ms_receiver_drains_a_burst_of_800_events(
+async def test_one_endpoint_with_a_50_ms_receiver_drains_a_burst_of_every_event_once(
     ddblocal_backend: Backend, table: str, receiver: Receiver
 ) -> None:
+    """Every event of a burst reaches a slow receiver, once and signed. How fast it drains is
+    `make bench`'s figure (`bench.webhooks_cost`, at least 250 events a second)."""
     await receiver.start()
     settings = {**SETTINGS, "webhook_retry_schedule": "5", "events_settle_seconds": "1"}
     async with serving(ddblocal_backend.endpoint_url, table, 1, **settings) as [service]:
@@ -361,17 +362,13 @@ async def test_one_endpoint_with_a_50_ms_receiver_drains_a_burst_of_800_events(
         path = receiver.paths["ledger"]
         path.delay = 0.05
         await _burst(service.url, BURST_PAYMENTS, BURST_WRITERS)
-        written = time.monotonic()
-        deadline = written + 15
-        while len(path.delivered) < 2 * BURST_PAYMENTS and time.monotonic() < deadline:  # noqa: ASYNC110 - the receiver sets no event
-            await asyncio.sleep(0.05)
-        took = time.monotonic() - written
-        assert len(path.delivered) == 2 * BURST_PAYMENTS, (
-            f"{len(path.delivered)} of {2 * BURST_PAYMENTS} events delivered within 15 s "
-            "of the last write"
+        await until(
+            lambda: len(path.delivered) >= 2 * BURST_PAYMENTS,
+            lambda: f"{len(path.delivered)} of {2 * BURST_PAYMENTS} events delivered",
         )
+        # Each event once (the receiver keeps them by id), each signed as the endpoint's.
+        assert len(path.delivered) == 2 * BURST_PAYMENTS
         assert path.unverified == 0
-        print(f"the last event arrived {took:.1f} s after the last write")
 
 
 async def test_a_sigkill_during_a_full_window_loses_nothing_and_resends_at_most_the_window(
