@@ -6,6 +6,7 @@ part."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -269,3 +270,22 @@ async def test_the_cost_is_charged_before_the_first_part_and_settled_in_the_last
     # Every part's DynamoDB calls, counted in the last: as many as the plain answer's.
     assert last["dynamodb"]["requests"] == plain.json()["extensions"]["dynamodb"]["requests"]
     assert all("extensions" not in payload for payload in payloads[1:-1])
+
+
+async def test_the_request_log_has_one_line_once_the_last_part_is_sent(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    await loan_with_payments(api, 6)
+    plain = await post(api, PLAIN_LOAN_PAGE, {"loanId": "loan-1"}, "application/json", debug=True)
+    caplog.set_level(logging.INFO, logger="loc_payments.request")
+
+    payloads = parts(await post(api, LOAN_PAGE, {"loanId": "loan-1"}, APOLLO_2022, debug=True))
+
+    [line] = [record for record in caplog.records if record.name == "loc_payments.request"]
+    fields: dict[str, Any] = line.__dict__
+    assert fields["operation"] == "LoanPage"
+    assert fields["outcome"] == "OK"
+    # Every part's calls: as many as the plain answer made, and as the last part says.
+    counted = plain.json()["extensions"]["dynamodb"]["requests"]
+    assert fields["dynamodb_calls"] == counted
+    assert payloads[-1]["extensions"]["dynamodb"]["requests"] == counted
