@@ -1,5 +1,6 @@
 """GraphiQL in a real headless Chromium (issue 15): it renders offline, runs the prefilled query,
-asks no other host for anything, logs no error, and shows a subscription's events live.
+asks no other host for anything, logs no error, shows a subscription's events live, and reads an
+answer in parts (`@defer`, `@stream`; issue 66) into the plain answer.
 
 The server is what `make run` starts (`local`, demonstration data on a new table), on DynamoDB
 Local. The page's every request is recorded: any to a host other than the service fails the test,
@@ -138,5 +139,60 @@ async def test_a_subscription_in_graphiql_shows_events_as_they_happen(
     event = json.loads(text)["data"]["paymentEvents"]
     assert event["toStatus"] == "PENDING" and event["fromStatus"] is None
     assert event["payment"] == {"paymentId": created, "status": "PENDING"}
+    assert foreign(requests, local_server) == []
+    assert console_errors == []
+
+
+DEFERRED = """query Page {
+  loan(userId: "user-1", loanId: "loan-1") {
+    loanId
+    payments(first: 10) {
+      edges @stream(initialCount: 1) {
+        node { paymentId ... @defer { history(first: 5) { edges { node { version } } } } }
+      }
+    }
+  }
+}"""
+
+
+@pytest.mark.ddblocal
+async def test_graphiql_reads_an_answer_in_parts(
+    local_server: str, page: Page, console_errors: list[str]
+) -> None:
+    requests: list[str] = []
+    answers: list[str] = []
+    page.on(
+        "response",
+        lambda response: (
+            answers.append(response.headers.get("content-type", ""))
+            if response.request.method == "POST"
+            else None
+        ),
+    )
+    await open_graphiql(page, local_server, requests)
+    await page.evaluate(f"(text) => {EDITOR}.CodeMirror.setValue(text)", DEFERRED)
+    await page.wait_for_function(f"() => {EDITOR}?.CodeMirror.operationName === 'Page'")
+    async with httpx.AsyncClient(base_url=local_server) as http:
+        plain = await http.post(
+            "/graphql",
+            json={"query": DEFERRED.replace("@stream(initialCount: 1)", "").replace("@defer", "")},
+            headers={"Authorization": f"Bearer {SERVICE}"},
+        )
+    expected = plain.json()["data"]
+    last = expected["loan"]["payments"]["edges"][-1]["node"]["paymentId"]
+
+    await run(page)
+    await result_text(page, last)  # the streamed edges, then every deferred history
+    await page.wait_for_function(
+        f"(count) => ({RESULT}).split('\"version\"').length > count",
+        arg=len(expected["loan"]["payments"]["edges"]),
+        timeout=20_000,
+    )
+    text = await page.evaluate(f"() => {RESULT}")
+
+    # GraphiQL's fetcher asked for parts (its Accept names multipart/mixed), was answered in
+    # them, and merged them into the plain answer.
+    assert any(kind.startswith("multipart/mixed") for kind in answers), answers
+    assert json.loads(text)["data"] == expected
     assert foreign(requests, local_server) == []
     assert console_errors == []
