@@ -31,6 +31,15 @@ from tests.datasource.sharded_tables import event_ids, lives, seed
 from tests.datasource.stored_items import all_items, put_all
 from tests.payment_samples import sample_payment, stored_move, stored_new
 
+
+@pytest.fixture
+def backend(ddblocal_backend: Backend) -> Backend:
+    """DynamoDB Local only, not moto as well: these read many shards of many payments, and
+    moto's Query goes through its whole table in Python (about 12 ms of this process's CPU a
+    call, 3 with DynamoDB Local's JVM); the store's reads on moto are the other files' tests."""
+    return ddblocal_backend
+
+
 S = PaymentStatus
 StoreOf = Callable[[StatusLayout], PaymentStore]
 
