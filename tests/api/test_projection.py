@@ -115,7 +115,7 @@ async def _answer(api: Api, document: str, variables: dict[str, Any]) -> dict[st
 
 
 @settings(
-    max_examples=examples(40),
+    max_examples=examples(20),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -659,7 +659,7 @@ def test_payment_lifecycle_state_machine(moto_config: DynamoConfig) -> None:
         run_state_machine_as_test(
             machine,
             settings=settings(
-                max_examples=examples(50),
+                max_examples=examples(25),
                 stateful_step_count=8,
                 deadline=None,
                 # No example database: it would be a `.hypothesis/` directory in the checkout.

@@ -450,7 +450,7 @@ def documents(draw: st.DrawFn) -> str:
 
 @pytest.mark.slow  # drawn documents
 @settings(
-    max_examples=examples(100),
+    max_examples=examples(50),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
