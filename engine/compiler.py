@@ -85,7 +85,7 @@ from engine._completion import (
     is_awaitable,
 )
 from engine.incremental import DIRECTIVE_NAMES as INCREMENTAL
-from engine.incremental import Merged
+from engine.incremental import STREAM, Merged
 from engine.stored import StoredSource
 
 __all__ = ["MAX_VARIANTS", "Plan", "compile_operation"]
@@ -117,6 +117,7 @@ def compile_operation(
     graphql = served or strawberry_adapter.graphql_schema(schema)
     operation, fragments = _definitions(document, operation_name)
     incremental = operation is not None and _is_incremental(operation, fragments)
+    counts = _variable_counts(operation, fragments) if operation is not None and incremental else ()
     try:
         if operation is None:
             raise _NotCovered("no single operation by that name")
@@ -131,6 +132,7 @@ def compile_operation(
             fragments,
             str(reason),
             incremental=incremental,
+            stream_counts=counts,
         )
     plan = Plan(
         schema,
@@ -142,6 +144,7 @@ def compile_operation(
         conditions=conditions,
         sources=sources or {},
         incremental=incremental,
+        stream_counts=counts,
     )
     if not conditions:
         plan.variant(())
@@ -167,6 +170,8 @@ class Plan:
     sources: Mapping[str, StoredSource] = field(default_factory=dict)
     # Whether the operation or its fragments hold `@defer` or `@stream` (whatever their `if`).
     incremental: bool = False
+    # The `@stream`s whose `initialCount` is a variable: a negative value is refused per run.
+    stream_counts: tuple[DirectiveNode, ...] = ()
     _variants: dict[tuple[bool, ...], _Variant] = field(default_factory=dict)
 
     @property
@@ -201,6 +206,10 @@ class Plan:
         )
         if isinstance(coerced, list):
             return ExecutionResult(data=None, errors=coerced)
+        if self.stream_counts:
+            refused = _negative_count(self.stream_counts, coerced)
+            if refused is not None:
+                return ExecutionResult(data=None, errors=[refused])
         try:
             key = tuple(
                 _condition(directive, coerced, hide_suggestions) for directive in self.conditions
@@ -269,7 +278,21 @@ class Plan:
         operation_extensions: dict[str, Any] | None = None,
     ) -> AwaitableOrValue[ExecutionResult | ExperimentalIncrementalExecutionResults]:
         """The operation's answer in parts where its `@defer` and `@stream` ask for them
-        (graphql-core's incremental execution; one `ExecutionResult` where none applies)."""
+        (graphql-core's incremental execution; one `ExecutionResult` where none applies). A
+        negative `initialCount` from a variable is refused before it runs, as a literal one is
+        by validation."""
+        if self.stream_counts and self.operation is not None:
+            coerced = get_variable_values(
+                self.schema,
+                self.operation.variable_definitions or (),
+                variables or {},
+                max_errors=50,
+                hide_suggestions=hide_suggestions,
+            )
+            if not isinstance(coerced, list):
+                refused = _negative_count(self.stream_counts, coerced)
+                if refused is not None:
+                    return ExecutionResult(data=None, errors=[refused])
         return experimental_execute_incrementally(
             self.schema,
             self.document,
@@ -390,6 +413,34 @@ def _is_incremental(
         for node in _selections(selection_set)
         for directive in node.directives or ()
     )
+
+
+def _variable_counts(
+    operation: OperationDefinitionNode, fragments: dict[str, FragmentDefinitionNode]
+) -> tuple[DirectiveNode, ...]:
+    sets = [operation.selection_set, *(f.selection_set for f in fragments.values())]
+    return tuple(
+        directive
+        for selection_set in sets
+        for node in _selections(selection_set)
+        for directive in node.directives or ()
+        if directive.name.value == STREAM.name
+        and any(
+            argument.name.value == "initialCount" and isinstance(argument.value, VariableNode)
+            for argument in directive.arguments or ()
+        )
+    )
+
+
+def _negative_count(
+    streams: tuple[DirectiveNode, ...], variables: VariableValues
+) -> GraphQLError | None:
+    """A request error for a `@stream` whose `initialCount` the variables make negative."""
+    for directive in streams:
+        count = get_argument_values(STREAM, directive, variables).get("initialCount")
+        if isinstance(count, int) and count < 0:
+            return GraphQLError("@stream's initialCount must not be negative.", directive)
+    return None
 
 
 def _selections(selection_set: SelectionSetNode) -> Iterator[Any]:

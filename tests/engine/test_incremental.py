@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import strawberry
 from graphql import GraphQLSchema, parse, specified_directives
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from engine import (
@@ -166,3 +167,30 @@ async def test_misplaced_directives_are_refused_before_anything_runs(query: str)
 
     assert not isinstance(result, Parts)
     assert result.errors and result.data is None
+
+
+@pytest.mark.parametrize("in_parts_too", [False, True])
+async def test_a_negative_initial_count_from_a_variable_is_refused_before_it_runs(
+    in_parts_too: bool,
+) -> None:
+    engine = runner([])
+    query = "query($n: Int) { numbers @stream(initialCount: $n) }"
+
+    def ask(count: int) -> Any:
+        if in_parts_too:
+            return engine.run_in_parts(
+                query, variables={"n": count}, context=None, operation_name=None, allowed=QUERIES
+            )
+        return engine.run(
+            query, variables={"n": count}, context=None, operation_name=None, allowed=QUERIES
+        )
+
+    refused = await ask(-1)
+    answered = await ask(2)
+
+    assert isinstance(refused, PreExecutionError)
+    assert refused.errors and "initialCount must not be negative" in refused.errors[0].message
+    first = answered.first if isinstance(answered, Parts) else {"data": answered.data}
+    assert first["data"]["numbers"][:2] == [0, 1]
+    if isinstance(answered, Parts):
+        await answered.aclose()
