@@ -2,12 +2,15 @@
 deferred and whose edges are streamed, read in parts in each format a client's `Accept` asks for,
 merges into exactly the plain answer; a client that asks for neither gets the plain answer as one
 body; errors land in their part; the validation errors; the cost and DynamoDB counts of every
-part."""
+part, and one request-log line; each part sent while the later ones are still being made, and a
+client that goes away cancelling them."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+from collections.abc import MutableMapping
 from typing import Any
 
 import httpx
@@ -15,6 +18,7 @@ import orjson
 import pytest
 
 from engine import Merged
+from resolvers import queries
 from tests.api.conftest import ALICE, Api
 
 LOAN_PAGE = """
@@ -289,3 +293,111 @@ async def test_the_request_log_has_one_line_once_the_last_part_is_sent(
     counted = plain.json()["extensions"]["dynamodb"]["requests"]
     assert fields["dynamodb_calls"] == counted
     assert payloads[-1]["extensions"]["dynamodb"]["requests"] == counted
+
+
+class HeldHistory:
+    """`payment_history` held until `release` is set, noting whether it was cancelled."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.release = asyncio.Event()
+        self.waiting = 0
+        self.cancelled = 0
+        original = queries.payment_history
+
+        async def held(*args: Any, **kwargs: Any) -> Any:
+            self.waiting += 1
+            try:
+                await self.release.wait()
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+            return await original(*args, **kwargs)
+
+        monkeypatch.setattr(queries, "payment_history", held)
+
+
+class Exchange:
+    """One request to the app by hand (ASGI), its body's chunks kept as they are sent, and the
+    client's going away when `gone` is set."""
+
+    def __init__(self, api: Api, query: str, variables: dict[str, Any], accept: str) -> None:
+        body = orjson.dumps({"query": query, "variables": variables})
+        self.scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/graphql",
+            "raw_path": b"/graphql",
+            "query_string": b"",
+            "root_path": "",
+            "server": ("payments.test", 80),
+            "client": ("127.0.0.1", 1234),
+            "headers": [
+                (b"host", b"payments.test"),
+                (b"content-type", b"application/json"),
+                (b"accept", accept.encode()),
+                (b"authorization", f"Bearer {ALICE}".encode()),
+            ],
+        }
+        self.app = api.app
+        self.body = body
+        self.read = False
+        self.gone = asyncio.Event()
+        self.chunks: list[bytes] = []
+        self.first = asyncio.Event()
+
+    async def receive(self) -> dict[str, Any]:
+        if not self.read:
+            self.read = True
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            self.chunks.append(message["body"])
+            self.first.set()
+
+    def run(self) -> asyncio.Task[None]:
+        return asyncio.create_task(self.app(self.scope, self.receive, self.send))
+
+
+async def test_each_part_is_sent_as_soon_as_it_is_made(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await loan_with_payments(api, 2)
+    history = HeldHistory(monkeypatch)
+    exchange = Exchange(api, LOAN_PAGE, {"loanId": "loan-1"}, APOLLO_2022)
+
+    answering = exchange.run()
+    await asyncio.wait_for(exchange.first.wait(), 10)
+
+    # The first part went out while every history read was still held.
+    assert history.waiting == 2
+    assert b'"hasNext":true' in exchange.chunks[0] and b"history" not in exchange.chunks[0]
+    history.release.set()
+    await asyncio.wait_for(answering, 10)
+    body = b"".join(exchange.chunks)
+    assert body.endswith(b"-----\r\n") and body.count(b'"history":{') == 2
+    exchange.gone.set()
+
+
+async def test_a_client_that_goes_away_cancels_the_parts_left(
+    api: Api, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    await loan_with_payments(api, 2)
+    history = HeldHistory(monkeypatch)
+    exchange = Exchange(api, LOAN_PAGE, {"loanId": "loan-1"}, APOLLO_ALPHA_9)
+    caplog.set_level(logging.INFO, logger="loc_payments.request")
+
+    answering = exchange.run()
+    await asyncio.wait_for(exchange.first.wait(), 10)
+    exchange.gone.set()
+    await asyncio.wait_for(answering, 10)
+
+    assert history.waiting == 2 and history.cancelled == 2
+    assert b'"hasNext":false' not in b"".join(exchange.chunks)
+    # The operation is still logged, once.
+    assert len([r for r in caplog.records if r.name == "loc_payments.request"]) == 1
