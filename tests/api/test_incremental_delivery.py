@@ -401,3 +401,24 @@ async def test_a_client_that_goes_away_cancels_the_parts_left(
     assert b'"hasNext":false' not in b"".join(exchange.chunks)
     # The operation is still logged, once.
     assert len([r for r in caplog.records if r.name == "loc_payments.request"]) == 1
+
+
+async def test_a_deferred_part_s_reads_are_batched_through_the_request_s_loaders(
+    api: Api,
+) -> None:
+    created = [await api.create(user="alice", loan="loan-1", amount=100 + n) for n in range(3)]
+    lookups = " ".join(
+        f'p{n}: payment(loanId: "loan-1", paymentId: "{payment["paymentId"]}") {{ amountCents }}'
+        for n, payment in enumerate(created)
+    )
+    deferred = f'query {{ loan(loanId: "loan-1") {{ loanId }} ... @defer {{ {lookups} }} }}'
+    plain = f'query {{ loan(loanId: "loan-1") {{ loanId }} {lookups} }}'
+
+    payloads = parts(await post(api, deferred, {}, APOLLO_ALPHA_9, debug=True))
+    alone = (await post(api, plain, {}, "application/json", debug=True)).json()
+
+    assert merged(payloads) == without_extensions(alone)
+    # The three lookups of the deferred part are one batch, as in the plain query.
+    operations = payloads[-1]["extensions"]["dynamodb"]["operations"]
+    assert operations == alone["extensions"]["dynamodb"]["operations"]
+    assert operations == {"BatchGetItem": 1}
