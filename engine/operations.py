@@ -541,8 +541,11 @@ class OperationRunner(Generic[ContextT]):
         # holds one part, so the next is worked on while one is sent.
         queue: asyncio.Queue[object] = asyncio.Queue(maxsize=1)
         task = asyncio.create_task(
-            self._produce(
-                query, variables, context, operation_name, allowed, operation_extensions, queue
+            _handing_over_failure(
+                self._produce(
+                    query, variables, context, operation_name, allowed, operation_extensions, queue
+                ),
+                queue,
             )
         )
         try:
@@ -982,6 +985,15 @@ class OperationRunner(Generic[ContextT]):
         return result.data, errors, executed
 
 
+async def _handing_over_failure(produce: Awaitable[None], out: asyncio.Queue[object]) -> None:
+    """`produce`, whose unexpected failure is put in `out` for its reader to raise (it would
+    otherwise wait for a part that never comes)."""
+    try:
+        await produce
+    except Exception as error:
+        await out.put(error)
+
+
 @dataclass
 class Part(ExecutionResult):
     """One part of an answer in parts (`stream`), its `payload` as the protocol sends it."""
@@ -1008,6 +1020,9 @@ class Parts:
             has_next = bool(self.first.get("hasNext"))
             while has_next:
                 payload = await queue.get()
+                if isinstance(payload, BaseException):  # the operation failed unexpectedly
+                    queue.task_done()
+                    raise payload
                 assert isinstance(payload, dict)
                 has_next = bool(payload.get("hasNext"))
                 try:

@@ -194,3 +194,48 @@ async def test_a_negative_initial_count_from_a_variable_is_refused_before_it_run
     assert first["data"]["numbers"][:2] == [0, 1]
     if isinstance(answered, Parts):
         await answered.aclose()
+
+
+class Broken(Exception):
+    pass
+
+
+def _fail(*_: object) -> None:
+    raise Broken
+
+
+@contextmanager
+def failing_scope(context: object) -> Iterator[Extensions]:
+    def extensions() -> dict[str, Any] | None:
+        raise Broken
+
+    yield extensions
+
+
+async def test_an_unexpected_failure_before_the_first_part_is_raised_not_waited_on() -> None:
+    engine = OperationRunner(
+        SERVED,
+        compile_operation=functools.partial(compile_operation, SCHEMA, served=SERVED),
+        hooks=Hooks(before=_fail),
+    )
+
+    with pytest.raises(Broken):
+        await asyncio.wait_for(in_parts(engine, "{ fast ... @defer { scoped } }"), 5)
+
+
+async def test_an_unexpected_failure_after_the_first_part_ends_the_rest() -> None:
+    engine = OperationRunner(
+        SERVED,
+        compile_operation=functools.partial(compile_operation, SCHEMA, served=SERVED),
+        hooks=Hooks(scope=failing_scope),
+    )
+    parts = await in_parts(engine, "{ fast ... @defer { scoped } }")
+    assert isinstance(parts, Parts)
+
+    with pytest.raises(Broken):
+        await asyncio.wait_for(_drain(parts), 5)
+
+
+async def _drain(parts: Parts) -> None:
+    async for _ in parts.rest():
+        pass
