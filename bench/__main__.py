@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from bench import (
     figures,
     live,
     load,
+    local_database,
     new_documents,
     partitions,
     report,
@@ -198,28 +200,10 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         if local is not None:
             results["dynamodb_local"] = await local.run(log)
     if local is not None:
-        log("live updates: subscribers on two instances, writes through both")
-        results["live"] = await live.measure(live.QUICK if quick else live.LiveOptions(), log=log)
-        log("live updates of a fleet: three instances through a Redis broker, one stream reader")
-        fleet = live.QUICK_FLEET if quick else live.FLEET
-        results["live_fleet"] = await live.measure(fleet, log=log)
-        tracing = tracing_cost.QUICK if quick else tracing_cost.DEFAULT
-        results["tracing"] = await tracing_cost.measure(tracing, log=log)
-        documents = documents_cost.QUICK if quick else documents_cost.DEFAULT
-        results["documents"] = await documents_cost.measure(documents, log=log)
-        usage = usage_cost.QUICK if quick else usage_cost.DEFAULT
-        results["field_usage"] = await usage_cost.measure(usage, log=log)
-        webhooks = webhooks_cost.QUICK if quick else webhooks_cost.DEFAULT
-        results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
-        budgets = budget_fleet.QUICK if quick else budget_fleet.DEFAULT
-        results["budgets"] = await budget_fleet.measure(budgets, log=log)
-        news = new_documents.QUICK if quick else new_documents.DEFAULT
-        results["new_documents"] = await new_documents.measure(news, log=log)
-        collection = collect_cost.QUICK if quick else collect_cost.DEFAULT
-        results["collect"] = await collect_cost.measure(collection, log=log)
-        storms = storm.QUICK if quick else storm.DEFAULT
-        results["storm"] = await storm.measure(storms, log=log)
-        results["partitions"] = await partitions.measure(log=log)
+        with contextlib.ExitStack() as stack:
+            if quick:  # one DynamoDB Local for the passes (local_database)
+                stack.enter_context(local_database.shared())
+            await _passes(results, quick, log)
     found = report.targets(results["engine"], results.get("dynamodb_local"))
     if "storm" in results:
         found += storm.targets(results["storm"])
@@ -238,6 +222,32 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     results["seconds"] = time.monotonic() - started
     log("done")
     return results
+
+
+async def _passes(results: dict[str, Any], quick: bool, log: Callable[[str], None]) -> None:
+    """The passes after the local pass, each on DynamoDB Local (and Redis where it says)."""
+    log("live updates: subscribers on two instances, writes through both")
+    results["live"] = await live.measure(live.QUICK if quick else live.LiveOptions(), log=log)
+    log("live updates of a fleet: three instances through a Redis broker, one stream reader")
+    fleet = live.QUICK_FLEET if quick else live.FLEET
+    results["live_fleet"] = await live.measure(fleet, log=log)
+    tracing = tracing_cost.QUICK if quick else tracing_cost.DEFAULT
+    results["tracing"] = await tracing_cost.measure(tracing, log=log)
+    documents = documents_cost.QUICK if quick else documents_cost.DEFAULT
+    results["documents"] = await documents_cost.measure(documents, log=log)
+    usage = usage_cost.QUICK if quick else usage_cost.DEFAULT
+    results["field_usage"] = await usage_cost.measure(usage, log=log)
+    webhooks = webhooks_cost.QUICK if quick else webhooks_cost.DEFAULT
+    results["webhooks"] = await webhooks_cost.measure(webhooks, log=log)
+    budgets = budget_fleet.QUICK if quick else budget_fleet.DEFAULT
+    results["budgets"] = await budget_fleet.measure(budgets, log=log)
+    news = new_documents.QUICK if quick else new_documents.DEFAULT
+    results["new_documents"] = await new_documents.measure(news, log=log)
+    collection = collect_cost.QUICK if quick else collect_cost.DEFAULT
+    results["collect"] = await collect_cost.measure(collection, log=log)
+    storms = storm.QUICK if quick else storm.DEFAULT
+    results["storm"] = await storm.measure(storms, log=log)
+    results["partitions"] = await partitions.measure(log=log)
 
 
 def main() -> None:

@@ -25,14 +25,13 @@ from typing import Any
 
 import httpx
 
-from bench import data
+from bench import data, local_database
 from bench.report import Target
 from datasource.table import create_table_if_missing
 from harness import budget_fleet
 from harness.budget_fleet import BURST, COST, INSTANCES, RATE, Contention, Tally
 from harness.processes import Service, serving
 from harness.redis_server import RedisServer
-from server.embedded_dynamodb import EmbeddedDynamoDB
 
 __all__ = ["DEFAULT", "QUICK", "Options", "measure", "render", "targets"]
 
@@ -62,16 +61,16 @@ async def measure(
     stored = list(data.items(users=range(1), loans_per_user=1, payments_per_loan=1))
     lookup = data.workloads(stored)["payment"]
     with contextlib.ExitStack() as stack:
-        dynamodb = stack.enter_context(EmbeddedDynamoDB(data_dir=None))
+        endpoint = stack.enter_context(local_database.dynamodb())
         broker = RedisServer()
         broker.start()
         stack.callback(broker.stop)
         settings = budget_fleet.fleet_settings(broker.redis_url, f"{REFUSED_CLIENT}=0.001/{BURST}")
-        async with data.raw_client(dynamodb.endpoint_url) as client:
+        async with data.raw_client(endpoint) as client:
             await create_table_if_missing(client, table)
             try:
                 await data.load(client, table, iter(stored))
-                async with serving(dynamodb.endpoint_url, table, INSTANCES, **settings) as fleet:
+                async with serving(endpoint, table, INSTANCES, **settings) as fleet:
                     log(f"budgets: {INSTANCES} instances sharing a broker; a refusal's CPU")
                     body = {"query": lookup.query, "variables": lookup.variables}
                     refusal = await _refusal_cpu(fleet, body, options)

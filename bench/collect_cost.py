@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from bench import data
+from bench import data, local_database
 from bench.profile import quietly
 from bench.report import Target
 from datasource import CallCount, PaymentStore, count_calls
@@ -27,7 +27,6 @@ from domain.enums import PaymentStatus
 from domain.keys import DEFAULT_GSI2_SHARDS, StatusLayout
 from jobs.checkpoint import Checkpoint, CollectionCounts
 from jobs.collect import CollectionRun, collect_retries
-from server.embedded_dynamodb import EmbeddedDynamoDB
 
 __all__ = ["DEFAULT", "QUICK", "Options", "measure", "render", "targets"]
 
@@ -60,12 +59,13 @@ async def measure(
     options: Options, *, log: Callable[[str], None] = lambda _: None
 ) -> dict[str, Any]:
     layout = StatusLayout(DEFAULT_GSI2_SHARDS)
-    with EmbeddedDynamoDB(data_dir=None) as database:
-        async with data.raw_client(database.endpoint_url) as client:
-            await create_table_if_missing(client, TABLE, stream=False)
-            await data.load(client, TABLE, retry_items(options.payments, layout))
+    table = local_database.table(TABLE)
+    with local_database.dynamodb() as endpoint:
+        async with data.raw_client(endpoint) as client:
+            await create_table_if_missing(client, table, stream=False)
+            await data.load(client, table, retry_items(options.payments, layout))
             store = PaymentStore(
-                client, table_name=TABLE, cursor_secret=b"bench-collect", layout=layout
+                client, table_name=table, cursor_secret=b"bench-collect", layout=layout
             )
             log(f"collection: {options.payments} RETRY payments in {layout.shards} shards")
             with count_calls() as merged:
@@ -88,7 +88,7 @@ async def measure(
                     store,
                     run,
                     report=io.BytesIO(),
-                    start=Checkpoint(table_name=TABLE, report=None, dry_run=False),
+                    start=Checkpoint(table_name=table, report=None, dry_run=False),
                     on_page=count_page,
                 )
             seconds = time.perf_counter() - started

@@ -37,11 +37,10 @@ from gql import Client
 from gql.graphql_request import GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
-from bench import data, load
+from bench import data, load, local_database
 from datasource.table import create_table_if_missing
 from harness.processes import Service, serving
 from harness.redis_server import RedisServer
-from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_JWT_SECRET, Settings
 
 __all__ = ["FLEET", "QUICK", "QUICK_FLEET", "LiveOptions", "main", "measure", "succeeded"]
@@ -240,7 +239,7 @@ async def measure(
     limits = httpx.Limits(max_connections=4 * options.writers, max_keepalive_connections=None)
     with contextlib.ExitStack() as stack:
         if endpoint_url is None:
-            endpoint_url = stack.enter_context(EmbeddedDynamoDB(data_dir=None)).endpoint_url
+            endpoint_url = stack.enter_context(local_database.dynamodb())
         fleet: dict[str, str] = {}
         if options.broker:
             broker = RedisServer()

@@ -29,7 +29,7 @@ import orjson
 import uvloop
 from graphql import parse
 
-from bench import data
+from bench import data, local_database
 from bench.report import Target
 from datasource.table import create_table_if_missing
 from engine import operation_cost
@@ -37,7 +37,6 @@ from harness.processes import HOST, Service, serving
 from schema import build_schema, payments_limits
 from server.app import query_limits
 from server.auth import mint_development_token
-from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
 
 __all__ = ["DEFAULT", "QUICK", "Options", "document", "measure", "render", "targets"]
@@ -61,7 +60,7 @@ class Options:
 
 
 DEFAULT = Options()
-QUICK = Options(seconds=5.0, idle_seconds=1.0)
+QUICK = Options(seconds=3.0, idle_seconds=1.0)
 
 
 def document(number: int, refs: list[tuple[str, str]]) -> str:
@@ -99,12 +98,12 @@ async def measure(
     cost = operation_cost(build_schema(limits).served, parse(document(0, refs)), None, {}, limits)
     token = mint_development_token(served, user_id=stored[0]["loc_user_id"]["S"], now=time.time())
     with contextlib.ExitStack() as stack:
-        dynamodb = stack.enter_context(EmbeddedDynamoDB(data_dir=None))
-        async with data.raw_client(dynamodb.endpoint_url) as client:
+        endpoint = stack.enter_context(local_database.dynamodb())
+        async with data.raw_client(endpoint) as client:
             await create_table_if_missing(client, table)
             try:
                 await data.load(client, table, iter(stored))
-                async with serving(dynamodb.endpoint_url, table, log_level="INFO") as [service]:
+                async with serving(endpoint, table, log_level="INFO") as [service]:
                     found = await _offer(service, token, refs, options, log)
             finally:
                 with contextlib.suppress(Exception):

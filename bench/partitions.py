@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from bench import local_database
 from bench.load import service_headers
 from bench.report import Target
 from domain.enums import PaymentMethod, PaymentProcess
@@ -179,11 +180,11 @@ async def ceilings(endpoint: str, *, table_name: str, settings: Settings) -> lis
 
 async def measure(*, log: Callable[[str], None]) -> dict[str, Any]:
     """`make bench`'s pass: each index's ceiling at the default settings, on a DynamoDB Local of
-    its own, as JSON."""
+    its own (the run's shared one in the smoke test), as JSON."""
     log("write ceilings: each index's busiest key at the default layout")
-    with EmbeddedDynamoDB(data_dir=None) as database:
+    with local_database.dynamodb() as endpoint:
         found = await ceilings(
-            database.endpoint_url, table_name="bench-partitions", settings=Settings()
+            endpoint, table_name=local_database.table("bench-partitions"), settings=Settings()
         )
     return {
         "ids": IDS,

@@ -26,14 +26,13 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from bench import data
+from bench import data, local_database
 from bench.data import Workload
 from bench.fake_dynamodb import FAKE_ENDPOINT, FakeDynamoDB, as_client
 from bench.load import BUDGET_OVERRIDES, service_headers
 from datasource.table import create_table_if_missing
 from harness.asgi import asgi_caller, asgi_headers
 from server.app import create_app
-from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.logs import configure_logging
 from server.runtime import tune_garbage_collector
 from server.settings import Settings
@@ -136,11 +135,11 @@ async def local_dynamodb() -> AsyncIterator[tuple[Settings, dict[str, Workload]]
     table: the settings of an app on it (no live updates, no webhook delivery), and the
     workloads."""
     stored = list(data.items(users=range(2), loans_per_user=1, payments_per_loan=110))
-    with EmbeddedDynamoDB(data_dir=None) as database:
-        endpoint = database.endpoint_url
+    with local_database.dynamodb() as endpoint:
         # The one-shard layout the items are loaded in (`bench.data`), and the bench's budget.
         settings = Settings(
             env="local",
+            table_name=local_database.table("bench"),
             dynamodb_endpoint=endpoint,
             live_updates=False,
             webhooks=False,

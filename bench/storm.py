@@ -26,13 +26,12 @@ from typing import Any
 
 import jwt
 
-from bench import data, load
+from bench import data, load, local_database
 from bench.report import Target
 from datasource.table import create_table_if_missing
 from harness.processes import serving
 from harness.proxy import proxy_to
 from harness.storm import StormFigures, storm
-from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_JWT_SECRET
 
 __all__ = ["DEFAULT", "QUICK", "measure", "render", "targets"]
@@ -56,7 +55,7 @@ class Options:
 
 
 DEFAULT = Options()
-QUICK = Options(seconds=2.0, calm_seconds=1.0)
+QUICK = Options(seconds=1.0, calm_seconds=0.5)
 
 
 async def measure(
@@ -65,15 +64,15 @@ async def measure(
     started = time.monotonic()
     claims = {"sub": load.BENCH_CLIENTS[2], "scope": "payments:read payments:service"}
     token = jwt.encode(claims | {"exp": int(time.time()) + 3600}, DEV_JWT_SECRET, "HS256")
-    with EmbeddedDynamoDB(data_dir=None) as dynamodb:
-        async with data.raw_client(dynamodb.endpoint_url) as client:
+    with local_database.dynamodb() as endpoint:
+        async with data.raw_client(endpoint) as client:
 
             async def run(mode: str, seconds: float, **storm_of: Any) -> dict[str, Any]:
                 table = f"storm-bench-{uuid.uuid4().hex[:12]}"
                 await create_table_if_missing(client, table)
                 try:
                     async with (
-                        proxy_to(dynamodb.endpoint_url) as proxy,
+                        proxy_to(endpoint) as proxy,
                         serving(proxy.url, table, metrics="app", dynamodb_retry_mode=mode) as [
                             service
                         ],

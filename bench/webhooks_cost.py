@@ -62,7 +62,7 @@ class Options:
 
 
 DEFAULT = Options()
-QUICK = Options(writes=20, blocks=1, drain_events=200)
+QUICK = Options(writes=20, blocks=1, drain_events=60)
 
 
 async def measure(
