@@ -385,6 +385,14 @@ class EndpointWindow:
             log.warning("webhook event %s given up for endpoint %s", identifier, self.endpoint_id)
             outcome.given_up = True
             return
+        log.info(
+            "webhook event %s to endpoint %s failed (attempt %d: %s); retried in %.1f s",
+            identifier,
+            self.endpoint_id,
+            attempt,
+            self._last_failure,
+            delay,
+        )
         due = at + timedelta(seconds=delay)
         outcome.writes.puts.append(
             retry_item(self.endpoint_id, identifier, due, attempt + 1, body=kept_body)

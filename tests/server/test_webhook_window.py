@@ -7,13 +7,16 @@ and the retry was never sent), and a retry done while a read is under way is not
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import orjson
+import pytest
 
 from datasource import PaymentStore
 from datasource.webhooks import Commit, DueRetry, EndpointState, WrittenPlainly
@@ -193,3 +196,29 @@ async def test_a_retry_whose_record_lands_during_a_read_of_the_retries_is_sent(
         read.set()
         stored.set()
         await asyncio.wait_for(running, 5)
+
+
+async def test_a_failed_attempt_is_logged_at_info_with_its_retry(
+    moto_store: PaymentStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/events.md: a failed attempt at INFO; a given-up event or a paused endpoint at
+    WARNING (none here: the attempt is retried, and delivered)."""
+    made = await window_over_two_retries(moto_store)
+    running = asyncio.create_task(made.window.run())
+    try:
+        with caplog.at_level(logging.INFO, logger="loc_payments.webhooks"):
+            await until(made.attempts("evt_a", 1), "A's first attempt")
+            await until(lambda: bool(caplog.records), "A's failure logged")
+            made.now = PAST_A_RETRY
+            await until(made.attempts("evt_a", 2), "A's retry sent")
+    finally:
+        made.window.stop()
+        await asyncio.wait_for(running, 5)
+    [failed] = [r for r in caplog.records if r.name == "loc_payments.webhooks"]
+    assert failed.levelno == logging.INFO
+    # The schedule's 0.5 s, jittered.
+    assert re.fullmatch(
+        f"webhook event evt_a to endpoint {made.endpoint_id} failed "
+        r"\(attempt 1: HTTP 500\); retried in 0\.[4-6] s",
+        failed.getMessage(),
+    ), failed.getMessage()
