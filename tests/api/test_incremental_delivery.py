@@ -17,6 +17,7 @@ import httpx
 import orjson
 import pytest
 
+from datasource import deadline
 from engine import Merged
 from resolvers import queries
 from tests.api.conftest import ALICE, Api
@@ -422,3 +423,29 @@ async def test_a_deferred_part_s_reads_are_batched_through_the_request_s_loaders
     operations = payloads[-1]["extensions"]["dynamodb"]["operations"]
     assert operations == alone["extensions"]["dynamodb"]["operations"]
     assert operations == {"BatchGetItem": 1}
+
+
+async def test_one_deadline_spans_every_part(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    await loan_with_payments(api, 3)
+    seen: dict[str, list[float | None]] = {"first": [], "later": []}
+    first_part, later_part = queries.loan_payments, queries.payment_history
+
+    async def listing(*args: Any, **kwargs: Any) -> Any:
+        seen["first"].append(deadline.current())
+        return await first_part(*args, **kwargs)
+
+    async def history(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)  # after the first part is on its way
+        seen["later"].append(deadline.current())
+        return await later_part(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "loan_payments", listing)
+    monkeypatch.setattr(queries, "payment_history", history)
+
+    payloads = parts(await post(api, LOAN_PAGE, {"loanId": "loan-1"}, APOLLO_2022))
+
+    assert len(payloads) >= 2
+    [started] = seen["first"]
+    assert started is not None
+    # Every deferred read runs by the deadline the operation began with, not one of its own.
+    assert seen["later"] == [started] * 3
