@@ -51,6 +51,20 @@ async def test_no_token_is_unauthenticated(api: Api, query: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "query", ["{ __typename }", "{ __schema { queryType { name } } }"], ids=["typename", "schema"]
+)
+async def test_without_a_token_the_schema_alone_answers_reading_and_charging_nothing(
+    api: Api, query: str
+) -> None:
+    """docs/callers-and-errors.md's Budgets table: a request with no valid token reads nothing
+    and is charged nothing; only what the schema itself answers is answered."""
+    body = await api.post(query, as_=None, debug=True)
+    assert "errors" not in body and body["data"]
+    assert body["extensions"]["dynamodb"]["requests"] == 0
+    assert "cost" not in body["extensions"]
+
+
+@pytest.mark.parametrize(
     "bad_token",
     [
         token("alice", ttl=-10 - int(Settings().auth_leeway_seconds)),  # past the clock skew
