@@ -1036,6 +1036,12 @@ class Parts:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._task
 
+    def __del__(self) -> None:
+        # Dropped unread (an answer whose body was never written: its client went away first),
+        # what is left would wait for ever to hand over its next part.
+        if not self._task.done():
+            self._task.cancel()
+
     async def aclose(self) -> None:
         """Cancel what is left (a client gone before `rest` was read)."""
         if not self._task.done():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -239,3 +240,17 @@ async def test_an_unexpected_failure_after_the_first_part_ends_the_rest() -> Non
 async def _drain(parts: Parts) -> None:
     async for _ in parts.rest():
         pass
+
+
+async def test_parts_dropped_unread_cancel_what_is_left() -> None:
+    slow = Slow()
+    parts = await in_parts(runner([]), "{ fast ... @defer { slow } }", slow)
+    assert isinstance(parts, Parts)
+    await asyncio.wait_for(slow.started.wait(), 5)
+
+    del parts  # an answer whose body was never written
+    gc.collect()
+    for _ in range(5):  # the cancellation reaches the deferred field in a few turns of the loop
+        await asyncio.sleep(0)
+
+    assert slow.cancelled
