@@ -95,12 +95,15 @@ def _parser() -> argparse.ArgumentParser:
     add_reshard_arguments(
         commands.add_parser(
             "reshard",
-            help="move every payment to its GSI2 partition of LOC_GSI2_SHARDS",
+            help="move the table to the layouts of LOC_GSI2_SHARDS and LOC_EVENTS_SHARDS",
             description=(
-                "Rewrites the GSI2 partition key of every payment listed in the layouts of "
-                "LOC_GSI2_READ_SHARDS that belongs elsewhere in the layout of LOC_GSI2_SHARDS. "
-                "Run the service with the same two settings meanwhile; drop "
-                "LOC_GSI2_READ_SHARDS once it finishes."
+                "Moves every payment to its GSI2 partition in the layout of LOC_GSI2_SHARDS, "
+                "from the older layouts the table's layout record names (each move a "
+                "conditional rewrite of its GSI2PK), and records the end in the layout record; "
+                "within LOC_LAYOUT_REFRESH_SECONDS every instance stops reading the old layouts. "
+                "If LOC_EVENTS_SHARDS differs from the feed's layout, records that layout from "
+                "a moment ahead (no event moves). Run it with the service's settings; the "
+                "service serves throughout."
             ),
         )
     )

@@ -45,6 +45,7 @@ __all__ = [
     "delivery_sort_key",
     "endpoint_sort_key",
     "feed_bound",
+    "feed_bound_time",
     "feed_partition",
     "feed_sort_key",
     "history_prefix",
@@ -337,6 +338,11 @@ def feed_sort_key(at: str, loan_id: str, payment_id: str, version: int, *, user_
 def feed_bound(at: str) -> str:
     """The feed sort key just after every event of the millisecond `at` (`$` follows `#`)."""
     return f"{at}$"
+
+
+def feed_bound_time(bound: str) -> str:
+    """The millisecond that `bound` (a `feed_bound`) follows, as a person reads it."""
+    return bound.removesuffix("$")
 
 
 # The record of which layouts hold data (`datasource.layouts`): its own partition.

@@ -222,7 +222,10 @@ async def reshard_with_settings(
             )
             feed = await reshard_feed(store, settings.events_shards, at=at)
             if feed is not None:
-                announce(f"the feed is written in {settings.events_shards} shard(s) from {at}")
+                announce(
+                    f"the feed is written in {settings.events_shards} shard(s) "
+                    f"from {keys.feed_bound_time(at)} on"
+                )
             if not start.sources and feed is None:
                 raise CheckpointRefused(
                     f"nothing to reshard: GSI2's payments are all in {start.shards} shard(s) "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -242,7 +243,12 @@ def test_the_command_reshards_and_refuses_another_runs_checkpoint(
 
     assert main(["reshard", "--checkpoint", str(checkpoint), "--page-size", "7"]) == 0
 
-    assert "scanned 30, moved 30, in place 0, changed 0" in capsys.readouterr().err
+    told = capsys.readouterr().err
+    assert "scanned 30, moved 30, in place 0, changed 0" in told
+    assert told.endswith(
+        "recorded in the table's layout record: within 10 s every instance reads that layout "
+        "alone\n"
+    )
     assert json.loads(checkpoint.read_text())["position"] == 1
     items = client.scan(TableName=moto_config.table_name)["Items"]
     [record] = [item for item in items if item["PK"]["S"] == keys.LAYOUT_PARTITION]
@@ -256,6 +262,29 @@ def test_the_command_reshards_and_refuses_another_runs_checkpoint(
     checkpoint.write_text("{}")
     with pytest.raises(CheckpointRefused):
         load_reshard_checkpoint(checkpoint)
+
+
+@pytest.mark.usefixtures("_root_logging_restored")
+def test_a_feed_reshard_says_from_when_as_a_person_reads_it(
+    moto_config: DynamoConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert moto_config.endpoint_url is not None
+    monkeypatch.setenv("LOC_DYNAMODB_ENDPOINT", moto_config.endpoint_url)
+    monkeypatch.setenv("LOC_TABLE_NAME", moto_config.table_name)
+    monkeypatch.setenv("LOC_EVENTS_SHARDS", "1")
+    assert main(["reshard"]) == 1  # the table's first opening records the feed in one shard
+    capsys.readouterr()
+    monkeypatch.setenv("LOC_EVENTS_SHARDS", "2")
+
+    assert main(["reshard"]) == 0
+
+    told = capsys.readouterr().err
+    found = re.search(r"the feed is written in 2 shard\(s\) from (\S+) on\n", told)
+    assert found is not None, told
+    assert datetime.fromisoformat(found[1]) > datetime.now(UTC)  # a moment ahead, no key
+    assert "$" not in told
 
 
 async def test_a_table_of_seed_data_stays_whole_under_the_defaults_until_its_reshard_ends(
