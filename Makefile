@@ -79,7 +79,7 @@ help:
 	@echo "make lint     ruff and mypy --strict"
 	@echo "make schema   accept a deliberate schema change (schema.graphql, schema.subgraph.graphql); refuses a breaking one"
 	@echo "make bench    the benchmark (about 16 min): table on stdout, bench/results/latest.json, its figures in docs/"
-	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit, Hive Gateway and Apollo Client"
+	@echo "make install  create .venv, fetch DynamoDB Local, GraphiQL, and for the tests Chromium, the HTTP audit, Hive Gateway, the real clients and an OpenID provider"
 	@echo "make clean    remove .venv, node_modules and caches (keeps .data)"
 
 # What `make run` needs; the tests need Chromium, the HTTP audit and the federation gateway too.
