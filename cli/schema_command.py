@@ -39,6 +39,7 @@ __all__ = [
     "MANIFESTS",
     "RULE_FILE",
     "SNAPSHOT",
+    "SUBGRAPH_SNAPSHOT",
     "accept",
     "add_arguments",
     "committed_documents",
@@ -127,8 +128,10 @@ def accept(repo: Path, out: TextIO) -> int:
         return 1
     for change in schema_changes(_parsed(committed, SNAPSHOT), public.served):
         print(change, file=out)
-    (repo / SNAPSHOT).write_text(new_sdl)
-    (repo / SUBGRAPH_SNAPSHOT).write_text(subgraph.as_str() + "\n")
+    for path, text in ((SNAPSHOT, new_sdl), (SUBGRAPH_SNAPSHOT, subgraph.as_str() + "\n")):
+        unchanged = (repo / path).exists() and (repo / path).read_text() == text
+        (repo / path).write_text(text)
+        print(f"{'unchanged' if unchanged else 'wrote    '} {path}", file=out)
     return 0
 
 

@@ -19,6 +19,7 @@ from cli.schema_command import (
     MANIFESTS,
     RULE_FILE,
     SNAPSHOT,
+    SUBGRAPH_SNAPSHOT,
     accept,
     committed_documents,
     history_refusals,
@@ -176,6 +177,11 @@ def test_accept_refuses_an_undeprecated_removal_and_takes_a_deprecated_unused_on
         assert status == 0, out.getvalue()
         assert (project / SNAPSHOT).read_text() == CURRENT
         assert "FIELD_REMOVED: Field Payment.amountDollars was removed." in out.getvalue()
+        # It says what it wrote (make schema runs it).
+        assert out.getvalue().splitlines()[-2:] == [
+            f"wrote     {SNAPSHOT}",
+            f"wrote     {SUBGRAPH_SNAPSHOT}",
+        ]
     else:
         assert status == 1
         assert refused in out.getvalue()
