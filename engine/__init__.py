@@ -47,10 +47,9 @@ from engine.operations import (
     Observer,
     OperationHook,
     OperationRunner,
-    Part,
-    Parts,
     Trace,
 )
+from engine.parts import Part, Parts
 from engine.stored import StoredField, StoredSource
 from engine.strawberry_adapter import check_version, describe_values, graphql_schema
 from engine.trusted_documents import (

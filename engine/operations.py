@@ -65,8 +65,9 @@ from strawberry.utils.operation import get_operation_type
 
 from engine.compiler import Plan
 from engine.errors import MissingQuery, NoSuchOperation, OperationTypeNotAllowed, Refusal
-from engine.incremental import Merged, StreamInitialCountRule
+from engine.incremental import StreamInitialCountRule
 from engine.limits import QueryLimits, actual_cost, cost_refusal, fixed_cost, operation_cost
+from engine.parts import Part, PartErrors, Parts, handing_over_failure, send_parts
 from engine.usage import coordinates
 
 __all__ = [
@@ -83,8 +84,6 @@ __all__ = [
     "Observer",
     "OperationHook",
     "OperationRunner",
-    "Part",
-    "Parts",
     "Trace",
 ]
 
@@ -541,7 +540,7 @@ class OperationRunner(Generic[ContextT]):
         # holds one part, so the next is worked on while one is sent.
         queue: asyncio.Queue[object] = asyncio.Queue(maxsize=1)
         task = asyncio.create_task(
-            _handing_over_failure(
+            handing_over_failure(
                 self._produce(
                     query, variables, context, operation_name, allowed, operation_extensions, queue
                 ),
@@ -610,7 +609,7 @@ class OperationRunner(Generic[ContextT]):
         executed = False
         charge: Charge | None = None
         extensions_of: Extensions = _no_extensions
-        sent: _Sent | None = None
+        sent: PartErrors | None = None
         try:
             with trace:
                 runs = refused is None and document is not None and not errors
@@ -631,7 +630,7 @@ class OperationRunner(Generic[ContextT]):
                             )
                             if isinstance(answered, ExperimentalIncrementalExecutionResults):
                                 assert document is not None  # it ran
-                                sent = _Sent(self._public)
+                                sent = PartErrors(self._public)
                                 cost_of = functools.partial(
                                     actual_cost,
                                     self._schema,
@@ -640,7 +639,9 @@ class OperationRunner(Generic[ContextT]):
                                     self._limits,
                                 )
                                 closing = _Closing(cost_of, charge, extensions_of)
-                                await self._send(answered, closing, sent, out)
+                                await send_parts(
+                                    answered, closing.opening(), closing.extensions, sent, out
+                                )
                             else:
                                 data, errors, executed = answered
         finally:
@@ -692,51 +693,6 @@ class OperationRunner(Generic[ContextT]):
         )
         for observe in self._hooks.observers:
             observe(observed)
-
-    async def _send(
-        self,
-        answered: ExperimentalIncrementalExecutionResults,
-        closing: _Closing,
-        sent: _Sent,
-        out: asyncio.Queue[object],
-    ) -> None:
-        """Each part's payload put in `out` as graphql-core gives it, its errors worded for the
-        caller; the last with the operation's extensions (`_Closing`)."""
-        initial = answered.initial_result
-        first: dict[str, Any] = {"data": initial.data}
-        if initial.errors:
-            first["errors"] = sent.formatted(initial.errors)
-        first["pending"] = [pending.formatted for pending in initial.pending]
-        first["hasNext"] = initial.has_next
-        opening = closing.opening()
-        if opening:
-            first["extensions"] = opening
-        merged = Merged(first)
-        await out.put(first)
-        subsequent = answered.subsequent_results
-        try:
-            has_next = initial.has_next
-            while has_next:
-                later = await anext(subsequent)
-                payload: dict[str, Any] = {"hasNext": later.has_next}
-                if later.pending:
-                    payload["pending"] = [pending.formatted for pending in later.pending]
-                if later.incremental:
-                    payload["incremental"] = [
-                        _part(entry, sent.formatted(entry.errors)) for entry in later.incremental
-                    ]
-                if later.completed:
-                    payload["completed"] = [
-                        _completed(done.id, sent.formatted(done.errors)) for done in later.completed
-                    ]
-                merged.apply(payload)
-                has_next = later.has_next
-                if not has_next:
-                    payload["extensions"] = closing.extensions(merged.data)
-                await out.put(payload)
-            await out.join()  # the last part sent
-        finally:
-            await subsequent.aclose()
 
     async def _execute_in_parts(
         self,
@@ -985,89 +941,6 @@ class OperationRunner(Generic[ContextT]):
         return result.data, errors, executed
 
 
-async def _handing_over_failure(produce: Awaitable[None], out: asyncio.Queue[object]) -> None:
-    """`produce`, whose unexpected failure is put in `out` for its reader to raise (it would
-    otherwise wait for a part that never comes)."""
-    try:
-        await produce
-    except Exception as error:
-        await out.put(error)
-
-
-@dataclass
-class Part(ExecutionResult):
-    """One part of an answer in parts (`stream`), its `payload` as the protocol sends it."""
-
-    payload: dict[str, Any] = field(default_factory=dict)
-
-
-class Parts:
-    """An operation answered in parts (`OperationRunner.run_in_parts`): `first`, the first
-    payload, then `rest()`, each later one as it is made, in graphql-js 17's format
-    (`engine.incremental`). Leaving `rest` before its end (a client that went away) cancels
-    what is left of the operation."""
-
-    def __init__(
-        self, first: dict[str, Any], queue: asyncio.Queue[object], task: asyncio.Task[None]
-    ) -> None:
-        self.first = first
-        self._queue = queue
-        self._task = task
-
-    async def rest(self) -> AsyncGenerator[dict[str, Any], None]:
-        queue = self._queue
-        try:
-            has_next = bool(self.first.get("hasNext"))
-            while has_next:
-                payload = await queue.get()
-                if isinstance(payload, BaseException):  # the operation failed unexpectedly
-                    queue.task_done()
-                    raise payload
-                assert isinstance(payload, dict)
-                has_next = bool(payload.get("hasNext"))
-                try:
-                    yield payload
-                finally:
-                    queue.task_done()  # sent (or abandoned): the operation may end
-            await self._task
-        finally:
-            if not self._task.done():
-                self._task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._task
-
-    def __del__(self) -> None:
-        # Dropped unread (an answer whose body was never written: its client went away first),
-        # what is left would wait for ever to hand over its next part.
-        if not self._task.done():
-            self._task.cancel()
-
-    async def aclose(self) -> None:
-        """Cancel what is left (a client gone before `rest` was read)."""
-        if not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-
-@dataclass(slots=True)
-class _Sent:
-    """The errors of an operation's parts so far: as made (for its trace) and as worded for
-    its caller (for its observers), by `OperationRunner._public`."""
-
-    words: Callable[[Sequence[GraphQLError]], list[GraphQLError]]
-    errors: list[GraphQLError] = field(default_factory=list)
-    public: list[GraphQLError] = field(default_factory=list)
-
-    def formatted(self, errors: Sequence[GraphQLError] | None) -> list[Any]:
-        if not errors:
-            return []
-        public = self.words(errors)
-        self.errors += errors
-        self.public += public
-        return [error.formatted for error in public]
-
-
 @dataclass(frozen=True, slots=True)
 class _Closing:
     """What an operation in parts adds to its first payload's extensions (its admitted cost)
@@ -1086,18 +959,6 @@ class _Closing:
         if self.charge is not None:
             extensions = {**extensions, **self.charge.settle(self.used(data))}
         return extensions
-
-
-def _part(entry: Any, errors: list[Any]) -> dict[str, Any]:
-    formatted: dict[str, Any] = entry.formatted
-    part = {key: value for key, value in formatted.items() if key != "errors"}
-    if errors:
-        part["errors"] = errors
-    return part
-
-
-def _completed(part_id: str, errors: list[Any]) -> dict[str, Any]:
-    return {"id": part_id, "errors": errors} if errors else {"id": part_id}
 
 
 def _first_field(document: DocumentNode | None) -> str:
