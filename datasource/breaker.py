@@ -6,7 +6,7 @@ any answer, even an error, is a success, and one slow call alone does not open i
 every call is refused before it is sent (`StorageUnavailable`, within microseconds), and a probe
 asks DynamoDB for the table every `probe_interval` seconds; the first answer closes it.
 
-Why our own and not pybreaker's: docs/operations.md#reliability ("A circuit breaker").
+Why our own and not pybreaker's: docs/reliability.md ("A circuit breaker").
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ each with a `seq` one above the last, so a reader that sees another knows it mis
 `epoch` changes when the broker lost everything. Redis's errors, a lost connection and a timeout
 become `StorageUnavailable`; `LeaseLost` says the lease is another's.
 
-The keys, and why a Redis lease: docs/operations.md#a-fleet.
+The keys, and why a Redis lease: docs/live-updates.md#a-fleet.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ would not end within the operation's deadline (`datasource.deadline`): the call 
 with the answer it has. Each throttled attempt is counted in the client's `Throttles`
 (`throttles_of`) and in the request's count (`datasource.accounting`).
 
-Why not botocore's modes: docs/operations.md#reliability ("Throttles absorbed").
+Why not botocore's modes: docs/reliability.md ("Throttles absorbed").
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ and when one has read every shard to its head. Everything else the stream carrie
 With a tracer each event is a span linked to the write. A failure marks the source unhealthy and
 the round is tried again, with a capped backoff, until cancelled.
 
-How it reads, and why: docs/operations.md#reading-the-stream.
+How it reads, and why: docs/live-updates.md#reading-the-stream.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ out of budget, cancelled). `current_traceparent` is what an event item stores, a
 and `write_link` link a reader's spans back to the write. Keys, items and expression values are
 never recorded: they hold user ids. Without a tracer nothing is attached.
 
-The spans and their attributes: docs/operations.md#operating-it ("What a trace holds").
+The spans and their attributes: docs/operating.md ("What a trace holds").
 """
 
 from __future__ import annotations

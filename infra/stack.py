@@ -694,7 +694,7 @@ def _service() -> dict[str, Any]:
     }
 
 
-# The alarms: (resource name, what it means), in the order the operations page lists them.
+# The alarms: (resource name, what it means), in the order docs/alarms.md lists them.
 ALARMS = (
     ("ServerErrorsAlarm", "more than 1% of requests answered 5xx, 3 of the last 5 minutes"),
     ("LatencyAlarm", "p99 response time above LatencyP99Seconds, 3 of the last 5 minutes"),
@@ -841,7 +841,8 @@ def _alarms() -> dict[str, Any]:
 def _with_contributor_insights(table: dict[str, Any]) -> dict[str, Any]:
     """The table's resource with CloudWatch Contributor Insights on it and on every index: the
     busiest and most throttled keys of each, where an operator finds a hot key
-    (docs/operations.md). Keys show in CloudWatch as they are: user ids, shard names."""
+    (docs/alarms.md#finding-a-hot-key). Keys show in CloudWatch as they are: user ids, shard
+    names."""
     watched = {"Enabled": True}
     properties = table["Properties"]
     indexes = [

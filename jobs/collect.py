@@ -9,7 +9,7 @@ may lag), decides it, flushes the page's lines, then saves the checkpoint (each 
 the counts, the report's length): a resumed run neither skips nor repeats a payment, during a
 reshard too (`jobs.group_progress`), and the counts of finished pages are exact.
 
-How to run it, and why a resumed run is safe: docs/operations.md#operating-it ("The collection
+How to run it, and why a resumed run is safe: docs/operating.md ("The collection
 job").
 """
 

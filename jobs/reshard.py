@@ -8,7 +8,7 @@ the partition it was listed in, then saves the checkpoint (the partition and the
 page): a resumed run loses and repeats nothing, and the counts of finished pages are exact. A
 finished run records the new layout in the layout record (`record_status_end`).
 
-How to run it, and why a resumed run is safe: docs/operations.md#operating-it ("Resharding").
+How to run it, and why a resumed run is safe: docs/operating.md ("Resharding").
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ reads the stored versions of the payments it covers (strongly consistent) and sk
 at or below them; with none (a service's, every user's) it waits until the change feed finishes
 a round begun after it registered (`EventHub.round_finished`).
 
-Why, and where it is exact: docs/operations.md#live-updates ("From now, exactly").
+Why, and where it is exact: docs/live-updates.md ("From now, exactly").
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ schema.subgraph.graphql) and `public_schema` (`/graphql`; `public_sdl`, schema.g
 subgraph without federation's root fields, types and directives. `NoSubgraphSdlRule` refuses
 `_service` where introspection is refused.
 
-How a gateway uses it: docs/operations.md#federation.
+How a gateway uses it: docs/federation.md.
 """
 
 from __future__ import annotations

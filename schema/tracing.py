@@ -8,7 +8,7 @@ status ERROR; a caller's mistake is an answer, not a failure. `delivery` makes o
 per live update sent, a trace of its own linked to the write and to the subscription. No span
 per field; without a tracer each costs one check.
 
-Every attribute: docs/operations.md#operating-it ("What a trace holds").
+Every attribute: docs/operating.md ("What a trace holds").
 """
 
 from __future__ import annotations

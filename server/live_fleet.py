@@ -8,7 +8,7 @@ stream to this instance's `EventHub`, in order; a gap (a `seq` skipped, the `epo
 stream gone back) closes every subscription with 4413, never a silent hole. Subscriptions at the
 stream's head start after a round of the reader begun after they registered, as on one instance.
 
-How, and what was tested: docs/operations.md#a-fleet.
+How, and what was tested: docs/live-updates.md#a-fleet.
 """
 
 from __future__ import annotations

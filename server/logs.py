@@ -7,7 +7,7 @@ one are refused before anything is logged).
 
 Request lines and the audit lines of payment writes are written once per event-loop pass, after
 that pass's answers are sent (their record of history is the stored events); any other line
-writes them first, and a graceful stop flushes them (docs/operations.md, "Logs").
+writes them first, and a graceful stop flushes them (docs/operating.md, "Logs").
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ a label each, any other `(other)`, and only operations that ran for an authentic
 were not refused take a client label, so no caller can grow the registry (and every scrape)
 without bound.
 
-Every metric and label, and the log line's fields: docs/operations.md#operating-it.
+Every metric and label, and the log line's fields: docs/operating.md.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ class Settings(BaseSettings):
     trusted_documents: Annotated[tuple[Path, ...], NoDecode] = ()
     documents: Policy | None = None
 
-    # Operating it (docs/operations.md, "Operating it").
+    # Operating it (docs/operating.md).
     log_format: Literal["auto", "json", "text"] = "auto"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     metrics: Literal["off", "app", "port"] = "app"
@@ -210,7 +210,7 @@ class Settings(BaseSettings):
     # GSI2's write shards (1: the seed's `GSI2PK = PAYMENT`), and layouts read as well besides
     # those the table's layout record names ("1" or "1,4"); the events feed's shards (GSI4: the
     # layout of a new table, or the one `loc-payments reshard` moves the feed to); how often an
-    # instance reads the layout record again (docs/operations.md, "Resharding").
+    # instance reads the layout record again (docs/operating.md, "Resharding").
     gsi2_shards: Annotated[int, Field(ge=1, le=MAX_GSI2_SHARDS)] = DEFAULT_GSI2_SHARDS
     gsi2_read_shards: Annotated[tuple[int, ...], NoDecode] = ()
     events_shards: Annotated[int, Field(ge=1, le=MAX_FEED_SHARDS)] = DEFAULT_FEED_SHARDS

@@ -8,7 +8,7 @@ variables) or console. `incoming_trace` and `connection_trace` read a W3C `trace
 `tracestate` from a request's headers or a WebSocket's `connection_init` (one that does not parse
 is ignored); `trace_response` is the answer's `traceresponse`; `job_trace` is a job run's root.
 
-Configuring it, and the resource: docs/operations.md#operating-it ("Traces").
+Configuring it, and the resource: docs/operating.md ("Traces").
 """
 
 from __future__ import annotations

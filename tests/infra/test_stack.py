@@ -153,7 +153,7 @@ def test_the_stack_deploys_inline_without_a_bucket() -> None:
 
 def test_contributor_insights_watch_the_table_and_every_index() -> None:
     """CloudWatch Contributor Insights names the busiest and the most throttled keys of the
-    table and of each index (docs/operations.md, Finding a hot key)."""
+    table and of each index (docs/alarms.md#finding-a-hot-key)."""
     properties = _properties("PaymentsTable")
     indexes = properties["GlobalSecondaryIndexes"]
 

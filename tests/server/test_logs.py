@@ -20,7 +20,7 @@ from datasource import DynamoConfig
 from server.logs import JsonHandler, configure_logging
 from tests.api.conftest import api_client
 
-# docs/operations.md ("Logs") and docs/callers-and-errors.md (the costs), in the line's order.
+# docs/operating.md ("Logs") and docs/callers-and-errors.md (the costs), in the line's order.
 REQUEST_FIELDS = [
     "time", "level", "name", "message", "request_id", "operation", "caller_kind", "duration_ms",
     "dynamodb_calls", "dynamodb_operations", "dynamodb_rcu", "dynamodb_wcu",
