@@ -5,12 +5,13 @@ circuit breaker and of throttling, and the bench's storm.
 as soon as it is used), applied at once to open connections too; `calls` counts requests by
 `X-Amz-Target`, `answers` the target's answers by the operation they answer; `retarget` sends
 new connections elsewhere (it carries any TCP protocol, a Redis failover too). Whatever the mode,
-by DynamoDB operation: `lose_answers_to` (applied, its answer never back) and `hold` (applied
-late, after `release()`). `throttle(fraction)` or `throttle(capacity=N)` answers data calls as
-DynamoDB answers a throttle (a `ProvisionedThroughputExceededException`, or a transaction's
-`ThrottlingError` at one item) without sending them on; `throttle_partitions` throttles per
-partition key as DynamoDB does, its units from `harness.partitions`. `throttled` and
-`partitions` count what was throttled.
+by DynamoDB operation: `lose_answers_to` (applied, its connection cut before the answer gets
+back) and `hold` (the connection cut at once, the request applied late, after `release()`): the
+client sees its answer lost without waiting out a timeout. `throttle(fraction)` or
+`throttle(capacity=N)` answers data calls as DynamoDB answers a throttle (a
+`ProvisionedThroughputExceededException`, or a transaction's `ThrottlingError` at one item)
+without sending them on; `throttle_partitions` throttles per partition key as DynamoDB does, its
+units from `harness.partitions`. `throttled` and `partitions` count what was throttled.
 """
 
 from __future__ import annotations
@@ -264,6 +265,7 @@ class Proxy:
                 asked[0] = operation
                 if operation in self.hold:
                     self.held += 1
+                    other.transport.abort()  # the client's connection: no answer comes
                     await self._released.wait()
                 if self._throttles(operation):
                     self.throttled[operation] += 1
@@ -281,7 +283,8 @@ class Proxy:
             if answering is not None and data.startswith(_ANSWER):
                 self.answers[answering[0]] += 1
             if answering is not None and answering[0] in self.lose_answers_to:
-                continue  # applied, never answered
+                sink.transport.abort()  # applied; the client's connection cut before its answer
+                return
             sink.write(data)
             await sink.drain()
 
