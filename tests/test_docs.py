@@ -120,6 +120,14 @@ def test_the_readme_links_to_pages_and_headings_that_exist() -> None:
             assert anchor in {_slug(heading) for heading in headings}, link
 
 
+def test_no_readme_line_is_over_200_characters() -> None:
+    """A line a reader must scroll sideways for, on GitHub or in a terminal, is not read: a long
+    table cell is a list of wrapped lines instead."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    long = {number: len(line) for number, line in enumerate(lines, 1) if len(line) > 200}
+    assert long == {}, "README.md lines over 200 characters (line: length)"
+
+
 def test_the_performance_figures_are_the_latest_runs(site: Path) -> None:
     results = json.loads(LATEST.read_text())
     performance = (site / "performance" / "index.html").read_text()
