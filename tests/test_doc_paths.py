@@ -1,5 +1,6 @@
 """Every file, folder and `python -m` module the Markdown pages (docs/ and the README) name exists:
-a page that sends its reader to something gone is wrong however well it reads.
+a page that sends its reader to something gone is wrong however well it reads. The other way
+round too: every page of docs/ (and heading) that the code names exists.
 
 What counts as a repository path: a word of a code span or of a shell block, or a link's target,
 that has a `/` and either starts with a top-level entry of the repository or ends in a file
@@ -10,6 +11,7 @@ paths outside the repository (`../shared/…`) are not; nor is what an install o
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +30,10 @@ SCHEME = re.compile(r"[a-z][a-z0-9+.-]*:")
 PATH = re.compile(r"[\w.-]+(/[\w.-]+)*/?")
 FILE_SUFFIX = re.compile(r"\.[a-z]{1,5}$")
 PYTHON_M = re.compile(r"\bpython3?\s+-m\s+([A-Za-z_][\w.]*)")
+# `docs/live-updates.md#a-fleet` in a docstring, a comment or a message.
+DOCS_PAGE = re.compile(r"\bdocs/([\w-]+\.md)(?:#([\w-]+))?")
+HEADING = re.compile(r"^#+ (.+)$", re.MULTILINE)
+CODE_SUFFIXES = {".py", ".mjs", ".js", ".sh", ".toml", ".yml", ".yaml"}
 
 
 def _code_words(markdown: str) -> list[str]:
@@ -80,6 +86,40 @@ def missing_modules(markdown: str) -> list[str]:
     return sorted(missing)
 
 
+def heading_slug(heading: str) -> str:
+    """Python-Markdown's toc slug: the anchor mkdocs gives a heading."""
+    text = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def missing_doc_pages(text: str) -> list[str]:
+    """The pages of docs/ (`docs/x.md`, `docs/x.md#heading`) a text names that do not exist."""
+    missing = set()
+    for page, anchor in DOCS_PAGE.findall(text):
+        path = REPO / "docs" / page
+        if not path.is_file():
+            missing.add(f"docs/{page}")
+        elif anchor:
+            headings = HEADING.findall(path.read_text())
+            if anchor not in {heading_slug(heading) for heading in headings}:
+                missing.add(f"docs/{page}#{anchor}")
+    return sorted(missing)
+
+
+def _code_files() -> list[Path]:
+    """The repository's own code, scripts and settings, outside docs/ and what an install makes."""
+    found = [REPO / "Makefile"]
+    for folder, subfolders, files in os.walk(REPO):
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if name not in GENERATED and not name.startswith(".") and name != "__pycache__"
+        ]
+        subfolders[:] = [name for name in subfolders if Path(folder, name) != REPO / "docs"]
+        found += [Path(folder, name) for name in files if Path(name).suffix in CODE_SUFFIXES]
+    return found
+
+
 def _pages_where(check: Callable[[Path], list[str]]) -> dict[str, list[str]]:
     found = {str(page.relative_to(REPO)): check(page) for page in PAGES}
     return {page: missing for page, missing in found.items() if missing}
@@ -100,6 +140,17 @@ def test_every_python_m_command_names_a_module_that_runs() -> None:
     assert missing == {}, f"`python -m` of modules that do not exist: {missing}"
 
 
+def test_every_docs_page_and_heading_the_code_names_exists() -> None:
+    here = Path(__file__).resolve()  # its samples name gone pages on purpose
+    found = {
+        str(path.relative_to(REPO)): missing_doc_pages(path.read_text())
+        for path in _code_files()
+        if path != here
+    }
+    missing = {path: pages for path, pages in found.items() if pages}
+    assert missing == {}, f"code naming pages or headings of docs/ that do not exist: {missing}"
+
+
 def test_gone_files_and_modules_are_reported() -> None:
     page = (
         "`tests/datasource/test_responses.py` compares the parsers (`python -m bench.local_cpu "
@@ -113,6 +164,15 @@ def test_gone_files_and_modules_are_reported() -> None:
         "tests/datasource/test_responses.py",
     ]
     assert missing_modules(page) == ["bench.local_cpu"]
+
+
+def test_gone_pages_and_headings_named_by_code_are_reported() -> None:
+    text = (
+        '"""How, and what was tested: docs/operations.md#a-fleet; the keys: '
+        'docs/live-updates.md#a-fleet (docs/live-updates.md#a-flet, docs/alarms.md)."""'
+    )
+
+    assert missing_doc_pages(text) == ["docs/live-updates.md#a-flet", "docs/operations.md"]
 
 
 def test_what_is_not_a_repository_path_is_left_alone() -> None:

@@ -20,6 +20,7 @@ from bench import figures
 from domain.enums import PaymentMethod
 from domain.transitions import RULES
 from server.settings import Settings
+from tests.test_doc_paths import heading_slug
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -53,12 +54,6 @@ def _bench_figures() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _slug(heading: str) -> str:
-    """Python-Markdown's toc slug, for the headings a README link names."""
-    text = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
-    return re.sub(r"[-\s]+", "-", text)
 
 
 def test_the_site_builds_strict_with_every_page_in_its_nav(site: Path) -> None:
@@ -117,7 +112,7 @@ def test_the_readme_links_to_pages_and_headings_that_exist() -> None:
         assert target.is_file(), link
         if anchor:
             headings = re.findall(r"^#+ (.+)$", target.read_text(), re.MULTILINE)
-            assert anchor in {_slug(heading) for heading in headings}, link
+            assert anchor in {heading_slug(heading) for heading in headings}, link
 
 
 def test_no_readme_line_is_over_200_characters() -> None:
