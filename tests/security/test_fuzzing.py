@@ -139,8 +139,24 @@ def fuzzed(mode: str) -> GraphQLSchema:
         },
     }
     return schemathesis.graphql.from_file(
-        build_schema().as_str(), config=SchemathesisConfig.from_dict(config)
+        without_incremental(build_schema().as_str()), config=SchemathesisConfig.from_dict(config)
     )
+
+
+def without_incremental(sdl: str) -> str:
+    """The served SDL without @defer and @stream (SPEC §22): schemathesis introspects it with
+    graphql-core's `execute`, which refuses a schema that declares them. Documents that use them
+    are drawn by tests/api/test_incremental_property.py."""
+    document = graphql.parse(sdl)
+    kept = [
+        definition
+        for definition in document.definitions
+        if not (
+            isinstance(definition, graphql.DirectiveDefinitionNode)
+            and definition.name.value in {"defer", "stream"}
+        )
+    ]
+    return graphql.print_ast(graphql.DocumentNode(definitions=tuple(kept)))
 
 
 # The service's run is the deep one: valid queries only, so every example reaches the resolvers.
