@@ -92,6 +92,9 @@ class StormFigures:
     data_calls: int
     throttled: int
     recovered_seconds: float
+    # Rounds the probe made after the storm until one was answered at the first try (1: the
+    # first was, normal answers as soon as the storm ended).
+    recovery_rounds: int
     # Payments a client was told about that are missing, stored twice or not submitted once.
     stored_wrong: int
     # From the service's metrics, when served: throttles it counted, times its breaker opened.
@@ -289,7 +292,9 @@ async def storm(
             end_storm()
         data_calls, throttled = calls[0] - calls_before, calls[1] - throttled_before
         probe = users[0]
-        await _until(lambda: probe.round(10_000 + len(probe.payments), counted=False))
+        recovery_rounds = await _until(
+            lambda: probe.round(10_000 + len(probe.payments), counted=False)
+        )
         recovered = time.monotonic() - ends
         stored_wrong = sum([await client.stored_wrong() for client in users])
         throttles_counted = breaker_opens = None
@@ -321,6 +326,7 @@ async def storm(
         data_calls=data_calls,
         throttled=throttled,
         recovered_seconds=round(recovered, 3),
+        recovery_rounds=recovery_rounds,
         stored_wrong=stored_wrong,
         throttles_counted=throttles_counted,
         breaker_opens=breaker_opens,
@@ -335,8 +341,11 @@ def _data_calls(proxy: Proxy) -> int:
     )
 
 
-async def _until(check: Callable[[], Awaitable[bool]], limit: float = 30.0) -> None:
-    ends = time.monotonic() + limit
+async def _until(check: Callable[[], Awaitable[bool]], limit: float = 30.0) -> int:
+    """How many checks were made until one passed."""
+    ends, checks = time.monotonic() + limit, 1
     while not await check():
         if time.monotonic() > ends:
             raise TimeoutError(f"the service did not recover within {limit} s of the storm")
+        checks += 1
+    return checks

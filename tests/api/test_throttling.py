@@ -44,7 +44,9 @@ async def test_a_storm_of_throttles_is_absorbed(ddblocal_config: DynamoConfig) -
     assert figures.breaker_opens == 0
     # Every throttle the service met is counted (some were met by the probe after the storm).
     assert figures.throttles_counted == sum(proxy.throttled.values())
-    assert figures.recovered_seconds < 2.0
+    # Normal answers as soon as the storm ends: the first round after it is answered at the
+    # first try (how long that takes is `make bench`'s: bench.storm).
+    assert figures.recovery_rounds == 1
 
 
 async def test_a_storm_that_lets_no_write_through_ends_at_its_time(
