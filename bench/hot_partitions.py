@@ -33,6 +33,9 @@ TARGET = 10_000
 BUCKET_SECONDS = 10.0
 BUCKET_UNITS = 20.0
 ONE_SHARD = {"gsi2_shards": "1", "events_shards": "1"}
+# The measuring run: at least this many writes to take the rate from, in at most so many tries.
+MEASURED_WRITES = 20
+MEASURE_TRIES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +105,19 @@ async def simulate(
     """R measured, then the burst at R with one shard and at the defaults (each on a table of
     its own at `endpoint`)."""
     run = uuid.uuid4().hex[:8]
-    measured = await _run(
-        endpoint, f"hot-measure-{run}", "defaults", {}, seconds=measure_seconds, clients=clients,
-        limit=None, rate=None,
-    )  # fmt: skip
+    seconds = measure_seconds
+    for attempt in range(MEASURE_TRIES):
+        # A machine loaded by other work may finish few writes in the time: measured again,
+        # longer, until there are enough to take a rate from.
+        measured = await _run(
+            endpoint, f"hot-measure-{run}-{attempt}", "defaults", {}, seconds=seconds,
+            clients=clients, limit=None, rate=None,
+        )  # fmt: skip
+        if measured.burst.writes >= MEASURED_WRITES:
+            break
+        seconds *= 2
+    else:
+        raise RuntimeError(f"fewer than {MEASURED_WRITES} writes in {seconds / 2:g} s: no rate")
     rate = measured.burst.writes_per_second
     limit = PARTITION_WRITE_UNITS * rate / TARGET
     outcomes = []
