@@ -23,7 +23,7 @@ from tests.backends import CURSOR_SECRET
 from tests.payment_samples import ref_of, sample_payment, stored_new
 
 POLICY = RetryPolicy(attempts=6, base=0.02, cap=0.1)
-STORE_ATTEMPTS = DynamoConfig.__dataclass_fields__["max_attempts"].default
+STORE_ATTEMPTS = DynamoConfig(table_name="any", region="any").max_attempts  # the default
 GET_ITEM = SimpleNamespace(name="GetItem")
 QUERY = SimpleNamespace(name="Query")
 
