@@ -169,19 +169,9 @@ def operation_cost(
 ) -> int:
     """The cost of the operation `operation_name` (each operation's, without a name: the
     largest) of a valid `document`, with the values execution gives these variables."""
-    fragments = {
-        definition.name.value: definition
-        for definition in document.definitions
-        if isinstance(definition, FragmentDefinitionNode)
-    }
+    fragments = _fragments(document)
     costs = [0]
-    for definition in document.definitions:
-        if not isinstance(definition, OperationDefinitionNode):
-            continue
-        if operation_name is not None and (
-            definition.name is None or definition.name.value != operation_name
-        ):
-            continue
+    for definition in _operations(document, operation_name):
         root = schema.get_root_type(definition.operation)
         values = _Coerced(schema, definition.variable_definitions or (), variables)
         costing = _Costing(schema, fragments, values, limits)
@@ -435,21 +425,31 @@ def actual_cost(
     same operation; no data, 0."""
     if data is None:
         return 0
-    fragments = {
+    for definition in _operations(document, operation_name):
+        root = schema.get_root_type(definition.operation)
+        actual = _Actual(schema, _fragments(document), limits)
+        return actual.cost(definition.selection_set, root, data)
+    return 0
+
+
+def _fragments(document: DocumentNode) -> dict[str, FragmentDefinitionNode]:
+    return {
         definition.name.value: definition
         for definition in document.definitions
         if isinstance(definition, FragmentDefinitionNode)
     }
+
+
+def _operations(
+    document: DocumentNode, operation_name: str | None
+) -> Iterator[OperationDefinitionNode]:
+    """The operations of `document` named `operation_name`, or all of them without a name."""
     for definition in document.definitions:
-        if not isinstance(definition, OperationDefinitionNode):
-            continue
-        if operation_name is not None and (
-            definition.name is None or definition.name.value != operation_name
+        if isinstance(definition, OperationDefinitionNode) and (
+            operation_name is None
+            or (definition.name is not None and definition.name.value == operation_name)
         ):
-            continue
-        root = schema.get_root_type(definition.operation)
-        return _Actual(schema, fragments, limits).cost(definition.selection_set, root, data)
-    return 0
+            yield definition
 
 
 _LEAF, _KEYED, _PAGE, _OTHER, _META = "leaf", "keyed", "page", "other", "meta"
