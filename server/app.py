@@ -19,6 +19,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -109,14 +110,16 @@ def create_app(
     subscriptions = None if budgets is None else subscription_budgets(settings, budgets)
     routes = [
         *graphql_routes(
-            settings,
-            auth,
-            budgets=budgets,
-            subscriptions=subscriptions,
-            metrics=metrics,
-            clock=clock,
-            token_clock=token_clock,
-            webhook_dns=webhook_dns,
+            Endpoints(
+                settings,
+                auth,
+                budgets=budgets,
+                subscriptions=subscriptions,
+                metrics=metrics,
+                clock=clock,
+                token_clock=token_clock,
+                webhook_dns=webhook_dns,
+            )
         ),
         *health_routes(settings),
     ]
@@ -246,39 +249,37 @@ def subscription_budgets(settings: Settings, budgets: Budgets) -> SubscriptionBu
     return SubscriptionBudgets(budgets, slots)
 
 
-def graphql_routes(
-    settings: Settings,
-    auth: AuthConfig,
-    *,
-    budgets: Budgets | None,
-    subscriptions: SubscriptionBudgets | None,
-    metrics: Metrics,
-    clock: Callable[[], datetime],
-    token_clock: Callable[[], float],
-    webhook_dns: AbstractResolver | None,
-) -> list[BaseRoute]:
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    """What the GraphQL endpoints are made of, one app's: its settings and caller auth, the
+    budgets (none when off), its metrics, and its clocks and resolver (the tests' to set)."""
+
+    settings: Settings
+    auth: AuthConfig
+    budgets: Budgets | None
+    subscriptions: SubscriptionBudgets | None
+    metrics: Metrics
+    clock: Callable[[], datetime]
+    token_clock: Callable[[], float]
+    webhook_dns: AbstractResolver | None
+
+
+def graphql_routes(parts: Endpoints) -> list[BaseRoute]:
     """`/graphql` and `/subgraph` over HTTP, and over WebSocket for subscriptions (and any
     operation); GraphiQL (outside `prod`) explores `/graphql`."""
+    settings = parts.settings
     graphiql = (
         None
         if settings.production
         else GraphiQLPage(
-            endpoint="/graphql", headers=functools.partial(_graphiql_headers, settings, token_clock)
+            endpoint="/graphql",
+            headers=functools.partial(_graphiql_headers, settings, parts.token_clock),
         )
     )
     routes: list[BaseRoute] = []
     for path, subgraph in (("/graphql", False), ("/subgraph", True)):
         endpoint = graphql_endpoint(
-            settings,
-            auth,
-            budgets=budgets,
-            subscriptions=subscriptions,
-            metrics=metrics,
-            clock=clock,
-            token_clock=token_clock,
-            webhook_dns=webhook_dns,
-            subgraph=subgraph,
-            graphiql=None if subgraph else graphiql,
+            parts, subgraph=subgraph, graphiql=None if subgraph else graphiql
         )
         # Every method: the view answers those it does not serve (405, with a GraphQL response).
         routes += [Route(path, endpoint), WebSocketRoute(path, endpoint)]
@@ -288,22 +289,13 @@ def graphql_routes(
 
 
 def graphql_endpoint(
-    settings: Settings,
-    auth: AuthConfig,
-    *,
-    budgets: Budgets | None,
-    subscriptions: SubscriptionBudgets | None,
-    metrics: Metrics,
-    clock: Callable[[], datetime],
-    token_clock: Callable[[], float],
-    webhook_dns: AbstractResolver | None,
-    subgraph: bool,
-    graphiql: GraphiQLPage | None,
+    parts: Endpoints, *, subgraph: bool, graphiql: GraphiQLPage | None
 ) -> PaymentsGraphQL:
+    settings, budgets, subscriptions = parts.settings, parts.budgets, parts.subscriptions
     schema = build_schema(
         query_limits(settings),
         production=settings.production,
-        observers=[metrics.observe],
+        observers=[parts.metrics.observe],
         dynamodb_budget=settings.dynamodb_budget,
         trace_documents=settings.otel_graphql_document,
         subgraph=subgraph,
@@ -314,10 +306,10 @@ def graphql_endpoint(
     )
     return PaymentsGraphQL(
         schema,
-        auth=auth,
-        token_clock=token_clock,
+        auth=parts.auth,
+        token_clock=parts.token_clock,
         max_attempts=settings.max_attempts,
-        clock=clock,
+        clock=parts.clock,
         accounting_allowed=settings.debug_dynamodb_header_allowed,
         graphiql=graphiql,
         documents=trusted_documents(settings, schema),
@@ -331,7 +323,7 @@ def graphql_endpoint(
             public_only=settings.public_webhook_targets_only,
             secret_grace=timedelta(seconds=settings.webhook_secret_grace_seconds),
             settle_seconds=settings.events_settle_seconds,
-            lookup=address_lookup(webhook_dns),
+            lookup=address_lookup(parts.webhook_dns),
             # A name that does not answer in the time a receiver has is as good as none.
             lookup_timeout=settings.webhook_timeout,
             retention=timedelta(days=settings.events_retention_days),
