@@ -87,8 +87,10 @@ def test_an_instance_share_divides_the_fleets_but_never_below_the_costliest_oper
     assert Limit(90, 300).share(3, floor=150) == Limit(30, 150)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
+    """A broker of the test's own: the tests' callers' budgets start full, however often they
+    run (a module's broker kept a budget spent by the run before)."""
     server = RedisServer()
     server.start()
     yield server
