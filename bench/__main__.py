@@ -8,7 +8,8 @@ generator; P1 must answer the service's `data` first, and in each repetition the
 turns at going first. Then `bench.local_pass`, and the live-updates, tracing and
 trusted-documents passes, each on a DynamoDB Local of its own, budgets in a fleet
 (`bench.budget_fleet`), a customer sending only new documents (`bench.new_documents`), the
-collection job at the default layout (`bench.collect_cost`), the throttling storms
+collection job at the default layout (`bench.collect_cost`), `@defer`/`@stream`'s gain and
+plain operations' CPU beside the base commit's (`bench.incremental_cost`), the throttling storms
 (`bench.storm`), and each index's write ceiling at the default layout (`bench.partitions`).
 """
 
@@ -37,6 +38,7 @@ from bench import (
     data,
     documents_cost,
     figures,
+    incremental_cost,
     live,
     load,
     local_database,
@@ -217,6 +219,8 @@ async def _run(arguments: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         found += new_documents.targets(results["new_documents"])
     if "collect" in results:
         found += collect_cost.targets(results["collect"])
+    if "incremental" in results:
+        found += incremental_cost.targets(results["incremental"])
     results["targets"] = report.target_records(found)
     results["machine"]["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started
@@ -245,6 +249,8 @@ async def _passes(results: dict[str, Any], quick: bool, log: Callable[[str], Non
     results["new_documents"] = await new_documents.measure(news, log=log)
     collection = collect_cost.QUICK if quick else collect_cost.DEFAULT
     results["collect"] = await collect_cost.measure(collection, log=log)
+    incremental = incremental_cost.QUICK if quick else incremental_cost.DEFAULT
+    results["incremental"] = await incremental_cost.measure(incremental, log=log)
     storms = storm.QUICK if quick else storm.DEFAULT
     results["storm"] = await storm.measure(storms, log=log)
     results["partitions"] = await partitions.measure(log=log)
@@ -278,6 +284,7 @@ def main() -> None:
         ("budgets", budget_fleet.render),
         ("new_documents", new_documents.render),
         ("collect", collect_cost.render),
+        ("incremental", incremental_cost.render),
         ("storm", storm.render),
         ("partitions", partitions.render_results),
     )

@@ -23,6 +23,7 @@ from typing import Any
 from bench import (
     budget_fleet,
     collect_cost,
+    incremental_cost,
     new_documents,
     report,
     storm,
@@ -273,6 +274,13 @@ def _new_documents(results: Results) -> str:
     return new_documents.render(found) + f" (commit `{results['commit']}`)."
 
 
+def _incremental(results: Results) -> str:
+    found = results.get("incremental")
+    if found is None:
+        return _absent(results, "figures of @defer and @stream")
+    return incremental_cost.render(found) + f"\n\n(commit `{results['commit']}`)"
+
+
 def _storm(results: Results) -> str:
     storms = results.get("storm")
     if storms is None:
@@ -292,6 +300,7 @@ RENDERERS: dict[str, Callable[[Results], str]] = {
     "budgets": _budgets,
     "new_documents": _new_documents,
     "collect": _collect,
+    "incremental": _incremental,
     "storm": _storm,
     "cpu_breakdown": _cpu_breakdown,
 }

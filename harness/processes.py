@@ -216,7 +216,8 @@ class Service(Process):
     """`python -m cli serve` in the `local` environment on `table_name`, quiet (no metrics,
     warnings only) but for `settings` (more LOC_* variables, by setting name:
     `stream_poll_interval`). Without an endpoint it starts its own DynamoDB Local (give it a
-    `data_dir`). Its stdout (the request log) is kept unless `keep_stdout` is false."""
+    `data_dir`). Its stdout (the request log) is kept unless `keep_stdout` is false; `cwd`: the
+    tree whose code it runs (another commit's worktree)."""
 
     def __init__(
         self,
@@ -225,9 +226,10 @@ class Service(Process):
         settings: Mapping[str, str] | None = None,
         *,
         keep_stdout: bool = True,
+        cwd: Path = ROOT,
     ) -> None:
         command = [sys.executable, "-m", "cli", "serve"]
-        super().__init__("the service", command, keep_stdout=keep_stdout)
+        super().__init__("the service", command, cwd=cwd, keep_stdout=keep_stdout)
         self.name = f"the service on {self.url}"
         self.ws_url = f"ws://{HOST}:{self.port}/graphql"
         self._env = {

@@ -12,6 +12,8 @@ client sees its answer lost without waiting out a timeout. `throttle(fraction)` 
 `ProvisionedThroughputExceededException`, or a transaction's `ThrottlingError` at one item)
 without sending them on; `throttle_partitions` throttles per partition key as DynamoDB does, its
 units from `harness.partitions`. `throttled` and `partitions` count what was throttled.
+`delay(seconds, when)` holds each request that `when(operation, request)` accepts for `seconds`
+before sending it on (the bench's slow history reads), its connection alone waiting.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -68,6 +70,9 @@ class Proxy:
         self.partitions: Limits | None = None
         self._reader_stack = contextlib.AsyncExitStack()
         self._reader: Any = None
+        self._delay = 0.0
+        self._delayed: Callable[[str, bytes], bool] = lambda operation, request: False
+        self.delayed: Counter[str] = Counter()
 
     @property
     def url(self) -> str:
@@ -236,6 +241,11 @@ class Proxy:
             self._tokens -= 1
         return self._random.random() < self._throttle_fraction
 
+    def delay(self, seconds: float, when: Callable[[str, bytes], bool]) -> None:
+        """From now on, hold each request for which `when(its operation, its bytes)` is true
+        `seconds` before sending it on (0: none held)."""
+        self._delay, self._delayed = seconds, when
+
     def release(self) -> None:
         """Send on every request held, and hold no more."""
         self.hold = set()
@@ -267,6 +277,9 @@ class Proxy:
                     self.held += 1
                     other.transport.abort()  # the client's connection: no answer comes
                     await self._released.wait()
+                if self._delay > 0 and self._delayed(operation, data):
+                    self.delayed[operation] += 1
+                    await asyncio.sleep(self._delay)
                 if self._throttles(operation):
                     self.throttled[operation] += 1
                     other.write(_throttle_answer(operation, data, self._random))

@@ -76,8 +76,9 @@ def _the_harness_runs_end_to_end_and_reports_every_target(quick_run: QuickRun) -
     assert all(cell["errors"] == 0 for cell in engine["cells"])
     targets = {target["name"]: target for target in results["targets"] if not target["reference"]}
     # 14 of the engine and DynamoDB Local, 4 of the storm, the partitions', the webhooks' drain,
-    # a refusal's CPU, new documents' share of a core, the collection job's Queries
-    assert len(targets) == 23
+    # a refusal's CPU, new documents' share of a core, the collection job's Queries, and
+    # @defer/@stream's three (first part, last part, plain operations' CPU beside the base's)
+    assert len(targets) == 26
     assert targets["DynamoDB calls per operation / minimum (fake)"]["met"]
     assert results["dynamodb_local"]["scale_payments"] > results["dynamodb_local"]["base_payments"]
     for target in results["targets"]:
@@ -216,6 +217,39 @@ def _a_customer_sending_only_new_documents_is_measured(quick_run: QuickRun) -> N
     assert "New documents: a customer sending only new documents" in quick_run.stdout
 
 
+def _defer_and_stream_are_measured_beside_the_plain_page_and_the_base_commit(
+    quick_run: QuickRun,
+) -> None:
+    """Issue 66: the loan page in parts with its history reads held, and plain operations' CPU
+    beside the base commit's, its server run from a worktree in the same run."""
+    found = quick_run.results["incremental"]
+    assert found["base"] == "183dc59" and found["history_delay_ms"] == 100
+    assert found["delayed_history_queries"] > 0
+    parts = found["parts"]
+    assert parts["in_parts"]["parts"] >= 2
+    assert parts["plain"]["parts"] == parts["without_history"]["parts"] == 1
+    for moment in ("first", "last"):
+        assert 0 < parts["in_parts"][moment]["median"] <= parts["in_parts"]["last"]["max"]
+    assert set(found["cpu"]) == {"loan_page", "payment"}
+    for workload in found["cpu"].values():
+        assert workload["this_cpu_ms"]["median"] > 0 and workload["base_cpu_ms"]["median"] > 0
+        assert workload["requests"]["this"] > 0 and workload["requests"]["base"] > 0
+    targets = {target["name"]: target for target in quick_run.results["targets"]}
+    named = {
+        "incremental: first part - page without history, ms (history reads +100 ms)": (50, {
+            "loan_page"}),
+        "incremental: last part / plain page with history (history reads +100 ms)": (1.1, {
+            "loan_page"}),
+        "incremental: server CPU per request / the base commit's (183dc59)": (1.05, {
+            "loan_page", "payment"}),
+    }  # fmt: skip
+    for name, (bound, measured_on) in named.items():
+        assert targets[name]["bound"] == bound and targets[name]["kind"] == "max", name
+        assert set(targets[name]["measured"]) == measured_on, name
+    assert "Incremental delivery: a loan page of 20 payments" in quick_run.stdout
+    assert "No tax on plain operations: server CPU per request" in quick_run.stdout
+
+
 def _the_throttling_storms_are_made_in_each_retry_mode(quick_run: QuickRun) -> None:
     storms = quick_run.results["storm"]
     assert storms["default_mode"] == "standard"
@@ -252,5 +286,6 @@ CHECKS = (
     _budgets_in_a_fleet_are_measured_and_a_refusals_cpu_is_a_target,
     _a_customer_sending_only_new_documents_is_measured,
     _the_collection_job_is_measured_at_the_defaults,
+    _defer_and_stream_are_measured_beside_the_plain_page_and_the_base_commit,
     _the_throttling_storms_are_made_in_each_retry_mode,
 )
