@@ -22,6 +22,7 @@ hundred). An index whose busiest share stays within the bound is **met**; a hot 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import time
@@ -35,10 +36,11 @@ from typing import Any
 import httpx
 
 from bench.load import service_headers
-from bench.partitions import CREATE, PARTITION_WRITE_UNITS, SUBMIT
+from bench.partitions import PARTITION_WRITE_UNITS
 from datasource.client import open_client
 from datasource.permissions import acting_as
 from datasource.table import GSI1PK, GSI2PK, GSI3PK, GSI4PK, PK
+from harness.autopay import autopay
 from harness.processes import serving
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
@@ -111,7 +113,7 @@ async def burst(
     costs: list[dict[str, float]] = []
     numbers = iter(range(payments))
 
-    async def write(http: httpx.AsyncClient, query: str, input: dict[str, Any]) -> str:
+    async def write(http: httpx.AsyncClient, query: str, input: dict[str, Any]) -> str | None:
         response = await http.post("/graphql", json={"query": query, "variables": {"i": input}})
         body = response.json()
         answer = next(iter((body.get("data") or {}).values()), None)
@@ -129,17 +131,7 @@ async def burst(
     async def borrower(http: httpx.AsyncClient) -> None:
         for number in numbers:
             user = f"{AUTOPAY}-{run}-{number}"
-            loan = {"userId": user, "loanId": "loan-1"}
-            payment_id = await write(
-                http, CREATE, {**loan, "amountCents": 12_500, "method": "ACH",
-                               "process": "AUTO", "idempotencyKey": f"autopay-{user}"},
-            )  # fmt: skip
-            if number % 2 == 0:
-                await write(
-                    http, SUBMIT, {**loan, "paymentId": payment_id, "reason": "ach file",
-                                   "confirmationId": f"ach-{user}",
-                                   "idempotencyKey": f"submit-{user}"},
-                )  # fmt: skip
+            await autopay(functools.partial(write, http), user, submit=number % 2 == 0)
 
     limits = httpx.Limits(max_connections=clients + 2)
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30, limits=limits) as http:

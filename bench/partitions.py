@@ -22,6 +22,7 @@ costs GSI1 and GSI2 a delete and a put, more than a creation). The shares:
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import uuid
 from collections import Counter
@@ -38,12 +39,13 @@ from bench.report import Target
 from domain.enums import PaymentMethod, PaymentProcess
 from domain.keys import feed_partition, status_partition
 from domain.payment import new_payment
+from harness.autopay import autopay
 from server.app import create_app
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings
 
 __all__ = [
-    "CREATE", "IDS", "PARTITION_WRITE_UNITS", "SUBMIT", "TARGET", "Ceiling", "ceilings",
+    "IDS", "PARTITION_WRITE_UNITS", "TARGET", "Ceiling", "ceilings",
     "measure", "render", "render_results", "shard_share", "targets", "write_units",
 ]  # fmt: skip
 
@@ -57,9 +59,6 @@ IDS = 100_000
 MOST_LOANS = 4
 BURST = 40
 INDEXES = ("table", "GSI1", "GSI2", "GSI3", "GSI4")
-ANSWER = "... on PaymentPayload { payment { paymentId } } ... on UserError { code message }"
-CREATE = f"mutation($i: CreatePaymentInput!) {{ createPayment(input: $i) {{ {ANSWER} }} }}"
-SUBMIT = f"mutation($i: SubmitPaymentInput!) {{ submitPayment(input: $i) {{ {ANSWER} }} }}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +114,7 @@ async def write_units(endpoint: str, *, table_name: str, burst: int = BURST) -> 
     headers = {**service_headers(), "X-Debug-DynamoDB": "1"}
     costs: list[dict[str, float]] = []
 
-    async def write(http: httpx.AsyncClient, query: str, input: dict[str, Any]) -> str:
+    async def write(http: httpx.AsyncClient, query: str, input: dict[str, Any]) -> str | None:
         response = await http.post("/graphql", json={"query": query, "variables": {"i": input}})
         body = response.json()
         [answer] = body["data"].values()
@@ -139,17 +138,7 @@ async def write_units(endpoint: str, *, table_name: str, burst: int = BURST) -> 
         ) as http:
             for number in range(burst):
                 user = f"autopay-{number}-{uuid.uuid4().hex[:8]}"
-                loan = {"userId": user, "loanId": "loan-1"}
-                payment_id = await write(
-                    http, CREATE, {**loan, "amountCents": 12_500, "method": "ACH",
-                                   "process": "AUTO", "idempotencyKey": f"create-{user}"},
-                )  # fmt: skip
-                if number % 2 == 0:
-                    await write(
-                        http, SUBMIT, {**loan, "paymentId": payment_id, "reason": "ach file",
-                                       "confirmationId": f"ach-{user}",
-                                       "idempotencyKey": f"submit-{user}"},
-                    )  # fmt: skip
+                await autopay(functools.partial(write, http), user, submit=number % 2 == 0)
     return {
         index: (
             max(cost.get(index, 0.0) for cost in costs),

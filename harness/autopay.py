@@ -12,19 +12,47 @@ a throttled DynamoDB) counts as refused and is not sent again: the burst's load 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["CREATE", "SUBMIT", "BurstFigures", "burst", "throttles_counted"]
+__all__ = ["CREATE", "SUBMIT", "BurstFigures", "Write", "autopay", "burst", "throttles_counted"]
 
-ANSWER = "__typename ... on PaymentPayload { payment { paymentId } } ... on UserError { code }"
+ANSWER = (
+    "__typename ... on PaymentPayload { payment { paymentId } } ... on UserError { code message }"
+)
 CREATE = f"mutation($i: CreatePaymentInput!) {{ result: createPayment(input: $i) {{ {ANSWER} }} }}"
 SUBMIT = f"mutation($i: SubmitPaymentInput!) {{ result: submitPayment(input: $i) {{ {ANSWER} }} }}"
+
+
+# A payment write as a burst sends it: a mutation (CREATE, SUBMIT) and its input; the payment's
+# id, or None where the write was refused.
+Write = Callable[[str, dict[str, Any]], Awaitable[str | None]]
+
+
+async def autopay(
+    write: Write, user: str, *, submit: bool | Callable[[], bool] = True
+) -> str | None:
+    """One borrower's autopay through `write`: its payment created (ACH, AUTO, $125.00, the
+    idempotency key of the borrower's own), then submitted in the ACH file if `submit` (asked
+    once the payment is created, if a function). Its id, or None if its creation was refused."""
+    loan = {"userId": user, "loanId": "loan-1"}
+    payment_id = await write(
+        CREATE, {**loan, "amountCents": 12_500, "method": "ACH",
+                 "process": "AUTO", "idempotencyKey": f"autopay-{user}"},
+    )  # fmt: skip
+    if payment_id is not None and (submit() if callable(submit) else submit):
+        await write(
+            SUBMIT, {**loan, "paymentId": payment_id, "reason": "ach file",
+                     "confirmationId": f"ach-{user}", "idempotencyKey": f"submit-{user}"},
+        )  # fmt: skip
+    return payment_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +100,9 @@ async def burst(
         number = 0
         while time.monotonic() < ends:
             user = f"autopay-{run}-{client}-{number}"
-            loan = {"userId": user, "loanId": "loan-1"}
-            payment_id = await write(
-                http, CREATE, {**loan, "amountCents": 12_500, "method": "ACH",
-                               "process": "AUTO", "idempotencyKey": f"autopay-{user}"},
-            )  # fmt: skip
-            if payment_id is not None and time.monotonic() < ends:
-                await write(
-                    http, SUBMIT, {**loan, "paymentId": payment_id, "reason": "ach file",
-                                   "confirmationId": f"ach-{user}",
-                                   "idempotencyKey": f"submit-{user}"},
-                )  # fmt: skip
+            await autopay(
+                functools.partial(write, http), user, submit=lambda: time.monotonic() < ends
+            )
             number += 1
 
     limits = httpx.Limits(max_connections=clients + 2)
