@@ -46,6 +46,7 @@ __all__ = [
     "check_served",
     "listening",
     "load_generator_core",
+    "pin_event_loop",
     "pin_process",
     "pinning",
     "run_load",
@@ -88,10 +89,23 @@ def pinning() -> bool:
 
 
 def listening(process: Process) -> None:
-    """Until `process` listens, then every thread of it on the server core (when pinning)."""
+    """Until `process` listens, then its event loop on the server core (when pinning)."""
     process.wait_listening()
     if pinning():
-        pin_process(process.pid, {SERVER_CORE})
+        pin_event_loop(process.pid, {SERVER_CORE})
+
+
+def pin_event_loop(pid: int, cores: set[int]) -> None:
+    """`pid`'s main thread (its event loop) on `cores`, its other threads wherever this process
+    may run. A runtime's helpers (V8's garbage collector and compilers, libuv's pool) are made to
+    run beside its event loop; squeezed onto its core, the Node peer spent about a third more
+    CPU a page than with nothing pinned (issue 67, `python -m bench.outside --pin all`), which
+    a single-threaded service does not. Threads made later inherit the main thread's cores, so
+    call it again once a first request has made them."""
+    everywhere = os.sched_getaffinity(0)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task.name), cores if int(task.name) == pid else everywhere)
 
 
 def pin_process(pid: int, cores: set[int]) -> None:

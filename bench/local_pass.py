@@ -314,6 +314,9 @@ class LocalPass:
         page = self.work["by_status"]
         uncursored = dataclasses.replace(page, query=page.query.replace(" endCursor", ""))
         calls_at_defaults = load.check_same_data([uncursored], defaults, service, self.headers)
+        for server in self.servers if load.pinning() else ():
+            # The threads its first requests made (libuv's pool) off its event loop's core.
+            load.pin_event_loop(server.pid, {load.SERVER_CORE})
         with load.load_generator_core():
             comparison, resident = await self._compare()
             breakdown = await self._cpu_breakdown()

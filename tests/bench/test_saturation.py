@@ -31,7 +31,8 @@ def _run(
     }
     for server in ("service", "node"):
         mine = cpu if server == side else 0.01
-        found |= {f"{server}_cpu_seconds": mine, f"{server}_main_thread_cpu_seconds": mine * 0.8}
+        main = mine * shares.get("main_thread", 1.0)
+        found |= {f"{server}_cpu_seconds": mine, f"{server}_main_thread_cpu_seconds": main}
     return found
 
 
@@ -53,7 +54,9 @@ def _rounds(
 
 def test_the_ratio_is_of_requests_per_cpu_second_with_its_spread_over_the_rounds() -> None:
     # The service 8, 9, 10 CPU-seconds; the peer 12 in each round: ratios 1.5, 1.33, 1.2.
-    found = summarise(_rounds([8.0, 9.0, 10.0], [12.0, 12.0, 12.0], server_busy=0.97))
+    found = summarise(
+        _rounds([8.0, 9.0, 10.0], [12.0, 12.0, 12.0], server_busy=0.97, main_thread=0.8)
+    )
     page = found["loan_page"]
     assert page["sides"]["service"]["requests_per_cpu_second"] == pytest.approx(2_000 / 9)
     assert page["sides"]["node"]["cpu_ms_per_request"] == pytest.approx(6.0)
@@ -82,7 +85,10 @@ def test_a_server_below_its_core_or_a_database_without_headroom_is_said_so() -> 
     # Half the core: the server waited on something else.
     idle = summarise(_rounds([5.0, 5.0], [9.6, 9.6], database_busy=0.95, wrk=0.6))
     service, node = verdicts(idle)
-    assert "not CPU-bound (50% of its core)" in service
+    assert "not CPU-bound (its event loop 50% of its core)" in service
+    # Its helper threads off the core (`load.pin_event_loop`): only its event loop saturates it.
+    helped = summarise(_rounds([9.5, 9.5], [11.0, 11.0], main_thread=0.8))
+    assert "not CPU-bound (its event loop 88% of its core)" in verdicts(helped)[1]
     assert "DynamoDB Local's core 95% busy" in node and "wrk 60% of its core" in node
     # DynamoDB Local's own rate no more than the server's.
     runs = [
