@@ -4,3 +4,5 @@
 Neither the service nor its tests' fixtures: it imports the service, and the tests and `bench/`
 import it, never the other way round.
 """
+
+__all__: list[str] = []

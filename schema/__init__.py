@@ -51,6 +51,9 @@ from schema.types import LoanType, PaymentType
 logger = logging.getLogger("loc_payments.graphql")
 
 
+__all__ = ["PaymentsSchema", "build_schema", "payments_limits"]
+
+
 class PaymentsSchema(FederatedSchema):
     """The schema with its query limits; `production` turns introspection off and has
     graphql-core leave out its "Did you mean ...?" hints (in validation and in coercing

@@ -1,9 +1,10 @@
-"""Each public module of the repository's packages (a file whose name does not start with `_`)
-says what it offers others in `__all__`, and whatever the repository takes from one, by
-`from package.module import name` or by reading `module.name`, is in that list or a submodule:
-what a module keeps for itself is visible at its top. The tests are held to it too, since a name
-a test takes is one the module offers, with two exceptions: a `_`-named helper a test reads on
-purpose, and `tests/engine/`, the white-box tests of the engine's internals."""
+"""Each public module of the repository's packages (a file whose name does not start with `_`,
+and each package's `__init__.py`) says what it offers others in `__all__`, and whatever the
+repository takes from one, by `from package.module import name` or by reading `module.name`, is in
+that list or a submodule: what a module keeps for itself is visible at its top. The tests are held
+to it too, since a name a test takes is one the module offers, with two exceptions: a `_`-named
+helper a test reads on purpose, and `tests/engine/`, the white-box tests of the engine's
+internals."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def _public_modules() -> dict[str, Path]:
         _module_name(path): path
         for package in PACKAGES
         for path in sorted((ROOT / package).rglob("*.py"))
-        if not path.name.startswith("_")
+        if not path.name.startswith("_") or path.name == "__init__.py"
     }
 
 
