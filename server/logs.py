@@ -54,6 +54,8 @@ class JsonFormatter(OrjsonFormatter):
             text = time.strftime(self.default_time_format, self.converter(created))
             self._second = (int(created), text)
         milliseconds = self.default_msec_format
+        if milliseconds == "%s,%03d":  # `logging.Formatter`'s: formatted without `%`'s parsing
+            return f"{text},{int(msecs):03d}"
         return milliseconds % (text, msecs) if milliseconds else text
 
 

@@ -6,13 +6,19 @@ import io
 import json
 import logging
 import re
+from datetime import datetime
 from typing import Any
 
 import pytest
+from prometheus_client import generate_latest
 
 from datasource import DynamoConfig
+from datasource.accounting import CallCount
+from engine import Observed
+from resolvers.callers import Unauthenticated
+from resolvers.context import Context
 from server.logs import configure_logging
-from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS
+from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS, Metrics
 from tests.api.conftest import SERVICE, Api, api_client
 from tests.api.metrics import metric
 
@@ -216,3 +222,26 @@ def test_a_json_line_s_time_is_logging_s_own(created: float) -> None:
             assert written == logging.Formatter().formatTime(record)
     finally:
         logging.getLogger().removeHandler(handler)
+
+
+def test_a_call_without_an_answer_is_counted_as_such() -> None:
+    # A lost connection: the call was made (`operations`) and never answered (`outcomes`).
+    metrics = Metrics()
+    calls = CallCount(requests=3, operations={"GetItem": 2, "Query": 1})
+    calls.outcomes = {("GetItem", "ok"): 1, ("Query", "ok"): 1}
+    context = Context(
+        store=None,  # type: ignore[arg-type]  # observing reads none
+        max_attempts=3,
+        clock=datetime.now,
+        authenticated=Unauthenticated("no token"),
+        calls=calls,
+    )
+    metrics.observe(Observed("Payment", context, [], 0.001))
+
+    text = generate_latest(metrics.registry).decode()
+
+    assert metric(text, "loc_payments_dynamodb_calls_total", api="GetItem", outcome="ok") == 1
+    assert (
+        metric(text, "loc_payments_dynamodb_calls_total", api="GetItem", outcome="no_answer") == 1
+    )
+    assert 'api="Query",outcome="no_answer"' not in text
