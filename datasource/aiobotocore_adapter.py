@@ -23,10 +23,12 @@ from aiobotocore.parsers import AioJSONParser, AioResponseParserFactory
 from aiobotocore.session import AioSession
 from botocore.loaders import Loader, create_loader
 
+from datasource.errors import FastParsingMissing
+
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient
 
-__all__ = ["FastParsingMissing", "check_fast_parsing", "fast_session", "verifies_tls"]
+__all__ = ["check_fast_parsing", "fast_session", "verifies_tls"]
 
 # The operations whose successful answers are items, keys, counts and capacity: plain JSON.
 FAST_OPERATIONS = frozenset(
@@ -104,10 +106,6 @@ def fast_session() -> AioSession:
         _DATA_LOADER, _shared_loader(session.get_config_variable("data_path"))
     )
     return session
-
-
-class FastParsingMissing(RuntimeError):
-    """The client would parse DynamoDB's answers with botocore's shape walker."""
 
 
 def check_fast_parsing(client: DynamoDBClient) -> None:

@@ -11,6 +11,14 @@ The Redis broker (redis-py), in `broker_errors`:
     any RedisError, a socket's error, a timeout  -> StorageUnavailable: callers go on without it
 
 A failed condition is not handled here: each conditional write reads its own answer from it.
+
+Exceptions of the datasource's own (each where it is raised):
+
+    FastParsingMissing(RuntimeError)  the client would parse answers with botocore's shape walker
+    FieldNotRead(LookupError)         a projected payment's field its read left out (a bug)
+    LeaseLost(Exception)              the stream reader's lease is another's now
+    StreamMissing(RuntimeError)       the table has no stream
+    SinkRefused(RuntimeError)         the live updates' sink cannot take a delivery now
 """
 
 from __future__ import annotations
@@ -28,7 +36,39 @@ from redis.exceptions import RedisError
 
 from domain.errors import PaymentsError, StorageUnavailable
 
-__all__ = ["broker_errors", "error_code", "storage_errors"]
+__all__ = [
+    "FastParsingMissing",
+    "FieldNotRead",
+    "LeaseLost",
+    "SinkRefused",
+    "StreamMissing",
+    "broker_errors",
+    "error_code",
+    "storage_errors",
+]
+
+
+class FastParsingMissing(RuntimeError):
+    """The client would parse DynamoDB's answers with botocore's shape walker."""
+
+
+class FieldNotRead(LookupError):
+    """A field of a payment read with a projection that left its attribute out: a reader
+    asked for less than it uses (a bug, never a value made up)."""
+
+
+class LeaseLost(Exception):
+    """The lease this reader held is another's now (or expired): it must stop reading."""
+
+
+class StreamMissing(RuntimeError):
+    """The table has no stream: `create_table_if_missing` (or the template) turns it on."""
+
+
+class SinkRefused(RuntimeError):
+    """The sink could not take a delivery now (its broker is down): the records are read
+    again, after a wait."""
+
 
 # Error codes that mean "try again later", not "this request is wrong".
 RETRYABLE_CODES = frozenset(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from datasource.errors import FieldNotRead
 from datasource.table import GSI1PK, GSI1SK, GSI2PK, GSI2SK, GSI3PK, GSI3SK, PK, SK
 from domain import keys
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from types_aiobotocore_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = [
-    "FieldNotRead",
     "Item",
     "ProjectedPayment",
     "applications_value",
@@ -216,11 +216,6 @@ assert set(ATTRIBUTES) == set(_FIELDS), "every field of Payment has its attribut
 _REQUIRED = frozenset(attribute.name for attribute in ATTRIBUTES.values() if attribute.required)
 # What names a payment: read whatever a projection asks for (`projected_attributes`).
 IDENTITY = frozenset({"user_id", "loan_id", "payment_id"})
-
-
-class FieldNotRead(LookupError):
-    """A field of a payment read with a projection that left its attribute out: a reader
-    asked for less than it uses (a bug, never a value made up)."""
 
 
 class StoredPayment(Payment):

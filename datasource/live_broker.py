@@ -24,10 +24,10 @@ import orjson
 from redis.asyncio import Redis
 
 from datasource.broker_client import open_broker_client
-from datasource.errors import broker_errors
+from datasource.errors import LeaseLost, broker_errors
 from datasource.streams import ShardPosition
 
-__all__ = ["Entry", "LeaseLost", "RedisBroker", "open_live_broker"]
+__all__ = ["Entry", "RedisBroker", "open_live_broker"]
 
 # The JSON of a checkpoint's position, and of an event's item (its DynamoDB image).
 _PUBLISH = """
@@ -54,10 +54,6 @@ return 1
 """
 EVENT, ROUND = "event", "round"
 BROKER = "the live updates' broker"
-
-
-class LeaseLost(Exception):
-    """The lease this reader held is another's now (or expired): it must stop reading."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from datasource import tracing
 from datasource.batch import Backoff
-from datasource.errors import error_code
+from datasource.errors import SinkRefused, StreamMissing, error_code
 from datasource.history import event_from_item
 from datasource.table import SK
 from domain.errors import PaymentsError
@@ -101,15 +101,6 @@ class ChangeSource(Protocol):
         ...
 
     async def run(self, sink: StreamSink) -> None: ...
-
-
-class StreamMissing(RuntimeError):
-    """The table has no stream: `create_table_if_missing` (or the template) turns it on."""
-
-
-class SinkRefused(RuntimeError):
-    """The sink could not take a delivery now (its broker is down): the records are read
-    again, after a wait."""
 
 
 @dataclass(slots=True)

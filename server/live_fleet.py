@@ -20,14 +20,10 @@ import random
 import uuid
 from collections.abc import Callable, Sequence
 
+from datasource.errors import LeaseLost, SinkRefused
 from datasource.history import event_from_item
-from datasource.live_broker import Entry, LeaseLost, RedisBroker
-from datasource.streams import (
-    DynamoDBStreamSource,
-    Received,
-    ShardPosition,
-    SinkRefused,
-)
+from datasource.live_broker import Entry, RedisBroker
+from datasource.streams import DynamoDBStreamSource, Received, ShardPosition
 from domain.errors import PaymentsError, StorageUnavailable
 from resolvers.event_hub import FEED_GAP_REASON, EventHub
 

@@ -15,8 +15,8 @@ from botocore.parsers import JSONParser
 
 import datasource.client
 from datasource import PaymentStore
-from datasource.aiobotocore_adapter import FastParsingMissing
 from datasource.client import open_client
+from datasource.errors import FastParsingMissing
 from datasource.items import Item, to_item
 from domain.payment import LoanRef
 from tests.backends import REGION, TEST_KEY, Backend, backend_config

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from datasource.live_broker import LeaseLost, RedisBroker, open_live_broker
+from datasource.errors import LeaseLost
+from datasource.live_broker import RedisBroker, open_live_broker
 from datasource.streams import ShardPosition
 from domain.errors import StorageUnavailable
 from harness.redis_server import RedisServer

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from datasource.items import FieldNotRead, from_item, projected_attributes, to_item
+from datasource.errors import FieldNotRead
+from datasource.items import from_item, projected_attributes, to_item
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.payment import Application, Payment
 

@@ -18,6 +18,7 @@ from datasource import DynamoConfig, PaymentStore
 from datasource import streams as streams_module
 from datasource.batch import Backoff
 from datasource.client import open_streams_client
+from datasource.errors import SinkRefused
 from datasource.streams import ChangeSource, DynamoDBStreamSource, Received, ShardPosition
 from datasource.table import create_table_if_missing, table_definition
 from domain.enums import PaymentMethod, PaymentStatus
@@ -447,7 +448,7 @@ class Refusing(Collected):
     ) -> None:
         if events and self.refusals:
             self.refusals -= 1
-            raise streams_module.SinkRefused("the broker is down")
+            raise SinkRefused("the broker is down")
         await super().deliver(shard_id, events, position)
 
 
