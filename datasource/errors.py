@@ -1,18 +1,9 @@
-"""The stores' errors become domain errors here, so nothing above the datasource sees them.
-
-DynamoDB (botocore), in `storage_errors`:
-
-    throttling, 5xx, timeouts, lost connections  -> StorageUnavailable (after botocore's retries)
-    the table does not exist (yet)               -> StorageUnavailable
-    anything else DynamoDB refuses               -> PaymentsError (code INTERNAL): a bug of ours
-
-The Redis broker (redis-py), in `broker_errors`:
-
-    any RedisError, a socket's error, a timeout  -> StorageUnavailable: callers go on without it
-
-A failed condition is not handled here: each conditional write reads its own answer from it.
-
-Exceptions of the datasource's own (each where it is raised):
+"""The stores' errors become domain errors here, so nothing above the datasource sees them:
+DynamoDB's (`storage_errors`: throttling, 5xx, timeouts, lost connections and a missing table
+-> StorageUnavailable after the retries; anything else it refuses -> PaymentsError INTERNAL, a
+bug of ours) and the Redis broker's (`broker_errors`: any of redis-py's, a socket's or a
+timeout -> StorageUnavailable; callers go on without it). A failed condition is not handled
+here: each conditional write reads its own answer from it. The datasource's own exceptions:
 
     FastParsingMissing(RuntimeError)  the client would parse answers with botocore's shape walker
     FieldNotRead(LookupError)         a projected payment's field its read left out (a bug)
