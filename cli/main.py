@@ -23,7 +23,7 @@ from cli.schema_command import run_schema
 from cli.serve_command import serve
 from domain.errors import InvalidCursor, PaymentsError
 from infra.stack import TEMPLATE_COMMAND, stack_template_text
-from jobs.checkpoint import CheckpointRefused
+from jobs.errors import CheckpointRefused
 from server.auth import (
     DEFAULT_TOKEN_TTL_SECONDS,
     SERVICE_SCOPE,

@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from jobs.errors import CheckpointRefused
 from jobs.group_progress import DONE, GroupProgress, Standing
 
 __all__ = [
     "Checkpoint",
-    "CheckpointRefused",
     "CollectionCounts",
     "load_checkpoint",
     "open_report",
@@ -39,10 +39,6 @@ __all__ = [
 _FORMAT = "loc-payments-collect/2"
 # The job that read GSI2 in one merged order (a cursor, not groups): carried over.
 _MERGED_FORMAT = "loc-payments-collect/1"
-
-
-class CheckpointRefused(Exception):
-    """The checkpoint cannot be read, or belongs to another run."""
 
 
 @dataclass(frozen=True, slots=True)

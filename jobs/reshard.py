@@ -30,7 +30,8 @@ from datasource.permissions import RESHARD_JOB, acting_as
 from datasource.shards import Placed
 from domain import keys
 from domain.keys import FeedLayout, StatusLayout
-from jobs.checkpoint import CheckpointRefused, read_checkpoint, refuse_mismatch, replace_file
+from jobs.checkpoint import read_checkpoint, refuse_mismatch, replace_file
+from jobs.errors import CheckpointRefused
 from server.bootstrap import payment_store
 from server.settings import Settings
 from server.tracing import job_trace, open_tracing

@@ -16,7 +16,7 @@ from datasource.layouts import establish
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.keys import FeedLayout, StatusLayout
-from jobs.checkpoint import CheckpointRefused
+from jobs.errors import CheckpointRefused
 from jobs.reshard import reshard_feed
 from tests.backends import CURSOR_SECRET, Backend, fresh_table
 from tests.eventually import eventually

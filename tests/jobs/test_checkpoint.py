@@ -10,12 +10,12 @@ import pytest
 from datasource import StatusPosition
 from jobs.checkpoint import (
     Checkpoint,
-    CheckpointRefused,
     CollectionCounts,
     load_checkpoint,
     open_report,
     save_checkpoint,
 )
+from jobs.errors import CheckpointRefused
 from jobs.group_progress import DONE, START, GroupProgress, Standing
 
 RUN = Checkpoint(table_name="test-loc-service", report="/data/eligible.jsonl", dry_run=False)

@@ -24,7 +24,7 @@ from domain.enums import PaymentStatus
 from domain.keys import FeedLayout, StatusLayout
 from domain.payment import Payment
 from domain.transitions import TransitionRequest, apply_transition
-from jobs.checkpoint import CheckpointRefused
+from jobs.errors import CheckpointRefused
 from jobs.reshard import ReshardCheckpoint, fresh_checkpoint, load_reshard_checkpoint, reshard
 from tests.backends import CURSOR_SECRET, TEST_KEY, Backend, fresh_table
 from tests.datasource.shard_pages import every_page, ids, mixed_payments, newest_first
