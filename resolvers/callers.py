@@ -1,4 +1,5 @@
-"""Who is calling: a customer (one user) or a service (SPEC §7), and the refusals about it.
+"""Who is calling: a customer (one user) or a service (SPEC §7); its refusals are in
+`resolvers.errors`.
 
 A customer reads its own data and creates MANUAL payments on its own loans; a service does
 everything for any user. Another user's data reads as not found, never as forbidden, so a
@@ -10,21 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Caller", "CallerError", "Forbidden", "Unauthenticated"]
-
-
-class CallerError(Exception):
-    """A refusal about the caller, not the data: reported as `errors[].extensions.code`."""
-
-    code = "UNAUTHENTICATED"
-
-
-class Unauthenticated(CallerError):
-    code = "UNAUTHENTICATED"
-
-
-class Forbidden(CallerError):
-    code = "FORBIDDEN"
+__all__ = ["Caller"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput
 from domain.webhooks import EventsPolicy
-from resolvers.callers import Caller, CallerError, Forbidden
+from resolvers.callers import Caller
+from resolvers.errors import CallerError, Forbidden
 from resolvers.loaders import Loaders
 
 if TYPE_CHECKING:

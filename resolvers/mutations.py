@@ -15,8 +15,8 @@ from domain.idempotency import CallerKind, WriteOutcome, claim_for, move_claim
 from domain.payment import Payment, PaymentRef, new_payment
 from domain.transitions import ApplicationRequest, TransitionRequest
 from resolvers import workflow
-from resolvers.callers import Forbidden
 from resolvers.context import Context
+from resolvers.errors import Forbidden
 
 __all__ = ["create_payment", "transition_payment"]
 

@@ -40,8 +40,9 @@ from domain.webhooks import (
     event_type,
     new_secret,
 )
-from resolvers.callers import Caller, Forbidden
+from resolvers.callers import Caller
 from resolvers.context import Context
+from resolvers.errors import Forbidden
 from resolvers.node_ids import payment_node_id
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 from graphql import GraphQLError
 
 from domain.errors import InvalidInput, PaymentsError
-from resolvers.callers import CallerError
+from resolvers.errors import CallerError
 
 __all__ = ["is_unexpected", "public_error"]
 

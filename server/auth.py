@@ -21,7 +21,8 @@ from typing import Any
 
 import jwt
 
-from resolvers.callers import Caller, Unauthenticated
+from resolvers.callers import Caller
+from resolvers.errors import Unauthenticated
 from server.jwks import JwksKeys, JwksPolicy
 from server.settings import Settings
 

@@ -46,8 +46,9 @@ from engine import (
     Parts,
     RequestError,
 )
-from resolvers.callers import Caller, CallerError, Forbidden, Unauthenticated
+from resolvers.callers import Caller
 from resolvers.context import Context
+from resolvers.errors import CallerError, Forbidden, Unauthenticated
 from schema import PaymentsSchema
 from server.auth import AuthConfig, authenticate, token_expiry
 from server.budgets import Throttled

@@ -38,8 +38,9 @@ from prometheus_client.utils import floatToGoString
 from datasource.breaker import CircuitBreaker
 from datasource.retries import Throttles
 from engine import Observed
-from resolvers.callers import Caller, Forbidden, Unauthenticated
+from resolvers.callers import Caller
 from resolvers.context import Context
+from resolvers.errors import Forbidden, Unauthenticated
 from resolvers.event_hub import EventHub
 from server.logs import log_info
 

@@ -15,8 +15,8 @@ from prometheus_client import generate_latest
 from datasource import DynamoConfig
 from datasource.accounting import CallCount
 from engine import Observed
-from resolvers.callers import Unauthenticated
 from resolvers.context import Context
+from resolvers.errors import Unauthenticated
 from server.logs import configure_logging
 from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS, Metrics
 from tests.api.conftest import SERVICE, Api, api_client

@@ -4,7 +4,8 @@ import jwt
 import pytest
 from pydantic import SecretStr
 
-from resolvers.callers import Caller, Unauthenticated
+from resolvers.callers import Caller
+from resolvers.errors import Unauthenticated
 from server.auth import (
     SERVICE_SCOPE,
     AuthConfig,

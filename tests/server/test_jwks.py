@@ -24,7 +24,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import NameOID
 
-from resolvers.callers import Caller, Unauthenticated
+from resolvers.callers import Caller
+from resolvers.errors import Unauthenticated
 from server.auth import AuthConfig, authenticate
 from server.jwks import MAX_BODY_BYTES, JwksKeys, JwksPolicy, jwks_reading
 from tests.eventually import eventually
