@@ -171,9 +171,10 @@ run: $(RUN_STAMPS)
 # Every test, in two runs. First all but those marked `quiet`, over TEST_WORKERS processes
 # (pytest-xdist; one more than the cores, as many tests wait on servers they start: on 2 cores 4
 # workers took as long and a tenth more CPU); then the `quiet` ones, which need the machine to
-# themselves (the races, the bench's measurements, bounds of tenths of a second), in one
-# process. Both record the DynamoDB operations made as the service into one directory, checked
-# against the stack's task role after both (tests/least_privilege.py). Any other non-zero pytest
+# themselves (the races and the bench's measurements; a test of a timeout uses a stalled fake
+# and a generous bound instead), in one process. Both record the DynamoDB operations made as the
+# service into one directory, checked against the stack's task role after both
+# (tests/least_privilege.py). Any other non-zero pytest
 # status fails the target, and so does 5 ("no tests collected") unless the other run had tests
 # (ARGS selecting only quiet tests, or none).
 # It ends by printing its wall time and the CPU time of every process it waited for (pytest, its
