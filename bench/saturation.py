@@ -54,7 +54,17 @@ from harness.processes import REGION, ROOT, Process, Service, children, cpu_seco
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Settings
 
-__all__ = ["Placement", "bench_environment", "main", "render", "summarise", "verdicts"]
+__all__ = [
+    "Options",
+    "Placement",
+    "Saturation",
+    "bench_environment",
+    "main",
+    "render",
+    "summarise",
+    "thread_cpu",
+    "verdicts",
+]
 
 WORKLOADS = ("loan_page", "by_status")
 SERVERS = ("service", "node")

@@ -24,6 +24,7 @@ from harness import fork_server
 from server.settings import LOCAL_AWS_CREDENTIALS
 
 __all__ = [
+    "CLOCK_TICKS",
     "HOST",
     "KEPT_SETTINGS",
     "REGION",
