@@ -72,8 +72,8 @@ TYPED_PACKAGES := domain datasource resolvers engine schema server jobs infra cl
 
 help:
 	@echo "make run      serve the API on $(API_ADDRESS) (embedded DynamoDB Local)"
-	@echo "make test     run every test, over every core (~12 min; extra pytest arguments: make test ARGS='-k cursor')"
-	@echo "make test-fast   the tests not marked slow, over every core (no DynamoDB Local, Chromium, gateway, bench; ~2 min)"
+	@echo "make test     run every test, over every core (~11 min; extra pytest arguments: make test ARGS='-k cursor')"
+	@echo "make test-fast   the tests not marked slow, over every core (no DynamoDB Local, Chromium, gateway, bench; ~3 min)"
 	@echo "make test-races  the concurrency tests, $(RACE_RUNS) times over (DynamoDB Local)"
 	@echo "make test-cost   the cost's property over 50 times the documents make test draws (~2.5 min)"
 	@echo "make lint     ruff and mypy --strict"
