@@ -27,7 +27,7 @@ import httpx
 
 from bench import data, local_database
 from bench.report import Target
-from datasource.table import create_table_if_missing
+from datasource import create_table_if_missing
 from harness import budget_fleet
 from harness.budget_fleet import BURST, COST, INSTANCES, RATE, Contention, Tally
 from harness.processes import Service, serving

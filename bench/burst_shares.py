@@ -37,9 +37,7 @@ import httpx
 
 from bench.load import service_headers
 from bench.partitions import PARTITION_WRITE_UNITS
-from datasource.client import open_client
-from datasource.permissions import acting_as
-from datasource.table import GSI1PK, GSI2PK, GSI3PK, GSI4PK, PK
+from datasource import GSI1PK, GSI2PK, GSI3PK, GSI4PK, PK, acting_as, open_client
 from harness.autopay import autopay
 from harness.processes import serving
 from server.embedded_dynamodb import EmbeddedDynamoDB

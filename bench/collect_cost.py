@@ -20,9 +20,7 @@ from typing import Any
 from bench import data, local_database
 from bench.profile import quietly
 from bench.report import Target
-from datasource import CallCount, PaymentStore, count_calls
-from datasource.items import Item, to_item
-from datasource.table import create_table_if_missing
+from datasource import CallCount, Item, PaymentStore, count_calls, create_table_if_missing, to_item
 from domain.enums import PaymentStatus
 from domain.keys import DEFAULT_GSI2_SHARDS, StatusLayout
 from jobs.checkpoint import Checkpoint, CollectionCounts

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import aioboto3
 from aiobotocore.config import AioConfig
 
-from datasource.items import Item, to_item
+from datasource import Item, to_item
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import Payment, PaymentRef, new_payment

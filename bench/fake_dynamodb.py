@@ -25,9 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 from botocore.hooks import HierarchicalEmitter
 
-from datasource import PaymentStore
-from datasource.items import Item
-from datasource.table import GSI1, GSI2, GSI3, GSI4, PK, SK, page_key_attributes
+from datasource import GSI1, GSI2, GSI3, GSI4, PK, SK, Item, PaymentStore, page_key_attributes
 from server.settings import DEV_CURSOR_SECRET, Settings
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ import uvloop
 
 from bench import data, load, local_database
 from bench.report import Target
-from datasource.table import create_table_if_missing
+from datasource import create_table_if_missing
 from domain.keys import history_prefix
 from harness.processes import HOST, ROOT, Service
 from harness.proxy import proxy_to

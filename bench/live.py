@@ -38,7 +38,7 @@ from gql.graphql_request import GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
 from bench import data, load, local_database
-from datasource.table import create_table_if_missing
+from datasource import create_table_if_missing
 from harness.processes import Service, serving
 from harness.redis_server import RedisServer
 from server.settings import DEV_JWT_SECRET, Settings

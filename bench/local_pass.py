@@ -39,10 +39,17 @@ from graphql import parse
 
 from bench import cpu_breakdown, data, load
 from bench.data import Workload
-from datasource.items import Item, projected_attributes
-from datasource.pages import MAX_PAGE_SIZE
-from datasource.store import loan_query, status_query
-from datasource.table import GSI2PK, PK, SK, create_table_if_missing
+from datasource import (
+    GSI2PK,
+    MAX_PAGE_SIZE,
+    PK,
+    SK,
+    Item,
+    create_table_if_missing,
+    loan_query,
+    projected_attributes,
+    status_query,
+)
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.keys import StatusLayout

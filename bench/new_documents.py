@@ -31,7 +31,7 @@ from graphql import parse
 
 from bench import data, local_database
 from bench.report import Target
-from datasource.table import create_table_if_missing
+from datasource import create_table_if_missing
 from engine import operation_cost
 from harness.processes import HOST, Service, serving
 from schema import build_schema, payments_limits

@@ -30,7 +30,7 @@ from bench import data, local_database
 from bench.data import Workload
 from bench.fake_dynamodb import FAKE_ENDPOINT, FakeDynamoDB, as_client
 from bench.load import BUDGET_OVERRIDES, service_headers
-from datasource.table import create_table_if_missing
+from datasource import create_table_if_missing
 from harness.asgi import asgi_caller, asgi_headers
 from server.app import create_app
 from server.logs import configure_logging

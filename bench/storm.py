@@ -28,7 +28,7 @@ import jwt
 
 from bench import data, load, local_database
 from bench.report import Target
-from datasource.table import create_table_if_missing
+from datasource import create_table_if_missing
 from harness.processes import serving
 from harness.proxy import proxy_to
 from harness.storm import StormFigures, storm

@@ -37,7 +37,7 @@ from aiohttp import web
 from bench.load import service_headers
 from bench.profile import local_dynamodb, quietly, running
 from bench.report import Target
-from datasource.accounting import CallCount, counting
+from datasource import CallCount, counting
 from harness.asgi import asgi_caller, asgi_headers
 from harness.processes import HOST, free_port
 from server.app import create_app

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from datasource.pages import MAX_PAGE_SIZE
+from datasource import MAX_PAGE_SIZE
 from jobs.checkpoint import Checkpoint, CollectionCounts, open_report
 from jobs.collect import (
     DEFAULT_CONCURRENCY,

@@ -155,7 +155,7 @@ class Coalescer(Generic[K, V]):
         )
 
     async def _call(self, batch: _Batch[K, V]) -> None:
-        with accounting.counting(batch.calls), tracing.Current(batch.span):
+        with accounting.counting(batch.calls), tracing.CurrentSpan(batch.span):
             try:
                 found = await self._fetch(list(batch.keys), batch.consistent)
             except asyncio.CancelledError:
@@ -173,7 +173,7 @@ class Coalescer(Generic[K, V]):
                         waiter.set_result(found)
 
     async def _wait(self, batch: _Batch[K, V], waiter: asyncio.Future[dict[K, V]]) -> dict[K, V]:
-        at = deadline.current()
+        at = deadline.current_deadline()
         if at is None:
             return await waiter
         # A timer on the caller's own future, lighter than `asyncio.timeout_at` (a context

@@ -1,6 +1,6 @@
 """The time budget of one GraphQL operation's DynamoDB work, across every call and every retry.
 
-`budget(seconds)` sets a deadline for the block (and the tasks it starts, such as DataLoader
+`storage_budget(seconds)` sets a deadline for the block (and the tasks it starts, such as DataLoader
 batches, which copy the context); every DynamoDB call runs inside `storage_call()`, which stops
 it (botocore's retries and backoff included) when the deadline passes and raises
 `StorageUnavailable`, so an operation answers UNAVAILABLE at once instead of waiting out every
@@ -20,21 +20,28 @@ from datasource.errors import storage_errors
 from datasource.scoped import Scoped
 from domain.errors import StorageUnavailable
 
-__all__ = ["OUT_OF_TIME", "budget", "current", "leaves_time_for", "pause", "storage_call"]
+__all__ = [
+    "OUT_OF_TIME",
+    "current_deadline",
+    "leaves_time_for",
+    "pause",
+    "storage_budget",
+    "storage_call",
+]
 
 _deadline: ContextVar[float | None] = ContextVar("dynamodb_deadline", default=None)
 
 OUT_OF_TIME = "the payments store did not answer within the request's time budget; retry shortly"
 
 
-def budget(seconds: float | None) -> AbstractContextManager[float | None]:
+def storage_budget(seconds: float | None) -> AbstractContextManager[float | None]:
     """The DynamoDB calls made inside the block must finish within `seconds` (None: no limit);
     `with` gives the deadline, on the event loop's clock."""
     deadline = None if seconds is None else asyncio.get_running_loop().time() + seconds
     return Scoped(_deadline, deadline)
 
 
-def current() -> float | None:
+def current_deadline() -> float | None:
     """The deadline of the calls made here (the event loop's clock), if any."""
     return _deadline.get()
 

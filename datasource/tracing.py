@@ -34,7 +34,7 @@ __all__ = [
     "NO_SPAN",
     "PROPAGATOR",
     "CallSpans",
-    "Current",
+    "CurrentSpan",
     "abandoned",
     "current_traceparent",
     "internal_span",
@@ -221,8 +221,8 @@ def internal_span(
     a tracer."""
     if tracer is None:
         return NO_SPAN
-    # `Current` rather than `start_as_current_span`: a third less CPU, without its generator.
-    return Current(tracer.start_span(name, attributes=attributes))
+    # `CurrentSpan` rather than `start_as_current_span`: a third less CPU, without its generator.
+    return CurrentSpan(tracer.start_span(name, attributes=attributes))
 
 
 def record_error(error: BaseException) -> None:
@@ -233,7 +233,7 @@ def record_error(error: BaseException) -> None:
         span.record_exception(error)
 
 
-class Current:
+class CurrentSpan:
     """`span` is the current span inside the block, and ends with it (nothing for None)."""
 
     __slots__ = ("_context", "_span", "_token")
@@ -300,7 +300,7 @@ def received(
     instance received it. Its own trace (a CONSUMER span without a parent)."""
     if tracer is None:
         return NO_SPAN
-    return Current(
+    return CurrentSpan(
         tracer.start_span(
             "receive payment event",
             context=otel_context.Context(),

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from datasource.table import table_definition
+from datasource import table_definition
 
 __all__ = ["PARTITION_WRITE_UNITS", "Item", "Limits", "Write", "creates", "key_of", "updated"]
 

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import aioboto3
 
-from datasource.accounting import READ_OPERATIONS, WRITE_OPERATIONS
+from datasource import READ_OPERATIONS, WRITE_OPERATIONS
 from harness.partitions import PARTITION_WRITE_UNITS, Item, Limits, Write, creates, key_of, updated
 from server.settings import LOCAL_AWS_CREDENTIALS
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from datasource.permissions import SERVICE_GRANTS, STREAM, TABLE, Grant
-from datasource.table import cloudformation_template
+from datasource import SERVICE_GRANTS, STREAM, TABLE, Grant, cloudformation_template
 from server.settings import DEPLOYED, TABLE_AND_REGION, Settings
 from server.status_log import BREAKER_OPEN_FIELD, STREAM_BEHIND_FIELD, THROTTLES_FIELD
 

@@ -29,9 +29,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO
 
-from datasource import PaymentStore
-from datasource.pages import MAX_PAGE_SIZE
-from datasource.permissions import COLLECT_JOB, acting_as
+from datasource import COLLECT_JOB, MAX_PAGE_SIZE, PaymentStore, acting_as
 from domain.ach_returns import RetryEligibility, retry_eligibility
 from domain.audit import Actor, ActorKind
 from domain.enums import PaymentStatus

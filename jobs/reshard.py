@@ -23,11 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from datasource import PaymentStore
-from datasource.items import Item
-from datasource.layouts import switch_at
-from datasource.permissions import RESHARD_JOB, acting_as
-from datasource.shards import Placed
+from datasource import RESHARD_JOB, Item, PaymentStore, Placed, acting_as, switch_at
 from domain import keys
 from domain.keys import FeedLayout, StatusLayout
 from jobs.checkpoint import read_checkpoint, refuse_mismatch, replace_file

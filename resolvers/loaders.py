@@ -22,8 +22,7 @@ from typing import Any
 
 from strawberry.dataloader import DataLoader
 
-from datasource import HistoryPage, Page, PageOf, PaymentStore
-from datasource.tracing import NO_SPAN, internal_span
+from datasource import NO_SPAN, HistoryPage, Page, PageOf, PaymentStore, internal_span
 from domain import validation
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef

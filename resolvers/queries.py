@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from datasource import HistoryPage, Page, PageOf
-from datasource.batch import BATCH_SIZE
+from datasource import BATCH_SIZE, HistoryPage, Page, PageOf
 from domain.enums import PaymentStatus
 from domain.errors import InvalidInput, NotFound
 from domain.history import PaymentEvent

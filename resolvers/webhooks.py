@@ -16,9 +16,7 @@ from typing import Any
 
 from uuid_utils.compat import uuid7
 
-from datasource import HistoryPage, PageOf
-from datasource.events import settled_before
-from datasource.webhooks import EndpointState, WebhookStore
+from datasource import EndpointState, HistoryPage, PageOf, WebhookStore, settled_before
 from domain import validation
 from domain.audit import EndpointChange, audit_endpoint_change
 from domain.errors import InvalidInput, NotFound

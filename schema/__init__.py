@@ -16,7 +16,7 @@ from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from datasource import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from domain.keys import DEFAULT_FEED_SHARDS, DEFAULT_GSI2_SHARDS
 from engine import (
     Admission,

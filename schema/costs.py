@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from datasource.pages import read_limit
+from datasource import read_limit
 from domain.payment import MAX_APPLICATIONS
 from domain.webhooks import MAX_WEBHOOK_ENDPOINTS
 

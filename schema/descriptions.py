@@ -14,7 +14,7 @@ from typing import Annotated, TypeVar
 
 import strawberry
 
-from datasource.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from datasource import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 __all__ = [
     "AMOUNT",

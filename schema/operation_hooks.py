@@ -13,8 +13,7 @@ from typing import Any
 
 from graphql import GraphQLError
 
-from datasource import deadline
-from datasource.accounting import CallCount, count_calls
+from datasource import CallCount, count_calls, storage_budget
 from engine import Admission, Extensions, FirstParse, Holding, Hooks, Observer
 from resolvers.context import Context
 from schema import tracing
@@ -61,7 +60,7 @@ def dynamodb_scope(budget: float | None, context: object) -> Iterator[Extensions
     """The operation's DynamoDB calls counted into `context.calls`, all within `budget`; gives
     `extensions.dynamodb` when the context asks for it (`debug_dynamodb`). A context of another
     kind (a test's, a tool's) is left alone."""
-    with count_calls() as calls, deadline.budget(budget):
+    with count_calls() as calls, storage_budget(budget):
         if isinstance(context, Context):
             context.calls = calls
         yield functools.partial(_extensions, context, calls)

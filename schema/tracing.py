@@ -23,7 +23,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from datasource import tracing
+from datasource import NO_SPAN, CurrentSpan, write_link
 from domain.history import PaymentEvent
 from engine import UNTRACED, Trace
 from resolvers.context import Context
@@ -167,8 +167,8 @@ def delivery(context: Context, event: PaymentEvent) -> AbstractContextManager[ob
     (the subscription's generator resumes once the message is out)."""
     tracer = context.tracer
     if tracer is None:
-        return tracing.NO_SPAN
-    links = tracing.write_link(event)
+        return NO_SPAN
+    links = write_link(event)
     if context.span is not None:
         links.append(Link(context.span.get_span_context(), {"loc.link": "subscription"}))
     span = tracer.start_span(
@@ -184,4 +184,4 @@ def delivery(context: Context, event: PaymentEvent) -> AbstractContextManager[ob
             "loc.payment.to_status": event.to_status.value,
         },
     )
-    return tracing.Current(span)
+    return CurrentSpan(span)

@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
-from datasource.permissions import LOCAL_SETUP, acting_as
+from datasource import LOCAL_SETUP, acting_as
 from domain.webhooks import EventsPolicy
 from engine import (
     DocumentPolicy,

@@ -15,9 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, NamedTuple, TextIO
 
-from datasource import PaymentStore, open_store
-from datasource.permissions import LOCAL_SETUP, acting_as
-from datasource.table import create_table_if_missing
+from datasource import LOCAL_SETUP, PaymentStore, acting_as, create_table_if_missing, open_store
 from domain.keys import FeedLayout
 from server.embedded_dynamodb import EmbeddedDynamoDB
 from server.settings import Settings

@@ -26,7 +26,7 @@ from typing import Any
 from graphql import GraphQLError
 from strawberry.types.graphql import OperationType
 
-from datasource.shared_budgets import SharedBudgets, open_shared_budgets
+from datasource import SharedBudgets, open_shared_budgets
 from domain.budgets import HAIR, Limit, LocalBudgets, Verdict, whole_seconds
 from domain.errors import StorageUnavailable
 from engine import Refusal

@@ -15,10 +15,14 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from datasource import PaymentStore
-from datasource.client import open_streams_client
-from datasource.live_broker import open_live_broker
-from datasource.streams import DynamoDBStreamSource, Received, ShardPosition
+from datasource import (
+    DynamoDBStreamSource,
+    PaymentStore,
+    Received,
+    ShardPosition,
+    open_live_broker,
+    open_streams_client,
+)
 from resolvers.event_hub import EventHub
 from server.background import running
 from server.live_fleet import READ_BLOCK_MS, BrokerFollower, StreamReader

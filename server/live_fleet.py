@@ -20,10 +20,16 @@ import random
 import uuid
 from collections.abc import Callable, Sequence
 
-from datasource.errors import LeaseLost, SinkRefused
-from datasource.history import event_from_item
-from datasource.live_broker import Entry, RedisBroker
-from datasource.streams import DynamoDBStreamSource, Received, ShardPosition
+from datasource import (
+    DynamoDBStreamSource,
+    Entry,
+    LeaseLost,
+    Received,
+    RedisBroker,
+    ShardPosition,
+    SinkRefused,
+    event_from_item,
+)
 from domain.errors import PaymentsError, StorageUnavailable
 from resolvers.event_hub import FEED_GAP_REASON, EventHub
 

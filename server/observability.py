@@ -35,8 +35,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
-from datasource.breaker import CircuitBreaker
-from datasource.retries import Throttles
+from datasource import CircuitBreaker, Throttles
 from engine import Observed
 from resolvers.callers import Caller
 from resolvers.context import Context

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from datasource.config import DynamoConfig
+from datasource import DynamoConfig
 from domain.keys import (
     DEFAULT_FEED_SHARDS,
     DEFAULT_GSI2_SHARDS,

@@ -14,8 +14,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from datasource.breaker import CircuitBreaker
-from datasource.retries import Throttles
+from datasource import CircuitBreaker, Throttles
 
 __all__ = [
     "BREAKER_OPEN_FIELD",

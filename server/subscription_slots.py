@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 from graphql import GraphQLError
 
-from datasource.subscription_slots import SharedSlots, open_shared_slots
+from datasource import SharedSlots, open_shared_slots
 from domain.errors import StorageUnavailable
 from engine import Refusal
 from server.background import running

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Span, Tracer
 
-from datasource.tracing import PROPAGATOR, traceparent_of
+from datasource import PROPAGATOR, traceparent_of
 from server.settings import Settings
 
 __all__ = [

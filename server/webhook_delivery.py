@@ -32,8 +32,7 @@ import orjson
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-from datasource.events import settled_before
-from datasource.table import GSI4SK
+from datasource import GSI4SK, settled_before
 from domain.errors import InvalidInput, PaymentsError
 from domain.hosts import Address
 from domain.webhooks import (

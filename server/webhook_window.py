@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
-from datasource.items import Item
-from datasource.table import GSI4SK
-from datasource.webhooks import (
+from datasource import (
+    GSI4SK,
     Commit,
     DueRetry,
     EndpointState,
+    Item,
     WrittenPlainly,
     delivery_item,
     retry_item,

@@ -6,8 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from datasource import DynamoConfig
-from datasource.table import create_table_if_missing
+from datasource import DynamoConfig, create_table_if_missing
 
 REGION = "us-west-2"
 # DynamoDB Local refuses access keys with `_` or `-`.

@@ -15,8 +15,7 @@ from typing import Any, Protocol, TypeVar
 import pytest
 from moto.server import ThreadedMotoServer
 
-from datasource import DynamoConfig, PaymentStore
-from datasource.client import open_client
+from datasource import DynamoConfig, PaymentStore, open_client
 from domain.keys import DEFAULT_FEED_SHARDS, DEFAULT_GSI2_SHARDS, FeedLayout, StatusLayout
 from harness.redis_server import RedisServer
 from tests import hypothesis_profiles, least_privilege

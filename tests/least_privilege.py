@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from datasource.permissions import LOCAL_SETUP, SERVICE, STREAM, TABLE, Operation, operations_of
+from datasource import LOCAL_SETUP, SERVICE, STREAM, TABLE, Operation, operations_of
 from tests.infra.committed import committed
 
 LOG_VARIABLE = "LOC_AWS_OPERATION_LOG"

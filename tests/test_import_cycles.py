@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from types import ModuleType
 
+import pytest
+
+import datasource
 import engine
 from tests.packages import LAYERS, PACKAGES
 
@@ -136,19 +140,19 @@ def test_the_layer_check_finds_an_import_up_or_across() -> None:
     assert _upward(graph, layers) == {"mid.a": ["side.a"], "side.a": ["top.a"]}
 
 
-def _side_doors(sources: dict[str, str]) -> dict[str, list[str]]:
-    """Each file that imports the engine other than from its front door (`from engine import`
-    of a name in `engine.__all__`), with the lines that do."""
+def _side_doors(sources: dict[str, str], package: str, front: list[str]) -> dict[str, list[str]]:
+    """Each file that imports `package` other than from its front door (`from package import`
+    of a name in `front`, its `__all__`), with the lines that do."""
     found: dict[str, list[str]] = {}
     for name, source in sources.items():
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):
-                doors = [a.name for a in node.names if a.name.startswith("engine.")]
+                doors = [a.name for a in node.names if a.name.startswith(f"{package}.")]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module.startswith("engine."):
+                if node.module.startswith(f"{package}."):
                     doors = [node.module]
-                elif node.module == "engine":
-                    doors = [f"engine.{a.name}" for a in node.names if a.name not in engine.__all__]
+                elif node.module == package:
+                    doors = [f"{package}.{a.name}" for a in node.names if a.name not in front]
                 else:
                     continue
             else:
@@ -157,19 +161,25 @@ def _side_doors(sources: dict[str, str]) -> dict[str, list[str]]:
     return {name: lines for name, lines in found.items() if lines}
 
 
-def test_the_engine_is_entered_only_by_its_front_door() -> None:
-    """Outside `engine/` and its own tests (`tests/engine/`, the white-box ones), the engine is
-    imported only from `engine`, and only the names of its `__all__`: what it keeps inside may
-    change without a caller noticing."""
-    paths = [path for package in PACKAGES for path in (REPO / package).rglob("*.py")]
+def _outside(package: str) -> dict[str, str]:
+    """The sources of every file but `package`'s own and its white-box tests (`tests/package/`)."""
+    paths = [path for name in PACKAGES for path in (REPO / name).rglob("*.py")]
     paths += (REPO / "tests").rglob("*.py")
-    sources = {
+    return {
         str(path.relative_to(REPO)): path.read_text()
         for path in paths
-        if path.relative_to(REPO).parts[0] != "engine"
-        and path.relative_to(REPO).parts[:2] != ("tests", "engine")
+        if path.relative_to(REPO).parts[0] != package
+        and path.relative_to(REPO).parts[:2] != ("tests", package)
     }
-    assert _side_doors(sources) == {}
+
+
+@pytest.mark.parametrize("package", [engine, datasource], ids=lambda module: module.__name__)
+def test_a_package_is_entered_only_by_its_front_door(package: ModuleType) -> None:
+    """Outside `engine/` and `datasource/` and their own tests (the white-box ones), each is
+    imported only from its package, and only the names of its `__all__`: what it keeps inside
+    may change without a caller noticing."""
+    name = package.__name__
+    assert _side_doors(_outside(name), name, package.__all__) == {}
 
 
 def test_the_door_check_finds_a_side_door() -> None:
@@ -178,7 +188,7 @@ def test_the_door_check_finds_a_side_door() -> None:
         "bench/b.py": "import engine.operations\nfrom engine import _completion, Plan\n",
         "schema/c.py": "from engine import OperationRunner\nimport engine\n",
     }
-    assert _side_doors(sources) == {
+    assert _side_doors(sources, "engine", engine.__all__) == {
         "server/a.py": ["line 1: engine.limits"],
         "bench/b.py": ["line 1: engine.operations", "line 2: engine._completion"],
     }

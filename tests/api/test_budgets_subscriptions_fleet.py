@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from datasource.subscription_slots import KEY_PREFIX
+from datasource import KEY_PREFIX
 from harness.processes import HOST, serving
 from harness.redis_server import RedisServer
 from tests.api.conftest import token

@@ -20,9 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import queries
 
-from datasource import DynamoConfig, PaymentStore
-from datasource.history import event_item
-from datasource.items import to_item
+from datasource import DynamoConfig, PaymentStore, event_item, to_item
 from domain.enums import PaymentStatus
 from domain.history import PaymentEvent, event_of
 from domain.payment import LoanRef, Payment, PaymentRef

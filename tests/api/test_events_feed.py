@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from datasource import DynamoConfig
-from datasource.table import TTL_ATTRIBUTE
+from datasource import TTL_ATTRIBUTE, DynamoConfig
 from tests.api.conftest import ALICE, Api, Clock, api_client, error_codes, stored_items
 
 FEED = """

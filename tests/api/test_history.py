@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from datasource import DynamoConfig
-from datasource.history import event_from_item
-from datasource.items import to_item
+from datasource import DynamoConfig, event_from_item, to_item
 from domain import keys
 from domain.validation import format_timestamp
 from tests.api.conftest import (

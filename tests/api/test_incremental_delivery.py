@@ -17,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from datasource import deadline
+from datasource import current_deadline
 from engine import Merged
 from resolvers import queries
 from tests.api.conftest import ALICE, Api
@@ -64,12 +64,13 @@ async def post(
     *,
     as_: str = ALICE,
     debug: bool = False,
+    endpoint: str = "/graphql",
 ) -> httpx.Response:
     headers = {"Authorization": f"Bearer {as_}", "Accept": accept}
     if debug:
         headers["X-Debug-DynamoDB"] = "1"
     return await api.http.post(
-        "/graphql", json={"query": query, "variables": variables}, headers=headers
+        endpoint, json={"query": query, "variables": variables}, headers=headers
     )
 
 
@@ -125,6 +126,53 @@ async def test_the_parts_merge_into_the_plain_answer(api: Api, accept: str) -> N
     assert [payload["hasNext"] for payload in payloads[1:]] == [True] * (len(payloads) - 2) + [
         False
     ]
+    assert merged(payloads) == without_extensions(plain.json())
+
+
+# A loan as a gateway names it to the subgraph, its page read in parts.
+LOAN_ENTITY = """
+query LoanEntity($representations: [_Any!]!) {
+  _entities(representations: $representations) {
+    ... on Loan {
+      id
+      payments(first: 20) {
+        edges @stream(initialCount: 2) {
+          node { paymentId status ... @defer { history(first: 5) { edges { node { toStatus } } } } }
+        }
+      }
+    }
+  }
+}
+"""
+PLAIN_LOAN_ENTITY = re.sub(r"@(stream|defer)\([^)]*\)|@defer", "", LOAN_ENTITY)
+
+
+@pytest.mark.parametrize("accept", [APOLLO_2022, APOLLO_ALPHA_9, URQL])
+@pytest.mark.parametrize(
+    ("query", "plain_query", "variables"),
+    [
+        (LOAN_PAGE, PLAIN_LOAN_PAGE, {"loanId": "loan-1"}),
+        (
+            LOAN_ENTITY,
+            PLAIN_LOAN_ENTITY,
+            {"representations": [{"__typename": "Loan", "userId": "alice", "loanId": "loan-1"}]},
+        ),
+    ],
+    ids=["loan page", "loan entity"],
+)
+async def test_the_subgraph_answers_in_parts_too(
+    api: Api, accept: str, query: str, plain_query: str, variables: dict[str, Any]
+) -> None:
+    await loan_with_payments(api, 6)
+    plain = await post(api, plain_query, variables, "application/json", endpoint="/subgraph")
+
+    response = await post(api, query, variables, accept, endpoint="/subgraph")
+
+    assert response.status_code == 200
+    payloads = parts(response)
+    assert len(payloads) >= 2
+    assert payloads[0]["hasNext"] is True
+    assert "errors" not in plain.json()
     assert merged(payloads) == without_extensions(plain.json())
 
 
@@ -455,12 +503,12 @@ async def test_one_deadline_spans_every_part(api: Api, monkeypatch: pytest.Monke
     first_part, later_part = queries.loan_payments, queries.payment_history
 
     async def listing(*args: Any, **kwargs: Any) -> Any:
-        seen["first"].append(deadline.current())
+        seen["first"].append(current_deadline())
         return await first_part(*args, **kwargs)
 
     async def history(*args: Any, **kwargs: Any) -> Any:
         await asyncio.sleep(0)  # after the first part is on its way
-        seen["later"].append(deadline.current())
+        seen["later"].append(current_deadline())
         return await later_part(*args, **kwargs)
 
     monkeypatch.setattr(queries, "loan_payments", listing)

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from datasource import DynamoConfig
-from datasource.accounting import CallCount
+from datasource import CallCount, DynamoConfig
 from engine import Observed
 from resolvers.context import Context
 from resolvers.errors import Unauthenticated

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from datasource.table import GSI4, create_table_if_missing, table_definition
+from datasource import GSI4, create_table_if_missing, table_definition
 from server.operations_port import with_operations_port
 from server.readiness import TableCheck
 from tests.api.conftest import PROD_SETTINGS, Api, api_client, error_codes, prod_token

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasource import DynamoConfig
-from datasource.history import event_from_item
+from datasource import DynamoConfig, event_from_item
 from resolvers.webhooks import event_body
 from tests.api.conftest import Api, stored_items
 

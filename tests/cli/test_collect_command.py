@@ -14,10 +14,19 @@ import boto3
 import pytest
 
 from cli.main import main
-from datasource import DynamoConfig
-from datasource.cursors import CursorCodec, ListScope
-from datasource.items import Item, primary_key, to_item
-from datasource.table import GSI2, GSI2PK, GSI2SK, PK, SK
+from datasource import (
+    GSI2,
+    GSI2PK,
+    GSI2SK,
+    PK,
+    SK,
+    CursorCodec,
+    DynamoConfig,
+    Item,
+    ListScope,
+    primary_key,
+    to_item,
+)
 from domain import keys
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.payment import Payment

@@ -129,7 +129,7 @@ async def test_a_dynamodb_that_never_answers_opens_it_as_budgets_run_out(
     for _ in range(3):  # the breaker's `failures`: one slow call alone does not open it
         assert breaker.state == "closed"
         started = time.perf_counter()
-        with deadline.budget(0.5), pytest.raises(StorageUnavailable, match="time budget"):
+        with deadline.storage_budget(0.5), pytest.raises(StorageUnavailable, match="time budget"):
             await store.get(REF)
         # Ended by its budget (the message), not before it; the read timeout is 2 s.
         assert time.perf_counter() - started >= 0.5
@@ -162,7 +162,10 @@ async def test_calls_held_by_a_rate_limiter_past_their_budget_do_not_open_it(
             client, table_name=config.table_name, cursor_secret=CURSOR_SECRET, breaker=breaker
         )
         for _ in range(2):
-            with deadline.budget(0.1), pytest.raises(StorageUnavailable, match="time budget"):
+            with (
+                deadline.storage_budget(0.1),
+                pytest.raises(StorageUnavailable, match="time budget"),
+            ):
                 await store.get(REF)
         assert breaker.state == "closed"
         release.set()

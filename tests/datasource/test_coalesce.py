@@ -179,7 +179,7 @@ async def test_each_caller_waits_within_its_own_budget(
 
     async def within(seconds: float, payment: Payment) -> tuple[list[Payment | None], float]:
         started = time.perf_counter()
-        with deadline.budget(seconds):
+        with deadline.storage_budget(seconds):
             found = await shared.batch_get([ref_of(payment)])
         return found, time.perf_counter() - started
 
@@ -251,7 +251,7 @@ async def test_each_caller_whose_budget_ran_out_unanswered_is_a_failure_for_the_
     proxy.mode = "hang"
 
     async def within_budget(payment: Payment) -> list[Payment | None]:
-        with deadline.budget(0.3):
+        with deadline.storage_budget(0.3):
             return await store.batch_get([ref_of(payment)])
 
     # Three requests, one shared call that gets no answer: three budgets ran out, as three

@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import EndpointConnectionError, ParamValidationError, ReadTimeoutError
 
 from datasource import DynamoConfig, PaymentStore, count_calls, open_store
-from datasource.deadline import budget
+from datasource.deadline import storage_budget
 from datasource.retries import RetryPolicy, Throttles
 from domain.errors import StorageUnavailable
 from harness.proxy import Proxy, proxy_to
@@ -112,12 +112,12 @@ async def test_a_retry_that_cannot_finish_within_the_budget_is_not_started() -> 
         started = {"loc_payments_attempt_started": loop.time() - took}
         return decide(response=throttled, context=started)
 
-    with budget(0.05):
+    with storage_budget(0.05):
         # Another attempt as long as the one just made (50 ms) does not fit in what is left.
         assert after(0.05) is None
         # One that took no time, with the first wait (at most 20 ms): it fits.
         assert after(0.0) is not None
-    with budget(10.0):
+    with storage_budget(10.0):
         assert after(0.05) is not None
 
 
@@ -159,7 +159,7 @@ async def test_a_throttled_call_is_retried_through_the_store_until_it_goes(
     payment = sample_payment()
     proxy.throttle(1.0)
     asyncio.get_running_loop().call_later(THROTTLED_FOR, proxy.throttle, 0.0)
-    with count_calls() as count, budget(15.0):
+    with count_calls() as count, storage_budget(15.0):
         started = time.monotonic()
         # A transaction cancelled for ThrottlingError, then a throttled GetItem.
         await stored_new(store, payment)
@@ -181,7 +181,7 @@ async def test_a_storm_longer_than_the_budget_answers_unavailable_within_it_brea
     proxy.throttle(1.0)
     for write, api in ((True, "TransactWriteItems"), (False, "GetItem")):
         started = time.monotonic()
-        with budget(0.5), pytest.raises(StorageUnavailable):
+        with storage_budget(0.5), pytest.raises(StorageUnavailable):
             if write:
                 await stored_new(store, sample_payment())
             else:

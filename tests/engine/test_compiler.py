@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strawberry.extensions import FieldExtension
 
-from datasource.pages import EdgeOf, PageOf
+from datasource import EdgeOf, PageOf
 from domain.audit import ActorKind
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.history import PaymentEvent

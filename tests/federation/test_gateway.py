@@ -1,6 +1,7 @@
 """Through a real gateway (Hive Gateway on the supergraph composed with the tests' loans
 subgraph): one request answers with both subgraphs' data, the client's token decides what the
-payments subgraph shows, and `extensions.dynamodb` adds up what the operation read."""
+payments subgraph shows, `extensions.dynamodb` adds up what the operation read, and a deferred
+fragment of the payments subgraph arrives in a later part."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from domain.payment import PaymentRef
 from resolvers.node_ids import payment_node_id
 from tests.api.conftest import ALICE, BOB, SERVICE
+from tests.api.test_incremental_delivery import merged, parts
 from tests.federation.conftest import (
     CompositionFailed,
     FederatedGraph,
@@ -35,6 +37,18 @@ CREATE = """mutation($input: CreatePaymentInput!) { createPayment(input: $input)
   ... on PaymentPayload { payment { id userId loanId paymentId } } } }"""
 COMPLETE = """mutation($input: CompletePaymentInput!) { completePayment(input: $input) {
   __typename } }"""
+# A loan page that paints first: each payment's status and history deferred, the edges streamed.
+# The payment's key (`id`) is selected outside the fragment: the gateway fetches the fragment by it.
+DEFERRED_LOAN_PAGE = """query($loanId: ID!) { loan(loanId: $loanId) {
+  balanceCents
+  payments(first: 5) { edges @stream(initialCount: 1) { node {
+    id amountCents
+    ... @defer(label: "history") { status history(first: 5) { edges { node { toStatus } } } }
+  } } }
+} }"""
+PLAIN_LOAN_PAGE = DEFERRED_LOAN_PAGE.replace(" @stream(initialCount: 1)", "").replace(
+    ' @defer(label: "history")', ""
+)
 RECORD = """mutation($installmentId: ID!, $paymentId: ID!) {
   recordPayment(installmentId: $installmentId, paymentId: $paymentId) }"""
 
@@ -131,6 +145,41 @@ async def test_a_customers_loan_answers_from_both_subgraphs_in_one_read(
     # The loan's page, its payments' applications and installments: one Query in all.
     dynamodb = body["extensions"]["dynamodb"]
     assert (dynamodb["requests"], dynamodb["operations"]) == (1, {"Query": 1})
+
+
+async def test_a_deferred_fragment_arrives_in_a_later_part(
+    federated_graph: FederatedGraph, http: httpx.AsyncClient
+) -> None:
+    loan = loan_id()
+    for _ in range(3):
+        await completed_payment(
+            http, federated_graph, user="alice", loan=loan, installment="inst-1"
+        )
+    variables = {"loanId": loan}
+    plain = await post(http, federated_graph.gateway, PLAIN_LOAN_PAGE, variables, token=ALICE)
+
+    response = await http.post(
+        federated_graph.gateway,
+        json={"query": DEFERRED_LOAN_PAGE, "variables": variables},
+        headers={"Authorization": f"Bearer {ALICE}", "Accept": "multipart/mixed"},
+    )
+
+    assert response.status_code == 200, response.text
+    payloads = parts(response)
+    first, later = payloads[0], payloads[1:]
+    assert first["hasNext"] is True
+    [node] = [edge["node"] for edge in first["data"]["loan"]["payments"]["edges"]]
+    assert "history" not in node and "status" not in node
+    deferred = [
+        entry["data"]
+        for payload in later
+        for entry in payload.get("incremental", ())
+        if entry.get("label") == "history"
+    ]
+    assert [part["status"] for part in deferred] == ["COMPLETED"] * 3
+    assert later[-1]["hasNext"] is False
+    assert "errors" not in plain, plain
+    assert merged(payloads) == {"data": plain["data"]}
 
 
 async def test_another_customers_loan_shows_no_payments(

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from datasource import DynamoConfig
-from datasource.permissions import (
+from datasource import (
     COLLECT_JOB,
     LOCAL_SETUP,
     SERVICE,
     SERVICE_GRANTS,
+    DynamoConfig,
     Operation,
     acting_as,
     granted,

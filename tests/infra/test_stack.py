@@ -8,8 +8,7 @@ import json
 import logging
 from typing import Any
 
-from datasource.breaker import CircuitBreaker
-from datasource.table import table_definition
+from datasource import CircuitBreaker, table_definition
 from infra.stack import ALARMS, APP_PORT, KEEP_ALIVE
 from server.logs import configure_logging
 from server.settings import Settings

@@ -14,8 +14,7 @@ import pytest
 
 import jobs.checkpoint
 import jobs.collect
-from datasource import GroupPage, PaymentStore
-from datasource.items import to_item
+from datasource import GroupPage, PaymentStore, to_item
 from domain import validation
 from domain.enums import PaymentMethod, PaymentStatus
 from domain.errors import InvalidInput, StorageUnavailable

@@ -17,11 +17,15 @@ from typing import Any
 
 import pytest
 
-from datasource import PaymentStore
-from datasource.events import settled_before
-from datasource.items import Item
-from datasource.layouts import CLOCK_MARGIN_SECONDS, switch_at
-from datasource.table import GSI4PK, GSI4SK
+from datasource import (
+    CLOCK_MARGIN_SECONDS,
+    GSI4PK,
+    GSI4SK,
+    Item,
+    PaymentStore,
+    settled_before,
+    switch_at,
+)
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.keys import FeedLayout, StatusLayout

@@ -13,8 +13,7 @@ import boto3
 import pytest
 
 from cli.main import main
-from datasource import DynamoConfig
-from datasource.items import to_item
+from datasource import DynamoConfig, to_item
 from domain.enums import PaymentMethod, PaymentStatus
 from tests.backends import TEST_KEY
 from tests.jobs.collect_runs import MAX_ATTEMPTS

@@ -15,10 +15,7 @@ import boto3
 import pytest
 
 from cli.main import main
-from datasource import DynamoConfig, PaymentStore, count_calls
-from datasource.items import Item, to_item
-from datasource.shards import Placed
-from datasource.table import GSI2PK
+from datasource import GSI2PK, DynamoConfig, Item, PaymentStore, Placed, count_calls, to_item
 from domain import keys
 from domain.enums import PaymentStatus
 from domain.keys import FeedLayout, StatusLayout

@@ -7,8 +7,7 @@ import weakref
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from datasource import Page, PageOf, PaymentStore
-from datasource.pages import EdgeOf
+from datasource import EdgeOf, Page, PageOf, PaymentStore
 from domain.enums import PaymentStatus
 from domain.payment import LoanRef, Payment, PaymentRef
 from resolvers.callers import Caller

@@ -39,9 +39,7 @@ from schemathesis.python import asgi
 from schemathesis.specs.graphql.schemas import GraphQLSchema
 from starlette.applications import Starlette
 
-from datasource import DynamoConfig, PaymentStore
-from datasource.history import event_item
-from datasource.items import Item, to_item
+from datasource import DynamoConfig, Item, PaymentStore, event_item, to_item
 from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.history import event_of
 from domain.payment import LoanRef, PaymentRef, new_payment

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from datasource.permissions import acting_as
+from datasource import acting_as
 from server import embedded_dynamodb
 from server.bootstrap import dynamodb_endpoint, payment_store
 from server.settings import Settings

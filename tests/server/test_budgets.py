@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from strawberry.types.graphql import OperationType
 
-from datasource.shared_budgets import open_shared_budgets
+from datasource import open_shared_budgets
 from domain.budgets import HAIR, Limit, LocalBudgets
 from harness.redis_server import RedisServer
 from resolvers.callers import Caller

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from datasource.config import DynamoConfig
+from datasource import DynamoConfig
 from engine import QueryLimits
 from schema import payments_limits
 from server.app import query_limits

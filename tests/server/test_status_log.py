@@ -7,8 +7,7 @@ import logging
 
 import pytest
 
-from datasource import DynamoConfig
-from datasource.retries import Throttles
+from datasource import DynamoConfig, Throttles
 from server.status_log import log_status_every
 from tests.api.conftest import api_client
 from tests.eventually import eventually

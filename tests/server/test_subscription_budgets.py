@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis.asyncio
 
-from datasource.subscription_slots import KEY_PREFIX
+from datasource import KEY_PREFIX
 from domain.budgets import Limit
 from harness.redis_server import RedisServer
 from resolvers.callers import Caller

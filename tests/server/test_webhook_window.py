@@ -18,8 +18,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from datasource import PaymentStore
-from datasource.webhooks import Commit, DueRetry, EndpointState, WrittenPlainly
+from datasource import Commit, DueRetry, EndpointState, PaymentStore, WrittenPlainly
 from domain.webhooks import EndpointStatus, RetrySchedule, WebhookEndpoint
 from server.webhook_delivery import Answer
 from server.webhook_window import EndpointWindow
