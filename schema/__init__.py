@@ -37,6 +37,7 @@ from schema.federation import (
     FederatedSchema,
     public_schema,
     public_sdl,
+    served_subgraph,
     subgraph_sdl,
 )
 from schema.mutation import Mutation
@@ -96,7 +97,9 @@ class PaymentsSchema(FederatedSchema):
         )
         subgraph_schema = graphql_schema(self)
         self.subgraph = subgraph
-        self.served = subgraph_schema if subgraph else public_schema(subgraph_schema)
+        self.served = (
+            served_subgraph(subgraph_schema) if subgraph else public_schema(subgraph_schema)
+        )
         self._operations: OperationRunner[Any] = OperationRunner(
             self.served,
             compile_operation=functools.partial(

@@ -4,10 +4,11 @@
 "userId loanId")`, its ids: no read) are resolved here; `Installment` is a key the loans service
 resolves. `_entities` answers by the rules of `node`: another user's payment or loan, or one that
 does not exist, is null; a malformed representation is INVALID_INPUT at its place in the list.
-Two schemas of one set of types: the subgraph (`/subgraph`; `subgraph_sdl`, pinned by
-schema.subgraph.graphql) and `public_schema` (`/graphql`; `public_sdl`, schema.graphql), the
-subgraph without federation's root fields, types and directives. `NoSubgraphSdlRule` refuses
-`_service` where introspection is refused.
+Two schemas of one set of types: the subgraph (`/subgraph`, with `@defer` and `@stream` by
+`served_subgraph`; `subgraph_sdl`, pinned by schema.subgraph.graphql, declares neither) and
+`public_schema` (`/graphql`; `public_sdl`, schema.graphql), the subgraph without federation's
+root fields, types and directives. `NoSubgraphSdlRule` refuses `_service` where introspection
+is refused.
 
 How a gateway uses it: docs/federation.md.
 """
@@ -45,6 +46,7 @@ __all__ = [
     "NoSubgraphSdlRule",
     "public_schema",
     "public_sdl",
+    "served_subgraph",
     "subgraph_sdl",
 ]
 
@@ -74,8 +76,24 @@ class FederatedSchema(strawberry.federation.Schema):
 
 
 def subgraph_sdl(schema: strawberry.federation.Schema) -> str:
-    """What `_service { sdl }` answers: the schema with its federation directives."""
+    """What `_service { sdl }` answers: the schema with its federation directives, without
+    `@defer` and `@stream`: a gateway plans deferral itself and sends its subgraphs none."""
     return print_schema(schema)
+
+
+def served_subgraph(subgraph: GraphQLSchema) -> GraphQLSchema:
+    """What `/subgraph` runs: `subgraph` with `@defer` and `@stream` (`engine.incremental`), so
+    a client of the subgraph itself gets parts as one of `/graphql` does. The same types."""
+    return GraphQLSchema(
+        query=subgraph.query_type,
+        mutation=subgraph.mutation_type,
+        subscription=subgraph.subscription_type,
+        types=list(subgraph.type_map.values()),
+        directives=(*subgraph.directives, *INCREMENTAL_DIRECTIVES),
+        description=subgraph.description,
+        extensions=subgraph.extensions,
+        ast_node=subgraph.ast_node,
+    )
 
 
 class NoSubgraphSdlRule(ValidationRule):

@@ -9,7 +9,12 @@
 //   service's LOC_TRUSTED_DOCUMENTS), a client names a trusted document (`documentId` or Apollo's
 //   persisted query hash) and text from any client is refused (DOCUMENT_NOT_TRUSTED);
 // - the subgraphs' `extensions.dynamodb` reports, which a gateway drops by default, are added up
-//   into the client's response: the DynamoDB calls the whole operation made.
+//   into the client's response: the DynamoDB calls the whole operation made;
+// - `@defer` and `@stream` (`deferStream`): the gateway answers a client that reads
+//   multipart/mixed in parts itself, fetching each deferred fragment from its subgraph by the
+//   entity's key. The key must be selected outside the fragment (a payment's `id`, a loan's
+//   `userId loanId`): without it the gateway sends no key and the part comes back null with an
+//   error (docs/incremental-delivery.md, "Through the federation gateway").
 import { readFile } from "node:fs/promises";
 import { defineConfig } from "@graphql-hive/gateway";
 import { trustedDocuments } from "./trusted-documents.mjs";
@@ -22,6 +27,7 @@ const TOKEN_FILE = process.env.GATEWAY_TOKEN_FILE;
 const MANIFESTS = (process.env.GATEWAY_TRUSTED_DOCUMENTS ?? "").split(",").filter(Boolean);
 
 export const gatewayConfig = defineConfig({
+  deferStream: true,
   propagateHeaders: {
     async fromClientToSubgraphs({ request, subgraphName }) {
       const headers = Object.fromEntries(
