@@ -23,6 +23,7 @@ COPY datasource/ datasource/
 COPY resolvers/ resolvers/
 COPY engine/ engine/
 COPY schema/ schema/
+COPY process/ process/
 COPY server/ server/
 COPY jobs/ jobs/
 COPY infra/ infra/

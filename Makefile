@@ -66,7 +66,7 @@ API_ADDRESS = http://$(or $(LOC_HOST),127.0.0.1):$(or $(LOC_PORT),8000)
 # The 25 longest tests of each run are listed: where make test's time goes (issue 60).
 PYTEST_FLAGS := -ra --strict-markers --durations=25
 ARGS ?=
-TYPED_PACKAGES := domain datasource resolvers engine schema server jobs infra cli harness bench tests
+TYPED_PACKAGES := domain datasource resolvers engine schema process server jobs infra cli harness bench tests
 
 .PHONY: help install run test test-fast test-races test-cost lint schema clean bench bench-tools test-tools
 

@@ -16,11 +16,11 @@ from graphql import parse
 from strawberry.types.graphql import OperationType
 
 from engine import actual_cost
+from process.settings import Settings
 from resolvers.callers import Caller
 from resolvers.context import Context
 from schema import build_schema, payments_limits
 from server.budgets import BudgetPolicy, Budgets
-from server.settings import Settings
 
 __all__ = ["measure"]
 

@@ -40,8 +40,8 @@ from bench.partitions import PARTITION_WRITE_UNITS
 from datasource import GSI1PK, GSI2PK, GSI3PK, GSI4PK, PK, acting_as, open_client
 from harness.autopay import autopay
 from harness.processes import serving
-from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.settings import Settings
+from process.embedded_dynamodb import EmbeddedDynamoDB
+from process.settings import Settings
 
 __all__ = ["PAYMENTS", "IndexShare", "burst_shares", "render", "stack_settings"]
 

@@ -23,9 +23,9 @@ import httpx
 
 from bench import data
 from bench.load import service_headers
+from process.embedded_dynamodb import EmbeddedDynamoDB
+from process.settings import Settings
 from server.app import create_app
-from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.settings import Settings
 
 __all__ = ["list_costs", "measure", "render", "render_lists", "walkthrough"]
 

@@ -32,7 +32,7 @@ Result = TypeVar("Result")
 # (part, what its frames' files contain), tried in this order on each frame from the innermost.
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("logs, metrics", ("/logging/", "pythonjsonlogger", "prometheus_client", "/observability.py",
-                       "server/logs.py")),
+                       "process/logs.py")),
     ("decode", ("aiobotocore_adapter.py", "botocore/parsers.py")),
     ("mapping", ("datasource/items.py", "datasource/pages.py")),
     ("completion", ("schema/", "<one pass of", "/graphql/", "/strawberry/schema",

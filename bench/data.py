@@ -25,8 +25,8 @@ from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.keys import SEED_LAYOUT, StatusLayout
 from domain.payment import Payment, PaymentRef, new_payment
 from domain.transitions import TransitionRequest, apply_transition
+from process.settings import LOCAL_AWS_CREDENTIALS, Settings
 from resolvers.node_ids import payment_node_id
-from server.settings import LOCAL_AWS_CREDENTIALS, Settings
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient

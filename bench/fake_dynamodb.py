@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from botocore.hooks import HierarchicalEmitter
 
 from datasource import GSI1, GSI2, GSI3, GSI4, PK, SK, Item, PaymentStore, page_key_attributes
-from server.settings import DEV_CURSOR_SECRET, Settings
+from process.settings import DEV_CURSOR_SECRET, Settings
 
 if TYPE_CHECKING:
     from types_aiobotocore_dynamodb import DynamoDBClient

@@ -25,7 +25,7 @@ from harness.autopay import BurstFigures, burst, throttles_counted
 from harness.partitions import PARTITION_WRITE_UNITS, Limits
 from harness.processes import serving
 from harness.proxy import proxy_to
-from server.embedded_dynamodb import EmbeddedDynamoDB
+from process.embedded_dynamodb import EmbeddedDynamoDB
 
 __all__ = ["Outcome", "Simulation", "simulate"]
 

@@ -41,7 +41,7 @@ from bench import data, load, local_database
 from datasource import create_table_if_missing
 from harness.processes import Service, serving
 from harness.redis_server import RedisServer
-from server.settings import DEV_JWT_SECRET, Settings
+from process.settings import DEV_JWT_SECRET, Settings
 
 __all__ = ["FLEET", "QUICK", "QUICK_FLEET", "LiveOptions", "main", "measure", "succeeded"]
 

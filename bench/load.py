@@ -30,7 +30,7 @@ import httpx
 import jwt
 
 from harness.processes import Process
-from server.settings import DEV_JWT_SECRET
+from process.settings import DEV_JWT_SECRET
 
 if TYPE_CHECKING:
     from bench.data import Workload

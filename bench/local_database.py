@@ -13,7 +13,7 @@ import contextlib
 import uuid
 from collections.abc import Iterator
 
-from server.embedded_dynamodb import EmbeddedDynamoDB
+from process.embedded_dynamodb import EmbeddedDynamoDB
 
 __all__ = ["dynamodb", "shared", "table"]
 

@@ -56,10 +56,10 @@ from domain.keys import StatusLayout
 from domain.payment import LoanRef
 from engine import coordinates
 from harness.processes import REGION, Process, Service, children
+from process.embedded_dynamodb import EmbeddedDynamoDB
+from process.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, LOCAL_AWS_CREDENTIALS, Settings
 from schema import build_schema
 from schema.projection import payment_fields
-from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, LOCAL_AWS_CREDENTIALS, Settings
 
 __all__ = ["NODE_PEER", "LocalOptions", "LocalPass", "call_parameters", "raw_http_request"]
 

@@ -34,10 +34,10 @@ from bench.report import Target
 from datasource import create_table_if_missing
 from engine import operation_cost
 from harness.processes import HOST, Service, serving
+from process.settings import Settings
 from schema import build_schema, payments_limits
 from server.app import query_limits
 from server.auth import mint_development_token
-from server.settings import Settings
 
 __all__ = ["DEFAULT", "QUICK", "Options", "document", "measure", "render", "targets"]
 

@@ -107,7 +107,7 @@ class Hooked(Service):
 
 def serve_hooked(hook: str, report: str, arguments: list[str]) -> None:
     """`arguments` (`-m <module> serve`, as `Service` runs it) with `Metrics.observe` hooked."""
-    from server.logs import JsonHandler
+    from process.logs import JsonHandler
     from server.observability import Metrics
 
     observe, write_pending, spent = Metrics.observe, JsonHandler.write_pending, [0, 0]

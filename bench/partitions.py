@@ -40,9 +40,9 @@ from domain.enums import PaymentMethod, PaymentProcess
 from domain.keys import feed_partition, status_partition
 from domain.payment import new_payment
 from harness.autopay import autopay
+from process.embedded_dynamodb import EmbeddedDynamoDB
+from process.settings import Settings
 from server.app import create_app
-from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.settings import Settings
 
 __all__ = [
     "IDS", "PARTITION_WRITE_UNITS", "TARGET", "Ceiling", "ceilings",

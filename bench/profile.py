@@ -32,10 +32,10 @@ from bench.fake_dynamodb import FAKE_ENDPOINT, FakeDynamoDB, as_client
 from bench.load import BUDGET_OVERRIDES, service_headers
 from datasource import create_table_if_missing
 from harness.asgi import asgi_caller, asgi_headers
+from process.logs import configure_logging
+from process.runtime import tune_garbage_collector
+from process.settings import Settings
 from server.app import create_app
-from server.logs import configure_logging
-from server.runtime import tune_garbage_collector
-from server.settings import Settings
 
 __all__ = [
     "Request",

@@ -51,8 +51,8 @@ from bench.local_pass import NODE_PEER, call_parameters, raw_http_request
 from bench.report import table, without_nan
 from datasource import create_table_if_missing
 from harness.processes import REGION, ROOT, Process, Service, children, cpu_seconds
-from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Settings
+from process.embedded_dynamodb import EmbeddedDynamoDB
+from process.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Settings
 
 __all__ = [
     "Options",

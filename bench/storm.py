@@ -32,7 +32,7 @@ from datasource import create_table_if_missing
 from harness.processes import serving
 from harness.proxy import proxy_to
 from harness.storm import StormFigures, storm
-from server.settings import DEV_JWT_SECRET
+from process.settings import DEV_JWT_SECRET
 
 __all__ = ["DEFAULT", "QUICK", "measure", "render", "targets"]
 

@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from bench.profile import Rounds, caller, interleaved, local_dynamodb, paired, quietly, running
 from harness.processes import Process
+from process.tracing import tracer_provider
 from server.app import create_app
-from server.tracing import tracer_provider
 
 __all__ = ["DEFAULT", "IN_FLIGHT", "QUICK", "WORKLOADS", "measure", "render"]
 

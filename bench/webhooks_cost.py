@@ -40,8 +40,8 @@ from bench.report import Target
 from datasource import CallCount, counting
 from harness.asgi import asgi_caller, asgi_headers
 from harness.processes import HOST, free_port
+from process.settings import Settings
 from server.app import create_app
-from server.settings import Settings
 
 __all__ = ["DEFAULT", "QUICK", "measure", "render", "targets"]
 

@@ -23,9 +23,9 @@ from jobs.collect import (
     start_or_resume,
     summary,
 )
-from server.bootstrap import dynamodb_endpoint
-from server.logs import configure_logging
-from server.settings import Settings
+from process.bootstrap import dynamodb_endpoint
+from process.logs import configure_logging
+from process.settings import Settings
 
 __all__ = ["add_arguments", "add_paging_arguments", "run_collect"]
 

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from server.settings import Settings
+from process.settings import Settings
 
 __all__ = ["add_arguments", "run_documents"]
 

@@ -24,6 +24,8 @@ from cli.serve_command import serve
 from domain.errors import InvalidCursor, PaymentsError
 from infra.stack import TEMPLATE_COMMAND, stack_template_text
 from jobs.errors import CheckpointRefused
+from process.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
+from process.settings import Settings
 from server.auth import (
     DEFAULT_TOKEN_TTL_SECONDS,
     SERVICE_SCOPE,
@@ -31,8 +33,6 @@ from server.auth import (
     TokenRefused,
     mint_development_token,
 )
-from server.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
-from server.settings import Settings
 
 __all__ = ["main"]
 

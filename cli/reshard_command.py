@@ -10,9 +10,9 @@ from pathlib import Path
 
 from cli.collect_command import add_paging_arguments
 from jobs.reshard import DEFAULT_CONCURRENCY, ReshardCounts, reshard_with_settings
-from server.bootstrap import dynamodb_endpoint
-from server.logs import configure_logging
-from server.settings import Settings
+from process.bootstrap import dynamodb_endpoint
+from process.logs import configure_logging
+from process.settings import Settings
 
 __all__ = ["add_arguments", "run_reshard"]
 

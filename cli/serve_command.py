@@ -10,11 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+from process.bootstrap import dynamodb_endpoint
+from process.logs import configure_logging
+from process.runtime import serve_app, tune_garbage_collector
+from process.settings import Settings
 from server.auth import mint_development_token
-from server.bootstrap import dynamodb_endpoint
-from server.logs import configure_logging
-from server.runtime import serve_app, tune_garbage_collector
-from server.settings import Settings
 
 __all__ = ["command_as_invoked", "serve"]
 

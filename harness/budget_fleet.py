@@ -23,7 +23,7 @@ import httpx
 import jwt
 
 from harness.redis_server import RedisServer
-from server.settings import DEV_JWT_SECRET
+from process.settings import DEV_JWT_SECRET
 
 __all__ = [
     "BURST",

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 from harness import fork_server
-from server.settings import LOCAL_AWS_CREDENTIALS
+from process.settings import LOCAL_AWS_CREDENTIALS
 
 __all__ = [
     "CLOCK_TICKS",

@@ -35,7 +35,7 @@ import aioboto3
 
 from datasource import READ_OPERATIONS, WRITE_OPERATIONS
 from harness.partitions import PARTITION_WRITE_UNITS, Item, Limits, Write, creates, key_of, updated
-from server.settings import LOCAL_AWS_CREDENTIALS
+from process.settings import LOCAL_AWS_CREDENTIALS
 
 __all__ = ["THROTTLED_OPERATIONS", "Proxy", "proxy_to"]
 

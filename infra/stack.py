@@ -16,8 +16,8 @@ import json
 from typing import Any
 
 from datasource import SERVICE_GRANTS, STREAM, TABLE, Grant, cloudformation_template
-from server.settings import DEPLOYED, TABLE_AND_REGION, Settings
-from server.status_log import BREAKER_OPEN_FIELD, STREAM_BEHIND_FIELD, THROTTLES_FIELD
+from process.settings import DEPLOYED, TABLE_AND_REGION, Settings
+from process.status_log import BREAKER_OPEN_FIELD, STREAM_BEHIND_FIELD, THROTTLES_FIELD
 
 __all__ = [
     "ALARMS",

@@ -46,10 +46,10 @@ from jobs.checkpoint import (
     save_checkpoint,
 )
 from jobs.group_progress import GroupProgress
+from process.bootstrap import payment_store
+from process.settings import Settings
+from process.tracing import job_trace, open_tracing
 from resolvers.workflow import move_payment
-from server.bootstrap import payment_store
-from server.settings import Settings
-from server.tracing import job_trace, open_tracing
 
 __all__ = [
     "DEFAULT_CONCURRENCY",

@@ -28,9 +28,9 @@ from domain import keys
 from domain.keys import FeedLayout, StatusLayout
 from jobs.checkpoint import read_checkpoint, refuse_mismatch, replace_file
 from jobs.errors import CheckpointRefused
-from server.bootstrap import payment_store
-from server.settings import Settings
-from server.tracing import job_trace, open_tracing
+from process.bootstrap import payment_store
+from process.settings import Settings
+from process.tracing import job_trace, open_tracing
 
 __all__ = [
     "DEFAULT_CONCURRENCY",

@@ -38,11 +38,14 @@ from engine import (
     QueryLimits,
     load_trusted_documents,
 )
+from process.bootstrap import payment_store
+from process.settings import Settings
+from process.status_log import log_status_every
+from process.tracing import open_tracing
 from schema import PaymentsSchema, build_schema
 from schema.costs import page_reads
 from server.auth import AuthConfig, mint_development_token
 from server.background import running
-from server.bootstrap import payment_store
 from server.budgets import BudgetPolicy, Budgets
 from server.demo_data import seed_demo_payments
 from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
@@ -52,12 +55,9 @@ from server.jwks import jwks_reading
 from server.live_feed import live_feed
 from server.observability import Metrics
 from server.readiness import TableCheck, readyz
-from server.settings import Settings
-from server.status_log import log_status_every
 from server.subscription_budgets import SubscriptionBudgets
 from server.subscription_slots import SubscriptionSlots
-from server.tracing import open_tracing
-from server.webhook_delivery import address_lookup, webhook_delivery
+from server.webhook_worker.delivery import address_lookup, webhook_delivery
 
 if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
@@ -95,7 +95,7 @@ def create_app(
     With `seed_demo_data`, a table this start creates gets the demonstration payments.
     `dynamodb_client`, an open client the caller owns (the benchmark's fake DynamoDB), replaces
     the one the app would open. `tracer_provider` (the tests' in-memory exporter) takes the
-    spans instead of the one `LOC_OTEL_EXPORTER` names (`server.tracing`). `webhook_dns` (the
+    spans instead of the one `LOC_OTEL_EXPORTER` names (`process.tracing`). `webhook_dns` (the
     tests' stub DNS) resolves webhook receivers' names, at registration and at each delivery,
     instead of the system's.
     """

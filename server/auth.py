@@ -21,10 +21,10 @@ from typing import Any
 
 import jwt
 
+from process.settings import Settings
 from resolvers.callers import Caller
 from resolvers.errors import Unauthenticated
 from server.jwks import JwksKeys, JwksPolicy
-from server.settings import Settings
 
 __all__ = [
     "DEFAULT_TOKEN_TTL_SECONDS",

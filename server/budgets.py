@@ -30,9 +30,9 @@ from datasource import SharedBudgets, open_shared_budgets
 from domain.budgets import HAIR, Limit, LocalBudgets, Verdict, whole_seconds
 from domain.errors import StorageUnavailable
 from engine import Refusal
+from process.settings import Settings
 from resolvers.callers import Caller
 from resolvers.context import Context
-from server.settings import Settings
 
 __all__ = ["BudgetPolicy", "Budgets", "Throttled"]
 

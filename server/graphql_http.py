@@ -8,7 +8,7 @@ client whose `Accept` asks for it (`server.multipart`), else as one body. Strawb
 serves the WebSockets only (`server.websocket_protocol`), where the caller's token comes in
 `connection_init`'s payload: a missing or refused one closes the socket with 4403 before any
 operation runs, as its expiry does later. With tracing on, each operation continues the
-caller's trace, and an HTTP answer names its span (`traceresponse`, `server.tracing`).
+caller's trace, and an HTTP answer names its span (`traceresponse`, `process.tracing`).
 
 Every answer's status, and every close code: docs/protocols.md#http-and-websocket.
 """
@@ -46,6 +46,7 @@ from engine import (
     Parts,
     RequestError,
 )
+from process.tracing import TRACE_RESPONSE_HEADER, connection_trace, incoming_trace, trace_response
 from resolvers.callers import Caller
 from resolvers.context import Context
 from resolvers.errors import CallerError, Forbidden, Unauthenticated
@@ -63,7 +64,6 @@ from server.graphql_over_http import (
     post_envelope,
 )
 from server.multipart import PartsFormat, multipart_answer, parts_format
-from server.tracing import TRACE_RESPONSE_HEADER, connection_trace, incoming_trace, trace_response
 from server.websocket_protocol import LegacyWSHandler, TransportWSHandler
 
 __all__ = ["PaymentsGraphQL"]

@@ -23,10 +23,10 @@ from datasource import (
     open_live_broker,
     open_streams_client,
 )
+from process.settings import Settings
 from resolvers.event_hub import EventHub
 from server.background import running
 from server.live_fleet import READ_BLOCK_MS, BrokerFollower, StreamReader
-from server.settings import Settings
 
 __all__ = ["LiveFeed", "live_feed"]
 

@@ -37,11 +37,11 @@ from prometheus_client.utils import floatToGoString
 
 from datasource import CircuitBreaker, Throttles
 from engine import Observed
+from process.logs import log_info
 from resolvers.callers import Caller
 from resolvers.context import Context
 from resolvers.errors import Forbidden, Unauthenticated
 from resolvers.event_hub import EventHub
-from server.logs import log_info
 
 __all__ = ["MAX_OPERATION_LABELS", "OTHER_OPERATIONS", "Metrics"]
 

@@ -1,6 +1,6 @@
 """The operators' port (`LOC_METRICS=port`, on `LOC_METRICS_PORT`): `/metrics` and `/readyz` with
 its detail, which the stack exposes to no load balancer. The same server and event loop serve it
-beside the API (`server.runtime.serve_app`): its `/readyz` reads the API's store, live updates
+beside the API (`process.runtime.serve_app`): its `/readyz` reads the API's store, live updates
 and keys, and shares its table check."""
 
 from __future__ import annotations

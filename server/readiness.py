@@ -29,7 +29,7 @@ from domain.errors import StorageUnavailable
 from server.auth import AuthConfig
 from server.budgets import Budgets
 from server.live_feed import LiveFeed
-from server.webhook_delivery import WebhookDispatcher
+from server.webhook_worker.delivery import WebhookDispatcher
 
 __all__ = [
     "READINESS_CACHE_SECONDS",

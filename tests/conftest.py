@@ -185,7 +185,7 @@ def moto_endpoint() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def ddblocal_endpoint() -> Iterator[str]:
-    from server.embedded_dynamodb import EmbeddedDynamoDB
+    from process.embedded_dynamodb import EmbeddedDynamoDB
 
     database = EmbeddedDynamoDB(data_dir=None)
     endpoint_url = database.start()

@@ -19,7 +19,7 @@ from mkdocs.exceptions import PluginError
 from bench import figures
 from domain.enums import PaymentMethod
 from domain.transitions import RULES
-from server.settings import Settings
+from process.settings import Settings
 from tests.test_doc_paths import heading_slug
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def test_every_setting_is_in_the_configuration_table_and_nothing_else() -> None:
 
     assert len(documented) == len(set(documented)), "a variable in two rows"
     assert fields - set(documented) == set(), "settings missing from docs/configuration.md"
-    assert set(documented) - fields == set(), "rows naming no field of server.settings.Settings"
+    assert set(documented) - fields == set(), "rows naming no field of process.settings.Settings"
 
 
 def test_the_api_pages_transition_table_is_the_rules() -> None:

@@ -26,8 +26,8 @@ from starlette.applications import Starlette
 
 from datasource import DynamoConfig
 from domain import keys
+from process.settings import DEV_JWT_SECRET, Settings
 from server.app import create_app
-from server.settings import DEV_JWT_SECRET, Settings
 from tests.api.faults import THROTTLED, FaultyDynamoDB
 
 PAYMENT_FIELDS = """

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.settings import DEV_JWT_SECRET
+from process.settings import DEV_JWT_SECRET
 
 THROTTLED = {
     "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from datasource import DynamoConfig
-from server.settings import Settings
+from process.settings import Settings
 from tests.api.conftest import (
     ALICE,
     BOB,

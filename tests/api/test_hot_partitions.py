@@ -17,7 +17,7 @@ from datasource import DynamoConfig
 from domain.keys import status_partition
 from harness.autopay import CREATE, SUBMIT
 from harness.proxy import proxy_to
-from server.settings import Settings
+from process.settings import Settings
 from tests.api.conftest import SERVICE
 from tests.servers import serving
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.settings import Settings
+from process.settings import Settings
 from tests.api.conftest import SERVICE, Api, without_cost
 from tests.backends import Backend, fresh_table
 from tests.servers import served

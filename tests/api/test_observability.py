@@ -14,9 +14,9 @@ from prometheus_client import generate_latest
 
 from datasource import CallCount, DynamoConfig
 from engine import Observed
+from process.logs import configure_logging
 from resolvers.context import Context
 from resolvers.errors import Unauthenticated
-from server.logs import configure_logging
 from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS, Metrics
 from tests.api.conftest import SERVICE, Api, api_client
 from tests.api.metrics import metric

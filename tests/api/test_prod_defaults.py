@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from datasource import DynamoConfig
-from server.settings import Settings
+from process.settings import Settings
 from tests.api.conftest import PROD_SETTINGS, api_client, prod_token
 
 LOAN = 'query LoanPage { loan(loanId: "loan-1") { loanId } }'

@@ -14,7 +14,7 @@ import pytest
 
 from datasource import DynamoConfig
 from domain import keys
-from server.settings import DEV_JWT_SECRET
+from process.settings import DEV_JWT_SECRET
 from tests.api.conftest import Api, Clock, api_client, stored_items, token
 from tests.server.webhook_receiver import Receiver
 from tests.stub_dns import StubDns

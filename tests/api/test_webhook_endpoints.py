@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from datasource import DynamoConfig
-from server.settings import DEV_JWT_SECRET
+from process.settings import DEV_JWT_SECRET
 from tests.api.conftest import (
     ALICE,
     PROD_SETTINGS,

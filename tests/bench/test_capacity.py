@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bench.capacity import list_costs, measure, render, render_lists, walkthrough
-from server.settings import Settings
+from process.settings import Settings
 from tests.backends import Backend
 
 pytestmark = pytest.mark.ddblocal

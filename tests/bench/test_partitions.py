@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bench.partitions import IDS, TARGET, ceilings, render
-from server.settings import Settings
+from process.settings import Settings
 from tests.backends import Backend
 
 pytestmark = pytest.mark.ddblocal

@@ -16,8 +16,8 @@ import pytest
 from cli.main import main
 from cli.serve_command import command_as_invoked
 from harness.processes import KEPT_SETTINGS
+from process.settings import DEV_JWT_SECRET
 from server.auth import SERVICE_SCOPE, WEBHOOKS_ADMIN_SCOPE
-from server.settings import DEV_JWT_SECRET
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,8 +21,8 @@ import jwt
 import pytest
 
 from harness.processes import KEPT_SETTINGS
+from process.settings import DEV_JWT_SECRET
 from server.auth import SERVICE_SCOPE
-from server.settings import DEV_JWT_SECRET
 
 REPO = Path(__file__).resolve().parents[2]
 ROWS, COLUMNS = 24, 80

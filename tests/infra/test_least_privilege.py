@@ -19,8 +19,8 @@ from datasource import (
     required,
 )
 from domain.payment import PaymentRef
-from server.bootstrap import payment_store
-from server.settings import Settings
+from process.bootstrap import payment_store
+from process.settings import Settings
 from tests.api.conftest import api_client
 from tests.infra.committed import committed
 from tests.least_privilege import policy_grants, problems

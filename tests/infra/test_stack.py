@@ -10,9 +10,9 @@ from typing import Any
 
 from datasource import CircuitBreaker, table_definition
 from infra.stack import ALARMS, APP_PORT, KEEP_ALIVE
-from server.logs import configure_logging
-from server.settings import Settings
-from server.status_log import log_status
+from process.logs import configure_logging
+from process.settings import Settings
+from process.status_log import log_status
 from tests.infra.committed import COMMITTED, lint_problems, resources
 
 

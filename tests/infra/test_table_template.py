@@ -9,7 +9,7 @@ from pydantic import SecretStr
 from cli.main import main
 from datasource import TTL_ATTRIBUTE, table_definition, time_to_live
 from infra.stack import TEMPLATE_COMMAND, TEMPLATE_PATH, stack_template_text
-from server.settings import Settings
+from process.settings import Settings
 from tests.infra.committed import COMMITTED, committed, lint_problems, resources
 
 

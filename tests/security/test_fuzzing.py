@@ -44,11 +44,11 @@ from domain.enums import PaymentMethod, PaymentProcess, PaymentStatus
 from domain.history import event_of
 from domain.payment import LoanRef, PaymentRef, new_payment
 from domain.transitions import TransitionRequest, apply_transition
+from process.settings import Settings
 from resolvers.node_ids import loan_node_id, payment_node_id
 from schema import build_schema
 from server.app import create_app
 from server.graphql_over_http import GRAPHQL_RESPONSE, JSON
-from server.settings import Settings
 from tests.api.conftest import ALICE, SERVICE, Clock, api_client, error_codes
 from tests.datasource.stored_items import put_items
 from tests.hypothesis_profiles import examples

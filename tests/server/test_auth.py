@@ -4,6 +4,7 @@ import jwt
 import pytest
 from pydantic import SecretStr
 
+from process.settings import DEV_JWT_SECRET, Settings
 from resolvers.callers import Caller
 from resolvers.errors import Unauthenticated
 from server.auth import (
@@ -13,7 +14,6 @@ from server.auth import (
     authenticate,
     mint_development_token,
 )
-from server.settings import DEV_JWT_SECRET, Settings
 
 MINTED_AT = 1_000_000
 LEEWAY = 60  # seconds of clock skew allowed, LOC_AUTH_LEEWAY_SECONDS's default

@@ -21,10 +21,10 @@ from strawberry.types.graphql import OperationType
 from datasource import open_shared_budgets
 from domain.budgets import HAIR, Limit, LocalBudgets
 from harness.redis_server import RedisServer
+from process.settings import Settings
 from resolvers.callers import Caller
 from resolvers.context import Context
 from server.budgets import BudgetPolicy, Budgets, Throttled
-from server.settings import Settings
 
 LIMIT = Limit(rate=10, burst=100)
 # How long a charge waits on the broker: long beside a healthy broker's answer on a loaded

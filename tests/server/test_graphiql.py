@@ -12,8 +12,8 @@ from typing import Any
 import jwt
 
 from datasource import DynamoConfig
+from process.settings import DEV_JWT_SECRET
 from server.graphiql import CONTENT_SECURITY_POLICY, FILES, FIRST_QUERY
-from server.settings import DEV_JWT_SECRET
 from tests.api.conftest import api_client
 
 HTML = {"Accept": "text/html"}

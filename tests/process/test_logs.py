@@ -1,4 +1,4 @@
-"""The JSON lines (`server.logs`): a request line written without a `LogRecord` is the line the
+"""The JSON lines (`process.logs`): a request line written without a `LogRecord` is the line the
 formatter writes of the record `logger.info(message, extra=fields)` makes, and a service's
 request line holds every field of the audit trail, whichever way it was written."""
 
@@ -17,7 +17,7 @@ from typing import Any, TextIO, cast
 import pytest
 
 from datasource import DynamoConfig
-from server.logs import JsonHandler, configure_logging
+from process.logs import JsonHandler, configure_logging
 from tests.api.conftest import api_client
 
 # docs/operating.md ("Logs") and docs/callers-and-errors.md (the costs), in the line's order.

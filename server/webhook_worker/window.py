@@ -1,11 +1,11 @@
 """One endpoint's deliveries (SPEC §18): a window of up to `max_in_flight` attempts at once.
 
-Events come in feed order (`server.webhook_delivery` reads the feed for every endpoint at once).
-Each wanted event is POSTed as soon as the window has room; what an attempt leads to (its record,
-the retry it schedules) is written plainly, in batches, and only then does the endpoint's position
-move, once per batch, past the contiguous prefix of events delivered or scheduled for retry. So
-an instance killed at any moment leaves the position before every event whose outcome is not
-stored, and what its successor sends again is at most the window (at least once, the same
+Events come in feed order (`server.webhook_worker.delivery` reads the feed for every endpoint at
+once). Each wanted event is POSTed as soon as the window has room; what an attempt leads to (its
+record, the retry it schedules) is written plainly, in batches, and only then does the endpoint's
+position move, once per batch, past the contiguous prefix of events delivered or scheduled for
+retry. So an instance killed at any moment leaves the position before every event whose outcome is
+not stored, and what its successor sends again is at most the window (at least once, the same
 `webhook-id`). Due retries are items of their own, so one failing event never holds back the rest.
 
 An endpoint that answers no 2xx to any event for the retry schedule's whole length is disabled
@@ -81,7 +81,7 @@ class Answered(Protocol):
 
 
 class Receivers(Protocol):
-    """What POSTs to receivers (`server.webhook_delivery.Receivers`)."""
+    """What POSTs to receivers (`server.webhook_worker.delivery.Receivers`)."""
 
     async def post(self, url: str, *, body: bytes, headers: dict[str, str]) -> Answered: ...
 

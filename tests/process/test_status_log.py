@@ -1,4 +1,4 @@
-"""The status line (`server.status_log`) that the deploy stack's alarms read from the logs."""
+"""The status line (`process.status_log`) that the deploy stack's alarms read from the logs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from datasource import DynamoConfig, Throttles
-from server.status_log import log_status_every
+from process.status_log import log_status_every
 from tests.api.conftest import api_client
 from tests.eventually import eventually
 

@@ -4,7 +4,7 @@ the one instance that holds its lease (a conditional write on the endpoint's ite
 Deliveries derive from the stored events, never from a stream that forgets: an endpoint keeps its
 position in the events feed (GSI4). The dispatcher reads the feed once per poll interval for all
 the endpoints it delivers (sooner when its live feed carried an event: when that event settles)
-and hands each endpoint's window (`server.webhook_window`) the events after its position; the
+and hands each endpoint's window (`server.webhook_worker.window`) the events after its position; the
 window keeps several attempts in flight and moves the position past what is stored. Each endpoint
 has its own window: a slow receiver delays its own events only.
 """
@@ -47,11 +47,11 @@ from domain.webhooks import (
 )
 from resolvers.event_hub import EventFilter, EventHub
 from server.background import running
-from server.webhook_window import EndpointWindow
+from server.webhook_worker.window import EndpointWindow
 
 if TYPE_CHECKING:
     from datasource import PaymentStore
-    from server.settings import Settings
+    from process.settings import Settings
 
 __all__ = [
     "KEPT_ANSWER_BYTES",
@@ -181,7 +181,7 @@ class Receivers:
 
 class WebhookDispatcher:
     """This instance's share of the deliveries: the endpoints whose lease it holds, each with
-    its window (`server.webhook_window`), all fed by one merged read of the feed."""
+    its window (`server.webhook_worker.window`), all fed by one merged read of the feed."""
 
     def __init__(
         self,

@@ -36,7 +36,7 @@ def uvicorn_options(*, host: str, port: int, keep_alive_seconds: float) -> dict[
         "loop": "uvloop",
         "http": "httptools",
         "access_log": False,
-        # The service's own logging setup (server.logs) formats uvicorn's lines too.
+        # The service's own logging setup (process.logs) formats uvicorn's lines too.
         "log_config": None,
         "server_header": False,
         "timeout_keep_alive": keep_alive_seconds,  # LOC_KEEP_ALIVE_SECONDS

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from datasource import LOCAL_SETUP, PaymentStore, acting_as, create_table_if_missing, open_store
 from domain.keys import FeedLayout
-from server.embedded_dynamodb import EmbeddedDynamoDB
-from server.settings import Settings
+from process.embedded_dynamodb import EmbeddedDynamoDB
+from process.settings import Settings
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -88,7 +88,7 @@ async def payment_store(
     compare_table: bool = False,
 ) -> AsyncIterator[OpenedStore]:
     """The store on the settings' table, open for the block; `endpoint_url` (the embedded
-    DynamoDB's, if any) wins over the settings'. `tracer` (`server.tracing`) traces its calls.
+    DynamoDB's, if any) wins over the settings'. `tracer` (`process.tracing`) traces its calls.
     With `compare_table` (the serving process), a table the service did not make (`test`,
     `prod`) is first compared with what it needs, its stream if live updates read it
     (`PaymentStore.compare_definition`): until it is, no write is sent.

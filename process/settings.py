@@ -175,12 +175,12 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     metrics: Literal["off", "app", "port"] = "app"
     metrics_port: Annotated[int, Field(ge=1, le=65535)] = 9464
-    # Seconds between two status lines (`server.status_log`: the breaker, the stream reader's
+    # Seconds between two status lines (`process.status_log`: the breaker, the stream reader's
     # lag), which the deploy stack's alarms read; 0: none.
     status_log_interval: Annotated[float, Field(ge=0)] = 60.0
     # `loc_payments_field_usage_total{client, field}`: which client still uses which field.
     field_usage: bool = True
-    # Traces (`server/tracing.py`): none (no tracer at all), otlp (OTLP over HTTP, where the
+    # Traces (`process/tracing.py`): none (no tracer at all), otlp (OTLP over HTTP, where the
     # standard OTEL_EXPORTER_OTLP_* variables say) or console; and whether an operation's span
     # holds its document (never its variables).
     otel_exporter: Literal["none", "otlp", "console"] = "none"

@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import Span, Tracer
 
 from datasource import PROPAGATOR, traceparent_of
-from server.settings import Settings
+from process.settings import Settings
 
 __all__ = [
     "TRACE_RESPONSE_HEADER",

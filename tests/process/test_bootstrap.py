@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from datasource import acting_as
-from server import embedded_dynamodb
-from server.bootstrap import dynamodb_endpoint, payment_store
-from server.settings import Settings
+from process import embedded_dynamodb
+from process.bootstrap import dynamodb_endpoint, payment_store
+from process.settings import Settings
 from tests.backends import Backend
 from tests.servers import java_children
 

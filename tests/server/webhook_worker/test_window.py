@@ -1,8 +1,8 @@
-"""One endpoint's window (`server.webhook_window`) on a real table, its clock, its writes and its
-reads of the retries held by the test: a retry the window schedules is sent when due, whatever
-the window read of the stored retries while that retry's record was being written (a read before
-the record lands, or one under way as it lands, once left the window with no retry to look for,
-and the retry was never sent), and a retry done while a read is under way is not sent again."""
+"""One endpoint's window (`server.webhook_worker.window`) on a real table, its clock, its writes and
+its reads of the retries held by the test: a retry the window schedules is sent when due, whatever
+the window read of the stored retries while that retry's record was being written (a read before the
+record lands, or one under way as it lands, once left the window with no retry to look for, and the
+retry was never sent), and a retry done while a read is under way is not sent again."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import pytest
 
 from datasource import Commit, DueRetry, EndpointState, PaymentStore, WrittenPlainly
 from domain.webhooks import EndpointStatus, RetrySchedule, WebhookEndpoint
-from server.webhook_delivery import Answer
-from server.webhook_window import EndpointWindow
+from server.webhook_worker.delivery import Answer
+from server.webhook_worker.window import EndpointWindow
 
 OWNER = "test-instance"
 BODY = orjson.dumps({"type": "webhook.endpoint.disabled", "data": {}}).decode()

@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from harness.processes import HOST, free_port
-from server.webhook_delivery import KEPT_ANSWER_BYTES, GuardedResolver, Receivers
+from server.webhook_worker.delivery import KEPT_ANSWER_BYTES, GuardedResolver, Receivers
 
 
 class FixedResolver(AbstractResolver):

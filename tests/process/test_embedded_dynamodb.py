@@ -12,7 +12,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
-from server.embedded_dynamodb import (
+from process.embedded_dynamodb import (
     DynamoDBLocalFailed,
     DynamoDBLocalMissing,
     EmbeddedDynamoDB,

@@ -7,9 +7,9 @@ from pydantic import SecretStr, ValidationError
 
 from datasource import DynamoConfig
 from engine import QueryLimits
+from process.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Env, Settings
 from schema import payments_limits
 from server.app import query_limits
-from server.settings import DEV_CURSOR_SECRET, DEV_JWT_SECRET, Env, Settings
 
 SECRET = SecretStr("s" * 40)
 CURSOR = SecretStr("c" * 40)
