@@ -7,9 +7,9 @@ frame that belongs to one (a C call counts for the Python frame that made it).
     completion      the compiled plan answering the document (`schema`, graphql-core, Strawberry)
     resolvers       the fields' resolvers and loaders (`resolvers`, DataLoader)
     DynamoDB call   the request made, signed and sent (aiobotocore, botocore, aiohttp, datasource)
-    GraphQL HTTP    the request read, the answer made and serialized (`server.graphql_http`)
+    GraphQL HTTP    the request read, the answer made and serialized (`server.graphql_view`)
     HTTP server     uvicorn, h11/httptools, Starlette
-    logs, metrics   the request log line and the metrics (`logging`, `server.observability`)
+    logs, metrics   the request log line and the metrics (`logging`, `server.request_records`)
     other           the event loop and the rest
 """
 
@@ -39,7 +39,7 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "/strawberry/types", "/strawberry/execution")),
     ("resolvers", ("resolvers/", "strawberry/dataloader.py")),
     ("DynamoDB call", ("aiobotocore", "botocore", "aiohttp", "datasource/")),
-    ("GraphQL HTTP", ("server/graphql_http.py", "server/graphql_over_http.py",
+    ("GraphQL HTTP", ("server/graphql_view.py", "server/graphql_over_http.py",
                       "server/auth.py", "server/app.py")),
     ("HTTP server", ("uvicorn", "h11", "httptools", "starlette")),
 )  # fmt: skip

@@ -30,8 +30,9 @@ from bench import (
     usage_cost,
     webhooks_cost,
 )
+from bench.errors import MarkerError
 
-__all__ = ["MARKER", "RESULTS", "MarkerError", "latest", "main", "render", "write_pages"]
+__all__ = ["MARKER", "RESULTS", "latest", "main", "render", "write_pages"]
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -51,10 +52,6 @@ DOCUMENTS_HEADER = ["workload", "in flight", "by text, CPU ms / request", "by id
 NULL_BY_DESIGN = {"bound", "met"}
 
 Results = dict[str, Any]
-
-
-class MarkerError(ValueError):
-    """A marker this module has no renderer for, or one without its pair."""
 
 
 def latest() -> Results:

@@ -62,7 +62,7 @@ SETTINGS = {
     "events_shards": "1",
     "budget_overrides": BUDGET_OVERRIDES,
 }
-OBSERVER = "Metrics.observe (server/observability.py:"  # how py-spy names its frames
+OBSERVER = "Metrics.observe (server/request_records.py:"  # how py-spy names its frames
 HOOKED = "--serve-hooked"
 READ_SECONDS = 10.0
 
@@ -108,7 +108,7 @@ class Hooked(Service):
 def serve_hooked(hook: str, report: str, arguments: list[str]) -> None:
     """`arguments` (`-m <module> serve`, as `Service` runs it) with `Metrics.observe` hooked."""
     from process.logs import JsonHandler
-    from server.observability import Metrics
+    from server.request_records import Metrics
 
     observe, write_pending, spent = Metrics.observe, JsonHandler.write_pending, [0, 0]
     # What two readings of the clock add between them (a system call each): taken off each call.

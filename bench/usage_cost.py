@@ -24,7 +24,7 @@ from resolvers.callers import Caller
 from resolvers.context import Context
 from schema import build_schema
 from server.app import create_app
-from server.observability import Metrics
+from server.request_records import Metrics
 
 __all__ = ["DEFAULT", "QUICK", "measure", "render"]
 

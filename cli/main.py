@@ -24,15 +24,15 @@ from cli.serve_command import serve
 from domain.errors import InvalidCursor, PaymentsError
 from infra.stack import TEMPLATE_COMMAND, stack_template_text
 from jobs.errors import CheckpointRefused
-from process.embedded_dynamodb import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
+from process.errors import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
 from process.settings import Settings
 from server.auth import (
     DEFAULT_TOKEN_TTL_SECONDS,
     SERVICE_SCOPE,
     WEBHOOKS_ADMIN_SCOPE,
-    TokenRefused,
     mint_development_token,
 )
+from server.errors import TokenRefused
 
 __all__ = ["main"]
 

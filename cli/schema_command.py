@@ -24,10 +24,11 @@ from typing import TextIO
 
 from graphql import GraphQLError, GraphQLSchema
 
+from cli.errors import BadInput
 from engine import read_manifest
 from schema.evolution import (
     Document,
-    Refusal,
+    RefusedChange,
     broken_documents,
     parse_sdl,
     refusals,
@@ -56,10 +57,6 @@ MANIFESTS = "tools/trusted-documents/manifests"
 FORMER_MANIFESTS = "trusted-documents/manifests"
 # The file whose first commit brought the rule in: commits before it are not held to it.
 RULE_FILE = "schema/evolution.py"
-
-
-class BadInput(Exception):
-    """A file that is not SDL, a revision that does not exist, a manifest that does not parse."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,7 +132,7 @@ def accept(repo: Path, out: TextIO) -> int:
     return 0
 
 
-def history_refusals(repo: Path) -> list[tuple[str, Refusal]]:
+def history_refusals(repo: Path) -> list[tuple[str, RefusedChange]]:
     """Every refused change a commit of schema.graphql made since the rule came in."""
     introduced = _git(repo, "log", "--diff-filter=A", "--format=%H", "--", RULE_FILE).split()
     if not introduced:

@@ -1,4 +1,4 @@
-"""`loc-payments serve`: the service on its port (and its operations port), on the embedded
+"""`loc-payments serve`: the service on its port (and its operators' port), on the embedded
 DynamoDB Local in `local`, with the banner a person at the terminal needs."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def serve(settings: Settings) -> int:
     # Imported here so that `token` works without loading the web stack.
     from engine import ManifestsRefused
     from server.app import create_app
-    from server.operations_port import with_operations_port
+    from server.operators_port import with_operators_port
 
     configure_logging(
         log_format=settings.log_format, local=settings.env == "local", level=settings.log_level
@@ -90,8 +90,8 @@ def serve(settings: Settings) -> int:
             print(f"loc-payments: {refused}", file=sys.stderr)
             return 1
         # Scraped on its own port, so /metrics (and /readyz's detail) never share the API's.
-        operations_port = settings.metrics_port if settings.metrics == "port" else None
-        served = app if operations_port is None else with_operations_port(app, port=operations_port)
+        operators_port = settings.metrics_port if settings.metrics == "port" else None
+        served = app if operators_port is None else with_operators_port(app, port=operators_port)
         tune_garbage_collector()
         # uvicorn handles SIGINT/SIGTERM itself while serving and re-raises them once drained.
         try:
@@ -101,7 +101,7 @@ def serve(settings: Settings) -> int:
                 port=settings.port,
                 announce=lambda: _announce(settings),
                 keep_alive_seconds=settings.keep_alive_seconds,
-                operations_port=operations_port,
+                operators_port=operators_port,
             )
         except KeyboardInterrupt:
             return 0

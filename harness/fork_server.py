@@ -32,7 +32,7 @@ __all__ = ["WARM_MODULES", "Forked", "fork", "warm"]
 
 # The modules a child may run warm: what they import is imported once, before any fork.
 WARM_MODULES = ("cli",)
-_IMPORTS = ("cli.main", "cli.serve_command", "server.app", "server.operations_port", "uvicorn")
+_IMPORTS = ("cli.main", "cli.serve_command", "server.app", "server.operators_port", "uvicorn")
 _READY = b"ready\n"
 _START_SECONDS = 60.0
 

@@ -24,11 +24,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from process.errors import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
+
 __all__ = [
-    "DynamoDBLocalFailed",
-    "DynamoDBLocalMissing",
     "EmbeddedDynamoDB",
-    "JavaMissing",
     "find_jar",
 ]
 
@@ -49,23 +48,6 @@ RESTART_BACKOFF_SECONDS = (0.5, 1.0, 2.0, 4.0, 8.0)
 MAX_EXITS = 5
 EXITS_WINDOW_SECONDS = 60.0
 TAIL_LINES = 20
-
-
-class JavaMissing(RuntimeError):
-    def __init__(self, detail: str = "") -> None:
-        message = (
-            "Java 17+ is needed for the embedded DynamoDB; install it "
-            "(apt-get install openjdk-17-jre-headless) or set LOC_DYNAMODB_ENDPOINT"
-        )
-        super().__init__(f"{message} ({detail})" if detail else message)
-
-
-class DynamoDBLocalMissing(RuntimeError):
-    pass
-
-
-class DynamoDBLocalFailed(RuntimeError):
-    """The emulator exited or did not answer; the message carries the end of its output."""
 
 
 def find_jar(root: Path = DYNAMODB_LOCAL_ROOT) -> Path:

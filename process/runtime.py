@@ -64,12 +64,12 @@ def serve_app(
     port: int,
     announce: Callable[[], None],
     keep_alive_seconds: float,
-    operations_port: int | None = None,
+    operators_port: int | None = None,
 ) -> bool:
     """Serve until SIGINT/SIGTERM (uvicorn drains, then returns); False if it never started
-    (the port taken, the app's startup failed: uvicorn has logged why). With `operations_port`
+    (the port taken, the app's startup failed: uvicorn has logged why). With `operators_port`
     the same server listens there too, and `app` tells the two apart by the request's port
-    (`server.operations_port`): one loop, one set of signals, one drain.
+    (`server.operators_port`): one loop, one set of signals, one drain.
 
     uvicorn's own INFO lines (process started, waiting for startup, running on, shutting down)
     are quiet unless the log level is DEBUG: `announce` says where the service listens."""
@@ -80,14 +80,14 @@ def serve_app(
         app, **uvicorn_options(host=host, port=port, keep_alive_seconds=keep_alive_seconds)
     )
     server = _AnnouncingServer(config, announce)
-    if operations_port is None:
+    if operators_port is None:
         server.run()
     else:
         # Bound as uvicorn binds one port (a port taken: logged, exit status 1).
         operations = uvicorn.Config(
             app,
             **uvicorn_options(
-                host=host, port=operations_port, keep_alive_seconds=keep_alive_seconds
+                host=host, port=operators_port, keep_alive_seconds=keep_alive_seconds
             ),
         )
         server.run(sockets=[config.bind_socket(), operations.bind_socket()])

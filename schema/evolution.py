@@ -44,7 +44,7 @@ from engine import coordinates
 __all__ = [
     "Change",
     "Document",
-    "Refusal",
+    "RefusedChange",
     "broken_documents",
     "parse_sdl",
     "refusals",
@@ -71,7 +71,7 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class RefusedChange:
     change: Change
     why: str
 
@@ -184,7 +184,7 @@ def broken_documents(
 
 def refusals(
     old: GraphQLSchema, new: GraphQLSchema, documents: Sequence[Document]
-) -> list[Refusal]:
+) -> list[RefusedChange]:
     """The breaking changes from `old` to `new` that a deliberate change may not make."""
     used: dict[str, list[Document]] = {}
     for document in documents:
@@ -208,8 +208,8 @@ def refusals(
             None,
         )
         if reason is None:
-            refused.append(Refusal(change, f"{touched or 'it'} was not @deprecated first"))
+            refused.append(RefusedChange(change, f"{touched or 'it'} was not @deprecated first"))
         elif touched in used:
             users = ", ".join(document.label for document in used[touched])
-            refused.append(Refusal(change, f"{touched} is still used by {users}"))
+            refused.append(RefusedChange(change, f"{touched} is still used by {users}"))
     return refused

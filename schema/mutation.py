@@ -15,8 +15,8 @@ from resolvers.context import Context
 from schema import inputs
 from schema.descriptions import SERVICES_ONLY, MutationInput
 from schema.enums import PaymentStatus
-from schema.errors import PaymentPayload, PaymentResult, user_error
 from schema.types import PaymentType
+from schema.user_errors import PaymentPayload, PaymentResult, user_error
 from schema.webhooks import WebhookMutations
 
 __all__ = ["Mutation"]

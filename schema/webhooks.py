@@ -27,8 +27,8 @@ from schema.descriptions import (
     First,
     MutationInput,
 )
-from schema.errors import InvalidInputError, NotFoundError, UnavailableError, user_error
 from schema.types import PageInfo, page_info
+from schema.user_errors import InvalidInputError, NotFoundError, UnavailableError, user_error
 
 __all__ = ["WebhookEndpointType", "WebhookMutations"]
 

@@ -50,11 +50,11 @@ from server.budgets import BudgetPolicy, Budgets
 from server.demo_data import seed_demo_payments
 from server.graphiql import ASSETS_PATH as GRAPHIQL_ASSETS
 from server.graphiql import GraphiQLPage
-from server.graphql_http import PaymentsGraphQL
+from server.graphql_view import PaymentsGraphQL
 from server.jwks import jwks_reading
 from server.live_feed import live_feed
-from server.observability import Metrics
 from server.readiness import TableCheck, readyz
+from server.request_records import Metrics
 from server.subscription_budgets import SubscriptionBudgets
 from server.subscription_slots import SubscriptionSlots
 from server.webhook_worker.delivery import address_lookup, webhook_delivery
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from types_aiobotocore_dynamodb import DynamoDBClient
 
-__all__ = ["create_app", "operations_routes", "query_limits"]
+__all__ = ["create_app", "operators_routes", "query_limits"]
 
 log = logging.getLogger("loc_payments.server")
 
@@ -383,8 +383,8 @@ def health_routes(settings: Settings) -> list[Route]:
     ]
 
 
-def operations_routes() -> list[Route]:
-    """The metrics port's (`server.operations_port`): `/metrics`, and `/readyz` in detail."""
+def operators_routes() -> list[Route]:
+    """The metrics port's (`server.operators_port`): `/metrics`, and `/readyz` in detail."""
     return [
         Route("/metrics", metrics_page),
         Route("/readyz", functools.partial(readyz, detail=True)),

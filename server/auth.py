@@ -24,6 +24,7 @@ import jwt
 from process.settings import Settings
 from resolvers.callers import Caller
 from resolvers.errors import Unauthenticated
+from server.errors import TokenRefused
 from server.jwks import JwksKeys, JwksPolicy
 
 __all__ = [
@@ -31,7 +32,6 @@ __all__ = [
     "SERVICE_SCOPE",
     "WEBHOOKS_ADMIN_SCOPE",
     "AuthConfig",
-    "TokenRefused",
     "authenticate",
     "mint_development_token",
     "token_expiry",
@@ -47,10 +47,6 @@ _NOT_AN_INTEGER = {
     "nbf": "Not Before claim (nbf) must be an integer.",
     "exp": "Expiration Time claim (exp) must be an integer.",
 }
-
-
-class TokenRefused(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,12 +29,12 @@ from strawberry.types.graphql import OperationType
 from datasource import SharedBudgets, open_shared_budgets
 from domain.budgets import HAIR, Limit, LocalBudgets, Verdict, whole_seconds
 from domain.errors import StorageUnavailable
-from engine import Refusal
 from process.settings import Settings
 from resolvers.callers import Caller
 from resolvers.context import Context
+from server.errors import Throttled
 
-__all__ = ["BudgetPolicy", "Budgets", "Throttled"]
+__all__ = ["BudgetPolicy", "Budgets"]
 
 log = logging.getLogger("loc_payments.budgets")
 
@@ -87,20 +87,6 @@ class BudgetPolicy:
     def share(self, limit: Limit) -> Limit:
         """This instance's share of a fleet-wide limit."""
         return limit.share(self.instances, floor=self.max_cost)
-
-
-class Throttled(Refusal):
-    """An operation over its caller's budget: refused before it ran."""
-
-    def __init__(self, requested: int, verdict: Verdict, limit: Limit) -> None:
-        self.retry_after = whole_seconds(verdict.retry_after)
-        error = GraphQLError(
-            f"Throttled: this operation costs {requested} and the budget holds "
-            f"{math.floor(verdict.available)} now, refilling at {_number(limit.rate)} a second; "
-            f"retry after {self.retry_after} s",
-            extensions={"code": THROTTLED, "retryAfter": self.retry_after},
-        )
-        super().__init__(error, {"cost": _cost(requested, 0, verdict.available, limit)})
 
 
 class Budgets:
@@ -162,7 +148,7 @@ class Budgets:
         if held + HAIR < least:
             self._on_throttled(kind)
             context.cost = (least, 0)
-            raise Throttled(least, Verdict(False, held, (least - held) / limit.rate), limit)
+            raise _throttled(least, Verdict(False, held, (least - held) / limit.rate), limit)
         context.least_cost = least
 
     async def admit(self, context: Any, operation_type: OperationType, cost: int) -> _Charge | None:
@@ -177,7 +163,7 @@ class Budgets:
         if not verdict.admitted:
             self._on_throttled(kind)
             context.cost = (requested, 0)
-            raise Throttled(requested, verdict, limit)
+            raise _throttled(requested, verdict, limit)
         return _Charge(self, context, key, requested, least, verdict, limit)
 
     async def charge_event(self, context: Context, caller: Caller, cost: int) -> _Charge | float:
@@ -293,6 +279,18 @@ class _Charge:
             self.budgets.owe(self.key, refund)
         self.context.cost = (self.requested, actual)
         return {"cost": _cost(self.requested, actual, self.verdict.available + refund, self.limit)}
+
+
+def _throttled(requested: int, verdict: Verdict, limit: Limit) -> Throttled:
+    retry_after = whole_seconds(verdict.retry_after)
+    error = GraphQLError(
+        f"Throttled: this operation costs {requested} and the budget holds "
+        f"{math.floor(verdict.available)} now, refilling at {_number(limit.rate)} a second; "
+        f"retry after {retry_after} s",
+        extensions={"code": THROTTLED, "retryAfter": retry_after},
+    )
+    cost = _cost(requested, 0, verdict.available, limit)
+    return Throttled(error, {"cost": cost}, retry_after=retry_after)
 
 
 def _cost(requested: int, actual: int, available: float, limit: Limit) -> dict[str, Any]:

@@ -23,16 +23,18 @@ import orjson
 from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
+from server.errors import Refused
+
 __all__ = [
     "GRAPHQL_RESPONSE",
     "JSON",
     "Envelope",
-    "Refused",
     "answer",
     "envelope",
     "get_envelope",
     "negotiate",
     "post_envelope",
+    "refused_answer",
 ]
 
 JSON = "application/json"
@@ -56,44 +58,6 @@ _FIELDS: dict[str, tuple[type, str]] = {
     "documentId": (str, "The `documentId` must be a string or null, if provided."),
     "doc_id": (str, "The `doc_id` must be a string or null, if provided."),
 }
-
-
-class Refused(Exception):
-    """A request answered without running anything: its status (None: a GraphQL request error,
-    whose status follows the answer's media type, `request_error_status`), words, code
-    (`extensions.code`) and extra headers. The one refusal of the HTTP edge: `server.graphql_http`
-    translates the engine's and Strawberry's into it, in one place."""
-
-    def __init__(
-        self,
-        status: int | None,
-        message: str,
-        *,
-        code: str | None = None,
-        allow: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        error: Mapping[str, object] | None = None,
-        extensions: Mapping[str, object] | None = None,
-    ) -> None:
-        """`error`: the error's whole `extensions` (else `code` alone); `extensions`: the
-        answer's."""
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.headers = {**(headers or {}), **({"allow": allow} if allow is not None else {})}
-        self.error = error
-        self.extensions = extensions
-
-    def answer(self, media_type: str) -> tuple[int, dict[str, object]]:
-        """The status and body of the answer in `media_type`."""
-        status = request_error_status(media_type) if self.status is None else self.status
-        body = refusal(self.message, self.code)
-        if self.error is not None:
-            body = {"errors": [{"message": self.message, "extensions": dict(self.error)}]}
-        if self.extensions is not None:
-            body["extensions"] = dict(self.extensions)
-        return status, body
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,3 +173,14 @@ def refusal(message: str, code: str | None = None) -> dict[str, object]:
     if code is not None:
         error["extensions"] = {"code": code}
     return {"errors": [error]}
+
+
+def refused_answer(refused: Refused, media_type: str) -> tuple[int, dict[str, object]]:
+    """The status and body of `refused`'s answer in `media_type`."""
+    status = request_error_status(media_type) if refused.status is None else refused.status
+    body = refusal(refused.message, refused.code)
+    if refused.error is not None:
+        body = {"errors": [{"message": refused.message, "extensions": dict(refused.error)}]}
+    if refused.extensions is not None:
+        body["extensions"] = dict(refused.extensions)
+    return status, body

@@ -29,6 +29,7 @@ from jwt import PyJWK
 from jwt.exceptions import PyJWKError, PyJWTError
 
 from server.background import running
+from server.errors import JwksUnreadable
 
 __all__ = ["MAX_BODY_BYTES", "JwksKeys", "JwksPolicy", "jwks_reading"]
 
@@ -44,10 +45,6 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 _CHUNK_BYTES = 64 * 1024
 FIRST_RETRY_SECONDS = 1.0
 State = Literal["starting", "ok", "unavailable"]
-
-
-class JwksUnreadable(Exception):
-    """A JWKS URL answered no usable set: not reachable, not 200, not a JSON key set."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ is asked, DynamoDB is asked at most once per interval. Until the table is known 
 Anyone who reaches the API port may ask, so in `test` and `prod` it answers the status alone:
 `{"status": "ok"}`, or 503 `{"status": "unavailable"}`. The detail (why not, the live updates,
 the webhook endpoints delivering, the JWKS's state and keys, the table) is the operators': on the
-metrics port (`LOC_METRICS_PORT`, `server.operations_port`), and on the API port in `local`;
+metrics port (`LOC_METRICS_PORT`, `server.operators_port`), and on the API port in `local`;
 `budgets` there says whether the fleet's broker holds the budgets or each instance its share.
 """
 

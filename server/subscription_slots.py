@@ -21,36 +21,21 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 
-from graphql import GraphQLError
-
 from datasource import SharedSlots, open_shared_slots
 from domain.errors import StorageUnavailable
-from engine import Refusal
 from server.background import running
+from server.errors import TooManySubscriptions
 
-__all__ = ["TOO_MANY_SUBSCRIPTIONS", "SubscriptionSlots", "TooManySubscriptions"]
+__all__ = ["SubscriptionSlots"]
 
 log = logging.getLogger("loc_payments.budgets")
 
-TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"
 # Seconds a call to the broker may take (a subscribe is not a request's latency); after it
 # failed, subscribes are counted here for BROKER_RETRY_SECONDS before it is tried again.
 BROKER_TIMEOUT = 1.0
 BROKER_RETRY_SECONDS = 1.0
 # Callers renewed in one pipeline.
 RENEWED_AT_ONCE = 500
-
-
-class TooManySubscriptions(Refusal):
-    """A subscription over its caller's cap: refused before it started (nothing charged)."""
-
-    def __init__(self, cap: int) -> None:
-        error = GraphQLError(
-            f"Too many subscriptions: this caller has {cap} open already, the most it may hold; "
-            "complete one first",
-            extensions={"code": TOO_MANY_SUBSCRIPTIONS, "maxSubscriptions": cap},
-        )
-        super().__init__(error, {})
 
 
 class SubscriptionSlots:

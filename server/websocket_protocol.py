@@ -39,7 +39,8 @@ from strawberry.types.execution import ExecutionResult, PreExecutionError
 
 from engine import DocumentRefused, MalformedDocumentRequest, Part
 from resolvers.context import Context
-from server.graphql_over_http import Refused, envelope
+from server.errors import Refused
+from server.graphql_over_http import envelope
 
 __all__ = ["LegacyWSHandler", "TransportWSHandler"]
 

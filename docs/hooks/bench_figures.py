@@ -13,6 +13,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.pages import Page
 
 from bench import figures
+from bench.errors import MarkerError
 
 
 def on_page_markdown(markdown: str, *, page: Page, **_: object) -> str:
@@ -20,7 +21,7 @@ def on_page_markdown(markdown: str, *, page: Page, **_: object) -> str:
         return markdown
     try:
         rendered = figures.render(markdown, figures.latest())
-    except figures.MarkerError as error:
+    except MarkerError as error:
         raise PluginError(f"{page.file.src_uri}: {error}") from error
     if rendered != markdown:
         raise PluginError(

@@ -21,7 +21,7 @@ from engine import Observed
 from resolvers.callers import Caller
 from resolvers.context import Context
 from schema import build_schema
-from server.observability import Metrics
+from server.request_records import Metrics
 from tests.api.conftest import (
     PROD_SETTINGS,
     SERVICE,

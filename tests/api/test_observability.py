@@ -17,7 +17,7 @@ from engine import Observed
 from process.logs import configure_logging
 from resolvers.context import Context
 from resolvers.errors import Unauthenticated
-from server.observability import MAX_OPERATION_LABELS, OTHER_OPERATIONS, Metrics
+from server.request_records import MAX_OPERATION_LABELS, OTHER_OPERATIONS, Metrics
 from tests.api.conftest import SERVICE, Api, api_client
 from tests.api.metrics import metric
 

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from datasource import GSI4, create_table_if_missing, table_definition
-from server.operations_port import with_operations_port
+from server.operators_port import with_operators_port
 from server.readiness import TableCheck
 from tests.api.conftest import PROD_SETTINGS, Api, api_client, error_codes, prod_token
 from tests.backends import Backend
@@ -88,7 +88,7 @@ async def as_defined(moto_backend: Backend) -> AsyncIterator[str]:
 @asynccontextmanager
 async def operators(api: Api) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the operators' port of `api`'s app."""
-    app = with_operations_port(api.app, port=OPERATORS_PORT)
+    app = with_operators_port(api.app, port=OPERATORS_PORT)
     transport = httpx.ASGITransport(app=app)
     base = f"http://payments.test:{OPERATORS_PORT}"
     async with httpx.AsyncClient(transport=transport, base_url=base) as http:

@@ -15,7 +15,11 @@ def test_a_sample_counts_for_its_innermost_frame_with_a_part() -> None:
         "_lazy_field.<locals>.read (/work/main/datasource/items.py:255)",
         "parse_timestamp (/work/main/domain/validation.py:180)",
     ]
-    logging = [ROOT, "observe (server/observability.py:190)", "format (pythonjsonlogger/core.py:1)"]
+    logging = [
+        ROOT,
+        "observe (server/request_records.py:190)",
+        "format (pythonjsonlogger/core.py:1)",
+    ]
 
     assert part_of(parsing) == "mapping"
     assert part_of(["one_pass (<one pass of Payment>:1)"]) == "completion"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bench import figures
+from bench.errors import MarkerError
 
 DOCUMENTS = {
     "cells": [
@@ -90,7 +91,7 @@ def test_a_pass_the_run_did_not_make_is_said_so(results: dict[str, Any]) -> None
 def test_a_marker_it_cannot_fill_is_refused(
     results: dict[str, Any], page: str, refusal: str
 ) -> None:
-    with pytest.raises(figures.MarkerError, match=refusal):
+    with pytest.raises(MarkerError, match=refusal):
         figures.render(page, results)
 
 

@@ -12,13 +12,8 @@ from typing import Any
 import boto3  # type: ignore[import-untyped, unused-ignore]
 import pytest
 
-from process.embedded_dynamodb import (
-    DynamoDBLocalFailed,
-    DynamoDBLocalMissing,
-    EmbeddedDynamoDB,
-    JavaMissing,
-    find_jar,
-)
+from process.embedded_dynamodb import EmbeddedDynamoDB, find_jar
+from process.errors import DynamoDBLocalFailed, DynamoDBLocalMissing, JavaMissing
 
 
 def _client(endpoint_url: str) -> Any:

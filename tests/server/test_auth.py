@@ -10,10 +10,10 @@ from resolvers.errors import Unauthenticated
 from server.auth import (
     SERVICE_SCOPE,
     AuthConfig,
-    TokenRefused,
     authenticate,
     mint_development_token,
 )
+from server.errors import TokenRefused
 
 MINTED_AT = 1_000_000
 LEEWAY = 60  # seconds of clock skew allowed, LOC_AUTH_LEEWAY_SECONDS's default

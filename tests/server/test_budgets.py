@@ -24,7 +24,8 @@ from harness.redis_server import RedisServer
 from process.settings import Settings
 from resolvers.callers import Caller
 from resolvers.context import Context
-from server.budgets import BudgetPolicy, Budgets, Throttled
+from server.budgets import BudgetPolicy, Budgets
+from server.errors import Throttled
 
 LIMIT = Limit(rate=10, burst=100)
 # How long a charge waits on the broker: long beside a healthy broker's answer on a loaded

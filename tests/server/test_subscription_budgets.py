@@ -22,9 +22,10 @@ from domain.budgets import Limit
 from harness.redis_server import RedisServer
 from resolvers.callers import Caller
 from resolvers.context import Context
-from server.budgets import BudgetPolicy, Budgets, Throttled
+from server.budgets import BudgetPolicy, Budgets
+from server.errors import Throttled, TooManySubscriptions
 from server.subscription_budgets import SubscriptionBudgets
-from server.subscription_slots import SubscriptionSlots, TooManySubscriptions
+from server.subscription_slots import SubscriptionSlots
 from tests.eventually import eventually
 
 CAPS = {"customer": 3, "service": 30}

@@ -8,21 +8,21 @@ from __future__ import annotations
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.app import operations_routes
+from server.app import operators_routes
 
-__all__ = ["with_operations_port"]
+__all__ = ["with_operators_port"]
 
 
-def with_operations_port(api: Starlette, *, port: int) -> ASGIApp:
+def with_operators_port(api: Starlette, *, port: int) -> ASGIApp:
     """`api`, but for what arrives on `port`: the operators' routes (and nothing of the API)."""
-    operations = Starlette(routes=operations_routes())
+    operators = Starlette(routes=operators_routes())
     # The API's lifespan opens the store and the rest on its state: one state for both.
-    operations.state = api.state
+    operators.state = api.state
 
     async def by_port(scope: Scope, receive: Receive, send: Send) -> None:
         server = scope.get("server")  # the listening socket's (host, port)
         if scope["type"] != "lifespan" and server is not None and server[1] == port:
-            await operations(scope, receive, send)
+            await operators(scope, receive, send)
         else:
             await api(scope, receive, send)
 

@@ -52,16 +52,16 @@ from resolvers.context import Context
 from resolvers.errors import CallerError, Forbidden, Unauthenticated
 from schema import PaymentsSchema
 from server.auth import AuthConfig, authenticate, token_expiry
-from server.budgets import Throttled
+from server.errors import Refused, Throttled
 from server.graphiql import GraphiQLPage
 from server.graphql_over_http import (
     Envelope,
-    Refused,
     answer,
     envelope,
     get_envelope,
     negotiate,
     post_envelope,
+    refused_answer,
 )
 from server.multipart import PartsFormat, multipart_answer, parts_format
 from server.websocket_protocol import LegacyWSHandler, TransportWSHandler
@@ -168,7 +168,7 @@ class PaymentsGraphQL(GraphQL[Context, None]):
         try:
             return await self._run_http(request, media_type)
         except Refused as refused:
-            status, body = refused.answer(media_type)
+            status, body = refused_answer(refused, media_type)
             return _response(status, body, media_type, refused.headers)
 
     async def _run_http(self, request: Request, media_type: str) -> Response:
