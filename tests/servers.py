@@ -1,16 +1,33 @@
 """Real server processes (`python -m cli serve`) for the tests that need a network peer: a
 WebSocket client, a second instance, a browser. They are `harness.processes.Service`s: a free
 port, the table and endpoint given, `local` settings plus the test's, output kept for the
-failure message."""
+failure message. Their DynamoDB budget is ten times the service's default, so that a machine
+the parallel run keeps busy does not turn a slow answer into UNAVAILABLE; a test of the budget
+itself sets its own."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from harness.processes import children, serving
+from harness.processes import Service, children
+from harness.processes import serving as harness_serving
 
-__all__ = ["java_child", "java_children", "served", "serving"]
+__all__ = ["DYNAMODB_BUDGET", "java_child", "java_children", "served", "serving"]
+
+# Seconds; the service's default is 3 (`LOC_DYNAMODB_BUDGET`).
+DYNAMODB_BUDGET = "30"
+
+
+@asynccontextmanager
+async def serving(
+    endpoint: str | None, table_name: str, count: int = 1, **settings: str
+) -> AsyncIterator[list[Service]]:
+    """`harness.processes.serving`, with the tests' DynamoDB budget unless `settings` give one."""
+    async with harness_serving(
+        endpoint, table_name, count, **{"dynamodb_budget": DYNAMODB_BUDGET, **settings}
+    ) as services:
+        yield services
 
 
 @asynccontextmanager

@@ -16,12 +16,13 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from harness.processes import Service, serving
+from harness.processes import Service
 from harness.proxy import Proxy, proxy_to
 from tests.api.conftest import SERVICE
 from tests.api.live_instances import EVENTS, MAX_ATTEMPTS, METRICS, Instance
 from tests.api.websocket_client import TRANSPORT_WS, acknowledged, send
 from tests.backends import Backend, fresh_table
+from tests.servers import serving
 
 # A poll of 0.25 s is 4 GetRecords a second on a shard: under DynamoDB's 5 with one reader,
 # 4 x N with a reader per instance.

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from datasource import KEY_PREFIX
-from harness.processes import HOST, serving
+from harness.processes import HOST
 from harness.redis_server import RedisServer
 from tests.api.conftest import token
 from tests.api.live_instances import Instance
@@ -18,6 +18,7 @@ from tests.api.subscribers import Socket, opened
 from tests.api.test_budgets_subscriptions import REPLAY, subscribed
 from tests.backends import Backend, fresh_table
 from tests.eventually import eventually
+from tests.servers import serving
 
 pytestmark = pytest.mark.ddblocal
 

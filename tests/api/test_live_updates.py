@@ -24,13 +24,13 @@ from gql.transport.websockets import WebsocketsTransport
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from harness.processes import serving
 from resolvers.event_hub import SLOW_CONSUMER_CODE, SLOW_CONSUMER_REASON
 from tests.api.conftest import ALICE, SERVICE, token
 from tests.api.graphql_ws_client import live_client
 from tests.api.live_instances import EVENTS, METRICS, WAIT, Instance, Subscription, instances
 from tests.api.websocket_client import TRANSPORT_WS, acknowledged, send
 from tests.backends import Backend, fresh_table
+from tests.servers import serving
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -155,7 +155,7 @@ async def test_killed_dynamodb_local_fails_fast_and_comes_back_by_itself(
     # A restart slow enough to watch the breaker while it is down.
     async with serving(
         None, "local-loc-service", data_dir=str(tmp_path / "data"),
-        dynamodb_local_restart_backoff="5", metrics="app",
+        dynamodb_local_restart_backoff="5", metrics="app", dynamodb_budget=str(BUDGET),
     ) as [server]:  # fmt: skip
         async with httpx.AsyncClient(timeout=30) as http:
             payment = await created(http, server.url, "outage-user")
@@ -185,7 +185,7 @@ async def test_a_dynamodb_that_hangs_fails_fast_and_is_used_again_once_it_answer
     assert ddblocal_config.endpoint_url is not None
     async with (
         proxy_to(ddblocal_config.endpoint_url) as proxy,
-        serving(proxy.url, ddblocal_config.table_name) as [server],
+        serving(proxy.url, ddblocal_config.table_name, dynamodb_budget=str(BUDGET)) as [server],
         httpx.AsyncClient(timeout=30) as http,
     ):
         payment = await created(http, server.url, "hang-user")

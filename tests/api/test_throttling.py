@@ -18,6 +18,9 @@ from harness.storm import storm
 from tests.api.conftest import SERVICE
 from tests.servers import serving
 
+# The service's own DynamoDB budget (`LOC_DYNAMODB_BUDGET`'s default), which these storms outlast.
+BUDGET = "3"
+
 pytestmark = pytest.mark.ddblocal
 
 # The issue's bounds: reads served, writes done at the first try, during a 50% storm.
@@ -29,7 +32,9 @@ async def test_a_storm_of_throttles_is_absorbed(ddblocal_config: DynamoConfig) -
     assert ddblocal_config.endpoint_url is not None
     async with (
         proxy_to(ddblocal_config.endpoint_url) as proxy,
-        serving(proxy.url, ddblocal_config.table_name, metrics="app") as [server],
+        serving(proxy.url, ddblocal_config.table_name, metrics="app", dynamodb_budget=BUDGET) as [
+            server
+        ],
     ):
         figures = await storm(
             server.url, proxy, token=SERVICE, seconds=6.0, metrics_url=f"{server.url}/metrics"
@@ -59,7 +64,7 @@ async def test_a_storm_that_lets_no_write_through_ends_at_its_time(
     assert ddblocal_config.endpoint_url is not None
     async with (
         proxy_to(ddblocal_config.endpoint_url) as proxy,
-        serving(proxy.url, ddblocal_config.table_name) as [server],
+        serving(proxy.url, ddblocal_config.table_name, dynamodb_budget=BUDGET) as [server],
     ):
         figures = await asyncio.wait_for(
             storm(server.url, proxy, token=SERVICE, fraction=1.0, seconds=5.0, clients=2), 60

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.processes import serving
 from tests.api.conftest import RESULT_FIELDS, SERVICE
 from tests.backends import Backend, fresh_table
 from tests.server.webhook_receiver import Receiver
+from tests.servers import serving
 
 pytestmark = pytest.mark.ddblocal
 
