@@ -137,8 +137,10 @@ def _the_loan_pages_cpu_is_broken_down_by_part(quick_run: QuickRun) -> None:
 
     assert breakdown["workload"] == "loan_page" and breakdown["server_cpu_ms_per_request"] > 0
     assert abs(sum(breakdown["shares"].values()) - 1) < 1e-9
-    # py-spy saw the service's own work, not only its event loop.
-    assert {"mapping", "completion", "decode"} <= set(breakdown["shares"])
+    # py-spy saw the service's own work, not only its event loop: the two largest parts of it.
+    # Not the smaller ones: a 5 % part (mapping) drew no sample of the quick run's one second in
+    # a run at load 5; which frames are whose is tests/bench/test_cpu_breakdown.py's.
+    assert {"completion", "decode"} <= set(breakdown["shares"])
     assert "Where the service's CPU goes on loan_page" in quick_run.stdout
 
 
