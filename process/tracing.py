@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from importlib.metadata import version
 
@@ -27,6 +28,7 @@ from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
+    SpanExporter,
 )
 from opentelemetry.trace import Span, Tracer
 
@@ -46,6 +48,8 @@ __all__ = [
 SERVICE = "loc-payments"
 TRACE_RESPONSE_HEADER = "traceresponse"
 _PROPAGATED = ("traceparent", "tracestate")
+# Seconds: OTEL_EXPORTER_OTLP_TIMEOUT's default.
+DEFAULT_EXPORT_TIMEOUT = 10.0
 
 
 @contextlib.asynccontextmanager
@@ -53,8 +57,8 @@ async def open_tracing(
     settings: Settings, *, provider: TracerProvider | None = None
 ) -> AsyncIterator[Tracer | None]:
     """The process's tracer for the block (None with `LOC_OTEL_EXPORTER=none`); the spans left
-    are sent when it ends. `provider`, the caller's own (the tests' in-memory exporter), is
-    used as it is and left open."""
+    are sent when it ends, for one export's timeout at most. `provider`, the caller's own (the
+    tests' in-memory exporter), is used as it is and left open."""
     if provider is not None or settings.otel_exporter != "none":
         # The W3C parser logs a refused `tracestate` with the caller's text in it; like the
         # request id, what a caller sends never writes into our logs.
@@ -65,16 +69,39 @@ async def open_tracing(
     if settings.otel_exporter == "none":
         yield None
         return
-    made = tracer_provider(settings)
+    made, exporter = _provider_and_exporter(settings)
     try:
         yield made.get_tracer(SERVICE, version(SERVICE))
     finally:
-        # Joins the export thread, which gives up on an absent collector within the exporter's
-        # timeout (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s): off the event loop.
-        await asyncio.to_thread(made.shutdown)
+        await _shut_down(made, exporter)
+
+
+async def _shut_down(provider: TracerProvider, exporter: SpanExporter | None) -> None:
+    """Send the spans left, for one export's timeout at most (off the event loop); then drop the
+    rest. The SDK's own shutdown tries every batch left, each for the exporter's timeout, up to
+    30 s: with a collector that does not answer, longer than a task's stop is given."""
+    shutting = asyncio.ensure_future(asyncio.to_thread(provider.shutdown))
+    await asyncio.wait({shutting}, timeout=_export_timeout())
+    if not shutting.done() and exporter is not None:
+        # An exporter shut down refuses the batches after the one in flight at once.
+        exporter.shutdown()
+    await shutting
+
+
+def _export_timeout() -> float:
+    """The OTLP exporter's timeout, as the SDK reads it (seconds)."""
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
+        with contextlib.suppress(ValueError):
+            return float(os.environ.get(name) or "unset")
+    return DEFAULT_EXPORT_TIMEOUT
 
 
 def tracer_provider(settings: Settings) -> TracerProvider:
+    provider, _exporter = _provider_and_exporter(settings)
+    return provider
+
+
+def _provider_and_exporter(settings: Settings) -> tuple[TracerProvider, SpanExporter | None]:
     resource = Resource.create(
         {
             "service.version": version(SERVICE),
@@ -88,16 +115,18 @@ def tracer_provider(settings: Settings) -> TracerProvider:
         resource = resource.merge(Resource({SERVICE_NAME: SERVICE}))
     # Shut down by `open_tracing`; not at exit, which would keep every provider made for ever.
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    provider.add_span_processor(_processor(settings))
-    return provider
+    processor, exporter = _processor(settings)
+    provider.add_span_processor(processor)
+    return provider, exporter
 
 
-def _processor(settings: Settings) -> SpanProcessor:
+def _processor(settings: Settings) -> tuple[SpanProcessor, SpanExporter | None]:
     if settings.otel_exporter == "console":
-        return SimpleSpanProcessor(ConsoleSpanExporter(service_name=SERVICE))
+        return SimpleSpanProcessor(ConsoleSpanExporter(service_name=SERVICE)), None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return BatchSpanProcessor(OTLPSpanExporter())
+    exporter = OTLPSpanExporter()
+    return BatchSpanProcessor(exporter), exporter
 
 
 def incoming_trace(carrier: Mapping[str, object]) -> otel_context.Context:

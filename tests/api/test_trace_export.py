@@ -84,5 +84,6 @@ async def test_a_collector_that_does_not_answer_costs_requests_nothing(
     # No request waited on an export: each took less than half an export's timeout, a margin no
     # loaded machine uses up (the requests' own latency is `make bench`'s to measure).
     assert max(durations) < EXPORT_TIMEOUT_SECONDS / 2, sorted(durations)[-3:]
-    # Stopping waits for what is left to be sent, as long as the exporter's timeout allows.
-    assert stopped < 3 * EXPORT_TIMEOUT_SECONDS + 2
+    # Stopping waits for what is left to be sent for one export's timeout, then for the export in
+    # flight, whatever number of batches is left (the SDK alone would try each, up to 30 s).
+    assert stopped < 2 * EXPORT_TIMEOUT_SECONDS + 4
